@@ -1,0 +1,1 @@
+"""Dialects: graph (tensor ops); task and mncore land with their issues."""

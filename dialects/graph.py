@@ -1,0 +1,1134 @@
+"""The ``graph`` dialect: tensor operations as a PyTorch user thinks of them.
+
+Every op states its result types in the IR, and its verifier recomputes them with the
+op's ``infer`` rule: the importer, the passes and the verifier share one definition of
+each op's shape and dtype semantics. ``build(OpClass, operands, **props)`` creates an op
+with its inferred result types.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Sequence
+from typing import ClassVar, TypeVar
+
+from xdsl.dialects.builtin import (
+    I1,
+    I64,
+    BoolAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+    f32,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    ParamAttrConstraint,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import (
+    ConstantLike,
+    HasCanonicalizationPatternsTrait,
+    IsTerminator,
+    OpTrait,
+    Pure,
+    RecursivelySpeculatable,
+    RecursiveMemoryEffect,
+)
+from xdsl.utils.exceptions import VerifyException
+
+Shape = tuple[int, ...]
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+i32 = IntegerType(32)
+
+#: Element types a graph tensor may hold, by their torch-style names.
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "float32": f32,
+    "float64": Float64Type(),
+    "int64": i64,
+    "int32": i32,
+    "bool": i1,
+    "uint8": ui8,
+}
+
+
+def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType:
+    return TensorType(element_type, list(shape))
+
+
+def shape_of(value: SSAValue | Attribute) -> Shape:
+    typ = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(typ, TensorType)
+    return tuple(typ.get_shape())
+
+
+def element_type_of(value: SSAValue | Attribute) -> Attribute:
+    typ = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(typ, TensorType)
+    return typ.element_type
+
+
+def is_float(element_type: Attribute) -> bool:
+    return isinstance(element_type, Float32Type | Float64Type)
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """NumPy/PyTorch broadcasting; raises VerifyException when shapes are incompatible."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for i in range(rank):
+        sizes = {s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            raise VerifyException(f"shapes {', '.join(map(str, shapes))} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def normalize_dims(dims: Sequence[int], rank: int) -> tuple[int, ...]:
+    out = []
+    for d in dims:
+        if not -rank <= d < max(rank, 1):
+            raise VerifyException(f"dimension {d} out of range for rank {rank}")
+        out.append(d % max(rank, 1))
+    return tuple(out)
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _prop_value(attr: Attribute | None) -> object:
+    """The Python value of a property, for the shape rules."""
+    if isinstance(attr, DenseArrayBase):
+        return tuple(attr.get_values())
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    return attr
+
+
+def _to_prop(value: object) -> Attribute:
+    if isinstance(value, Attribute):
+        return value
+    if isinstance(value, bool):
+        return BoolAttr.from_bool(value)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, Float64Type())
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, tuple | list):
+        return i64_array(value)
+    raise TypeError(f"cannot make a property of {value!r}")
+
+
+class Elementwise(OpTrait):
+    """Marks ops applied element by element after broadcasting; fusion chains them."""
+
+
+class GraphCanonicalization(HasCanonicalizationPatternsTrait):
+    """Canonicalization patterns of graph ops; they live in ``graph_canonicalization``
+    (imported when first asked for) and are looked up by op class."""
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        from mncore_ir.dialects.graph_canonicalization import PATTERNS
+
+        return PATTERNS.get(op, ())
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from mncore_ir.dialects.graph_canonicalization import PATTERNS
+
+        return tuple(p for ps in PATTERNS.values() for p in ps)
+
+
+class GraphOp(IRDLOperation, abc.ABC):
+    """A graph op whose result types follow from its operands and properties."""
+
+    @classmethod
+    @abc.abstractmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        """The result types for operands of ``types`` and properties ``props``."""
+
+    def props(self) -> dict[str, object]:
+        return {k: _prop_value(v) for k, v in self.properties.items()}
+
+    def verify_(self) -> None:
+        types = [o.type for o in self.operands]
+        if not all(isinstance(t, TensorType) for t in types):
+            raise VerifyException(f"{self.name} expects tensor operands")
+        expected = self.infer(types, self.props())
+        actual = [r.type for r in self.results]
+        if expected != actual:
+            shown = ", ".join(map(str, expected))
+            raise VerifyException(
+                f"{self.name}: result type {', '.join(map(str, actual))} does not match "
+                f"the inferred type {shown}"
+            )
+
+
+_Op = TypeVar("_Op", bound=GraphOp)
+
+
+def build(op_type: type[_Op], operands: Sequence[SSAValue | Operation], **props: object) -> _Op:
+    """Create ``op_type`` on ``operands`` with inferred result types."""
+    values = [SSAValue.get(o) for o in operands]
+    properties = {k: _to_prop(v) for k, v in props.items() if v is not None}
+    raw = {k: _prop_value(v) for k, v in properties.items()}
+    result_types = op_type.infer([v.type for v in values], raw)  # type: ignore[arg-type]
+    return op_type.build(operands=[values] if _is_variadic(op_type) else values,
+                         result_types=[result_types] if _has_var_results(op_type) else result_types,
+                         properties=properties)
+
+
+def _is_variadic(op_type: type[IRDLOperation]) -> bool:
+    return op_type in (ConcatOp, FusedOp)
+
+
+def _has_var_results(op_type: type[IRDLOperation]) -> bool:
+    return op_type is FusedOp
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+class UnaryOp(GraphOp, abc.ABC):
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure(), Elementwise(), GraphCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        return [types[0]]
+
+
+class FloatUnaryOp(UnaryOp, abc.ABC):
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.input)):
+            raise VerifyException(f"{self.name} expects a floating-point tensor")
+        super().verify_()
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    name = "graph.neg"
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "graph.abs"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    name = "graph.relu"
+
+
+@irdl_op_definition
+class ExpOp(FloatUnaryOp):
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class LogOp(FloatUnaryOp):
+    name = "graph.log"
+
+
+@irdl_op_definition
+class SqrtOp(FloatUnaryOp):
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(FloatUnaryOp):
+    name = "graph.rsqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(FloatUnaryOp):
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class TanhOp(FloatUnaryOp):
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(FloatUnaryOp):
+    name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class ErfOp(FloatUnaryOp):
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class NotOp(UnaryOp):
+    name = "graph.not"
+
+    def verify_(self) -> None:
+        if element_type_of(self.input) != i1:
+            raise VerifyException("graph.not expects a tensor of i1")
+        super().verify_()
+
+
+@irdl_op_definition
+class ConvertOp(GraphOp):
+    """Changes the element type (``tensor.to(dtype)``), keeping the shape."""
+
+    name = "graph.convert"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), GraphCanonicalization(), Elementwise())
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        raise NotImplementedError("graph.convert needs its result type")
+
+    def verify_(self) -> None:
+        if shape_of(self.input) != shape_of(self.result):
+            raise VerifyException("graph.convert must keep the shape")
+
+
+class BinaryOp(GraphOp, abc.ABC):
+    """Broadcasting binary op; both operands have the same element type."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Elementwise(), GraphCanonicalization())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    @classmethod
+    def result_element_type(cls, operand: Attribute) -> Attribute:
+        return operand
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        a, b = types
+        if a.element_type != b.element_type:
+            raise VerifyException(
+                f"{cls.name} operands have different element types "
+                f"{a.element_type} and {b.element_type}"
+            )
+        shape = broadcast_shapes(shape_of(a), shape_of(b))
+        return [tensor(shape, cls.result_element_type(a.element_type))]
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "graph.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """True division of floats."""
+
+    name = "graph.div"
+
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.lhs)):
+            raise VerifyException("graph.div expects floating-point operands")
+        super().verify_()
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    name = "graph.pow"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    name = "graph.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    name = "graph.minimum"
+
+
+@irdl_op_definition
+class AndOp(BinaryOp):
+    name = "graph.and"
+
+
+@irdl_op_definition
+class OrOp(BinaryOp):
+    name = "graph.or"
+
+
+class CompareOp(BinaryOp, abc.ABC):
+    @classmethod
+    def result_element_type(cls, operand: Attribute) -> Attribute:
+        return i1
+
+
+@irdl_op_definition
+class EqOp(CompareOp):
+    name = "graph.eq"
+
+
+@irdl_op_definition
+class NeOp(CompareOp):
+    name = "graph.ne"
+
+
+@irdl_op_definition
+class LtOp(CompareOp):
+    name = "graph.lt"
+
+
+@irdl_op_definition
+class LeOp(CompareOp):
+    name = "graph.le"
+
+
+@irdl_op_definition
+class GtOp(CompareOp):
+    name = "graph.gt"
+
+
+@irdl_op_definition
+class GeOp(CompareOp):
+    name = "graph.ge"
+
+
+@irdl_op_definition
+class WhereOp(GraphOp):
+    """``cond ? lhs : rhs`` with broadcasting."""
+
+    name = "graph.where"
+    cond = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Elementwise())
+    assembly_format = (
+        "$cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($lhs) `,` type($rhs)"
+        " `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        c, a, b = types
+        if c.element_type != i1:
+            raise VerifyException("graph.where condition must be a tensor of i1")
+        if a.element_type != b.element_type:
+            raise VerifyException("graph.where branches have different element types")
+        return [tensor(broadcast_shapes(*map(shape_of, types)), a.element_type)]
+
+
+@irdl_op_definition
+class GeluOp(GraphOp):
+    """GELU; ``approximate`` is ``"none"`` (erf) or ``"tanh"``."""
+
+    name = "graph.gelu"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+    traits = traits_def(Pure(), Elementwise())
+    assembly_format = "$input (`approximate` $approximate^)? attr-dict `:` type($input)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        if props.get("approximate", "none") not in ("none", "tanh"):
+            raise VerifyException('graph.gelu approximate must be "none" or "tanh"')
+        return [types[0]]
+
+
+@irdl_op_definition
+class GeluBackwardOp(GraphOp):
+    name = "graph.gelu_backward"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    grad = operand_def(T)
+    input = operand_def(T)
+    result = result_def(T)
+    approximate = prop_def(StringAttr, default_value=StringAttr("none"))
+    traits = traits_def(Pure(), Elementwise())
+    assembly_format = (
+        "$grad `,` $input (`approximate` $approximate^)? attr-dict `:` type($input)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        if types[0] != types[1]:
+            raise VerifyException("graph.gelu_backward operands must have the same type")
+        return [types[1]]
+
+
+# --------------------------------------------------------------------------- constants
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A tensor of known values; splats print as one value."""
+
+    name = "graph.constant"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
+    result = result_def(T)
+    traits = traits_def(Pure(), ConstantLike())
+    assembly_format = "$value attr-dict"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
+        super().__init__(properties={"value": value}, result_types=[value.type])
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+class ReduceOp(GraphOp, abc.ABC):
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dims = prop_def(DenseArrayBase)
+    keepdim = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `dims` `=` qualified($dims) (`keepdim` `=` $keepdim^)? attr-dict"
+        " `:` type($input) `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        shape = shape_of(types[0])
+        dims = normalize_dims(props["dims"], len(shape))  # type: ignore[arg-type]
+        if len(set(dims)) != len(dims):
+            raise VerifyException(f"{cls.name} has repeated dimensions")
+        keep = bool(props.get("keepdim", False))
+        out = [1 if i in dims else s for i, s in enumerate(shape)] if keep else [
+            s for i, s in enumerate(shape) if i not in dims
+        ]
+        return [tensor(out, types[0].element_type)]
+
+
+@irdl_op_definition
+class SumOp(ReduceOp):
+    name = "graph.sum"
+
+
+@irdl_op_definition
+class MeanOp(ReduceOp):
+    name = "graph.mean"
+
+
+@irdl_op_definition
+class AmaxOp(ReduceOp):
+    name = "graph.amax"
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+
+@irdl_op_definition
+class MatmulOp(GraphOp):
+    """``[..., m, k] @ [..., k, n]`` with equal batch dimensions."""
+
+    name = "graph.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        a, b = map(shape_of, types)
+        if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2] or a[-1] != b[-2]:
+            raise VerifyException(f"graph.matmul cannot multiply shapes {a} and {b}")
+        if types[0].element_type != types[1].element_type:
+            raise VerifyException("graph.matmul operands have different element types")
+        return [tensor((*a[:-1], b[-1]), types[0].element_type)]
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@irdl_op_definition
+class ReshapeOp(GraphOp):
+    name = "graph.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), GraphCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        raise NotImplementedError("graph.reshape needs its result type")
+
+    def verify_(self) -> None:
+        a, b = shape_of(self.input), shape_of(self.result)
+        if math.prod(a) != math.prod(b):
+            raise VerifyException(f"graph.reshape cannot reshape {a} to {b}")
+        if element_type_of(self.input) != element_type_of(self.result):
+            raise VerifyException("graph.reshape must keep the element type")
+
+
+@irdl_op_definition
+class ExpandOp(GraphOp):
+    """Broadcasts to the result shape (``Tensor.expand``)."""
+
+    name = "graph.expand"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), GraphCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        raise NotImplementedError("graph.expand needs its result type")
+
+    def verify_(self) -> None:
+        a, b = shape_of(self.input), shape_of(self.result)
+        if len(b) < len(a) or broadcast_shapes(a, b) != b:
+            raise VerifyException(f"graph.expand cannot broadcast {a} to {b}")
+        if element_type_of(self.input) != element_type_of(self.result):
+            raise VerifyException("graph.expand must keep the element type")
+
+
+@irdl_op_definition
+class PermuteOp(GraphOp):
+    name = "graph.permute"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), GraphCanonicalization())
+    assembly_format = (
+        "$input `perm` `=` qualified($perm) attr-dict `:` type($input) `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        shape = shape_of(types[0])
+        perm = props["perm"]
+        if sorted(perm) != list(range(len(shape))):  # type: ignore[arg-type]
+            raise VerifyException(f"graph.permute: {list(perm)} is not a permutation "  # type: ignore[arg-type]
+                                  f"of {len(shape)} dimensions")
+        return [tensor([shape[p] for p in perm], types[0].element_type)]  # type: ignore[union-attr]
+
+
+@irdl_op_definition
+class SliceOp(GraphOp):
+    """``input[start:end:step]`` along ``dim``."""
+
+    name = "graph.slice"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    start = prop_def(IntegerAttr[I64])
+    end = prop_def(IntegerAttr[I64])
+    step = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, i64))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `dim` $dim `[` $start `:` $end (`:` $step^)? `]` attr-dict `:` type($input)"
+        " `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        shape = list(shape_of(types[0]))
+        (dim,) = normalize_dims([props["dim"]], len(shape))  # type: ignore[list-item]
+        start, end, step = props["start"], props["end"], props.get("step", 1)
+        if not (0 <= start <= end <= shape[dim] and step >= 1):  # type: ignore[operator]
+            raise VerifyException(
+                f"graph.slice [{start}:{end}:{step}] out of bounds for size {shape[dim]}"
+            )
+        shape[dim] = -(-(end - start) // step)  # type: ignore[operator]
+        return [tensor(shape, types[0].element_type)]
+
+
+@irdl_op_definition
+class ConcatOp(GraphOp):
+    name = "graph.concat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = "$inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        if not types:
+            raise VerifyException("graph.concat needs at least one input")
+        shapes = [list(shape_of(t)) for t in types]
+        (dim,) = normalize_dims([props["dim"]], len(shapes[0]))  # type: ignore[list-item]
+        for s, t in zip(shapes, types, strict=True):
+            if len(s) != len(shapes[0]) or t.element_type != types[0].element_type or any(
+                a != b for i, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if i != dim
+            ):
+                raise VerifyException("graph.concat inputs differ outside the concat dimension")
+        out = shapes[0]
+        out[dim] = sum(s[dim] for s in shapes)
+        return [tensor(out, types[0].element_type)]
+
+
+# --------------------------------------------------------------------------- indexing
+
+
+@irdl_op_definition
+class EmbeddingOp(GraphOp):
+    """Rows of ``weight`` picked by ``indices``."""
+
+    name = "graph.embedding"
+    weight = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$weight `[` $indices `]` attr-dict `:` type($weight) `,` type($indices)"
+        " `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        w, idx = types
+        if len(shape_of(w)) != 2 or idx.element_type != i64:
+            raise VerifyException("graph.embedding expects a 2-D weight and i64 indices")
+        return [tensor((*shape_of(idx), shape_of(w)[1]), w.element_type)]
+
+
+@irdl_op_definition
+class IndexPutOp(GraphOp):
+    """``input[indices] = values`` (or ``+=`` with ``accumulate``) along dimension 0."""
+
+    name = "graph.index_put"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    values = operand_def(TensorType)
+    result = result_def(TensorType)
+    accumulate = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `[` $indices `]` `,` $values (`accumulate` `=` $accumulate^)? attr-dict `:`"
+        " type($input) `,` type($indices) `,` type($values) `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        x, idx, val = types
+        expected = (*shape_of(idx), *shape_of(x)[1:])
+        if idx.element_type != i64 or val.element_type != x.element_type:
+            raise VerifyException("graph.index_put expects i64 indices and matching values")
+        if broadcast_shapes(shape_of(val), expected) != expected:
+            raise VerifyException(f"graph.index_put values must broadcast to {expected}")
+        return [x]
+
+
+@irdl_op_definition
+class GatherOp(GraphOp):
+    """``torch.gather``: ``out[i][j] = input[i][index[i][j]]`` for ``dim = 1``."""
+
+    name = "graph.gather"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `[` $index `]` `dim` $dim attr-dict `:` type($input) `,` type($index)"
+        " `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        x, idx = types
+        if idx.element_type != i64 or len(shape_of(x)) != len(shape_of(idx)):
+            raise VerifyException("graph.gather expects i64 indices of the input's rank")
+        normalize_dims([props["dim"]], len(shape_of(x)))  # type: ignore[list-item]
+        return [tensor(shape_of(idx), x.element_type)]
+
+
+@irdl_op_definition
+class ScatterOp(GraphOp):
+    """``torch.scatter`` of a scalar ``value`` (a 0-d tensor) at ``index`` along ``dim``."""
+
+    name = "graph.scatter"
+    input = operand_def(TensorType)
+    index = operand_def(TensorType)
+    value = operand_def(TensorType)
+    result = result_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `[` $index `]` `dim` $dim `,` $value attr-dict `:` type($input) `,`"
+        " type($index) `,` type($value) `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        x, idx, val = types
+        if idx.element_type != i64 or len(shape_of(x)) != len(shape_of(idx)):
+            raise VerifyException("graph.scatter expects i64 indices of the input's rank")
+        if shape_of(val) != () or val.element_type != x.element_type:
+            raise VerifyException("graph.scatter value must be a 0-d tensor of the input's type")
+        normalize_dims([props["dim"]], len(shape_of(x)))  # type: ignore[list-item]
+        return [x]
+
+
+# --------------------------------------------------------------------------- composites
+
+
+class RowOp(GraphOp, abc.ABC):
+    """A composite op over one dimension: softmax and log-softmax."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = "$input `dim` $dim attr-dict `:` type($input)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        normalize_dims([props["dim"]], len(shape_of(types[0])))  # type: ignore[list-item]
+        if not is_float(types[0].element_type):
+            raise VerifyException(f"{cls.name} expects a floating-point tensor")
+        return [types[0]]
+
+
+@irdl_op_definition
+class SoftmaxOp(RowOp):
+    name = "graph.softmax"
+
+
+@irdl_op_definition
+class LogSoftmaxOp(RowOp):
+    name = "graph.log_softmax"
+
+
+class RowBackwardOp(GraphOp, abc.ABC):
+    """The input gradient of a row op, from the output gradient and the op's output."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    grad = operand_def(T)
+    output = operand_def(T)
+    result = result_def(T)
+    dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = "$grad `,` $output `dim` $dim attr-dict `:` type($output)"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        normalize_dims([props["dim"]], len(shape_of(types[0])))  # type: ignore[list-item]
+        return [types[0]]
+
+
+@irdl_op_definition
+class SoftmaxBackwardOp(RowBackwardOp):
+    name = "graph.softmax_backward"
+
+
+@irdl_op_definition
+class LogSoftmaxBackwardOp(RowBackwardOp):
+    name = "graph.log_softmax_backward"
+
+
+def _norm_stats_shape(shape: Shape, normalized: int) -> Shape:
+    return (*shape[: len(shape) - normalized], *([1] * normalized))
+
+
+@irdl_op_definition
+class LayerNormOp(GraphOp):
+    """Layer norm over the last ``normalized_dims`` dimensions; also yields mean and rstd."""
+
+    name = "graph.layer_norm"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    output = result_def(TensorType)
+    mean = result_def(TensorType)
+    rstd = result_def(TensorType)
+    normalized_dims = prop_def(IntegerAttr[I64])
+    eps = prop_def(FloatAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight `,` $bias `dims` $normalized_dims `eps` $eps attr-dict `:`"
+        " type($input) `,` type($weight) `,` type($bias) `->` type($output) `,` type($mean)"
+        " `,` type($rstd)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        x, w, b = types
+        k = props["normalized_dims"]
+        shape = shape_of(x)
+        if not 1 <= k <= len(shape):  # type: ignore[operator]
+            raise VerifyException("graph.layer_norm normalizes 1 to rank dimensions")
+        if shape_of(w) != shape[-k:] or shape_of(b) != shape[-k:]:  # type: ignore[operator]
+            raise VerifyException(f"graph.layer_norm weight and bias must have shape "
+                                  f"{shape[-k:]}")  # type: ignore[operator]
+        stats = tensor(_norm_stats_shape(shape, k), x.element_type)  # type: ignore[arg-type]
+        return [x, stats, stats]
+
+
+@irdl_op_definition
+class LayerNormBackwardOp(GraphOp):
+    """Gradients of input, weight and bias of a layer norm."""
+
+    name = "graph.layer_norm_backward"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    S: ClassVar = VarConstraint("S", base(TensorType))
+    grad = operand_def(T)
+    input = operand_def(T)
+    mean = operand_def(S)
+    rstd = operand_def(S)
+    weight = operand_def(TensorType)
+    grad_input = result_def(TensorType)
+    grad_weight = result_def(TensorType)
+    grad_bias = result_def(TensorType)
+    normalized_dims = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$grad `,` $input `,` $mean `,` $rstd `,` $weight `dims` $normalized_dims attr-dict"
+        " `:` type($input) `,` type($mean) `,` type($weight)"
+        " `->` type($grad_input) `,` type($grad_weight) `,` type($grad_bias)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        g, x, mean, rstd, w = types
+        k = props["normalized_dims"]
+        if shape_of(mean) != _norm_stats_shape(shape_of(x), k):  # type: ignore[arg-type]
+            raise VerifyException("graph.layer_norm_backward statistics have the wrong shape")
+        return [x, w, w]
+
+
+class WindowOp(GraphOp, abc.ABC):
+    """Shared properties of 2-D windowed ops."""
+
+    stride = prop_def(DenseArrayBase)
+    padding = prop_def(DenseArrayBase)
+    dilation = prop_def(DenseArrayBase)
+
+    @staticmethod
+    def window_out(size: int, kernel: int, stride: int, pad: int, dil: int) -> int:
+        return (size + 2 * pad - dil * (kernel - 1) - 1) // stride + 1
+
+    @staticmethod
+    def check_pairs(props: dict[str, object], *names: str) -> None:
+        for n in names:
+            v = props[n]
+            if len(v) != 2:  # type: ignore[arg-type]
+                raise VerifyException(f"{n} must have two entries")
+
+
+@irdl_op_definition
+class Conv2dOp(WindowOp):
+    """2-D convolution (NCHW input, OIHW weight) with bias."""
+
+    name = "graph.conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    result = result_def(TensorType)
+    groups = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, i64))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight `,` $bias"
+        " `stride` qualified($stride) `padding` qualified($padding)"
+        " `dilation` qualified($dilation)"
+        " (`groups` $groups^)? attr-dict `:` type($input) `,` type($weight) `,` type($bias)"
+        " `->` type($result)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        cls.check_pairs(props, "stride", "padding", "dilation")
+        x, w, b = map(shape_of, types)
+        groups = props.get("groups", 1)
+        if len(x) != 4 or len(w) != 4 or x[1] != w[1] * groups or b != (w[0],):  # type: ignore[operator]
+            raise VerifyException(f"graph.conv2d: bad shapes {x}, {w}, {b}")
+        hw = [cls.window_out(x[i + 2], w[i + 2], props["stride"][i],  # type: ignore[index]
+                             props["padding"][i], props["dilation"][i])  # type: ignore[index]
+              for i in range(2)]
+        return [tensor((x[0], w[0], *hw), types[0].element_type)]
+
+
+@irdl_op_definition
+class Conv2dBackwardOp(WindowOp):
+    """Gradients of input, weight and bias of ``graph.conv2d``."""
+
+    name = "graph.conv2d_backward"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    W: ClassVar = VarConstraint("W", base(TensorType))
+    grad = operand_def(TensorType)
+    input = operand_def(T)
+    weight = operand_def(W)
+    grad_input = result_def(T)
+    grad_weight = result_def(W)
+    grad_bias = result_def(TensorType)
+    groups = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, i64))
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$grad `,` $input `,` $weight"
+        " `stride` qualified($stride) `padding` qualified($padding)"
+        " `dilation` qualified($dilation)"
+        " (`groups` $groups^)? attr-dict `:` type($grad) `,` type($input) `,`"
+        " type($weight) `->` type($grad_bias)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        g, x, w = types
+        (fwd,) = Conv2dOp.infer([x, w, tensor((shape_of(w)[0],), w.element_type)], props)
+        if fwd != g:
+            raise VerifyException(f"graph.conv2d_backward: gradient must have type {fwd}")
+        return [x, w, tensor((shape_of(w)[0],), w.element_type)]
+
+
+@irdl_op_definition
+class MaxPool2dOp(WindowOp):
+    """2-D max pooling; also yields the flat ``h * W + w`` index of each maximum."""
+
+    name = "graph.max_pool2d"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    indices = result_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `kernel` qualified($kernel)"
+        " `stride` qualified($stride) `padding` qualified($padding)"
+        " `dilation` qualified($dilation)"
+        " attr-dict `:` type($input) `->` type($result) `,` type($indices)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        cls.check_pairs(props, "kernel", "stride", "padding", "dilation")
+        x = shape_of(types[0])
+        if len(x) != 4:
+            raise VerifyException("graph.max_pool2d expects an NCHW input")
+        hw = [cls.window_out(x[i + 2], props["kernel"][i], props["stride"][i],  # type: ignore[index]
+                             props["padding"][i], props["dilation"][i])  # type: ignore[index]
+              for i in range(2)]
+        return [tensor((*x[:2], *hw), types[0].element_type), tensor((*x[:2], *hw), i64)]
+
+
+@irdl_op_definition
+class MaxPool2dBackwardOp(GraphOp):
+    """Routes each output gradient to the input position its index names."""
+
+    name = "graph.max_pool2d_backward"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    grad = operand_def(TensorType)
+    input = operand_def(T)
+    indices = operand_def(TensorType)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$grad `,` $input `,` $indices attr-dict `:` type($grad) `,` type($indices) `,`"
+        " type($input)"
+    )
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        g, x, idx = types
+        if shape_of(g) != shape_of(idx) or idx.element_type != i64:
+            raise VerifyException("graph.max_pool2d_backward indices must match the gradient")
+        return [x]
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    name = "graph.yield"
+    values = var_operand_def(TensorType)
+    traits = traits_def(IsTerminator(), Pure())
+    assembly_format = "$values attr-dict `:` type($values)"
+
+
+@irdl_op_definition
+class FusedOp(GraphOp):
+    """A chain of elementwise ops run as one: the body sees the operands as block
+    arguments and yields the results."""
+
+    name = "graph.fused"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect(), RecursivelySpeculatable())
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        raise NotImplementedError("graph.fused result types come from its body")
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if [a.type for a in block.args] != [o.type for o in self.inputs]:
+            raise VerifyException("graph.fused block arguments must match its operands")
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException("graph.fused body must end with graph.yield")
+        if [v.type for v in last.values] != [r.type for r in self.outputs]:
+            raise VerifyException("graph.fused yields types other than its results")
+        for op in block.ops:
+            if op is not last and not (op.has_trait(Elementwise) or isinstance(op, ConstantOp)):
+                raise VerifyException(f"graph.fused body may hold only elementwise ops, "
+                                      f"not {op.name}")
+
+
+ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp,
+                     TanhOp, SigmoidOp, ErfOp, NotOp)
+ELEMENTWISE_BINARY = (AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, AndOp, OrOp,
+                      EqOp, NeOp, LtOp, LeOp, GtOp, GeOp)
+
+Graph = Dialect(
+    "graph",
+    [
+        *ELEMENTWISE_UNARY,
+        *ELEMENTWISE_BINARY,
+        ConvertOp, WhereOp, GeluOp, GeluBackwardOp, ConstantOp,
+        SumOp, MeanOp, AmaxOp, MatmulOp,
+        ReshapeOp, ExpandOp, PermuteOp, SliceOp, ConcatOp,
+        EmbeddingOp, IndexPutOp, GatherOp, ScatterOp,
+        SoftmaxOp, LogSoftmaxOp, SoftmaxBackwardOp, LogSoftmaxBackwardOp,
+        LayerNormOp, LayerNormBackwardOp,
+        Conv2dOp, Conv2dBackwardOp, MaxPool2dOp, MaxPool2dBackwardOp,
+        YieldOp, FusedOp,
+    ],
+)

@@ -1,0 +1,1 @@
+"""Frontends: the FX importer (and, later, the lazy-tensor runtime)."""

@@ -1,0 +1,1 @@
+"""mncore-ir: a multi-level compiler for MN-Core-like accelerators, on xDSL."""

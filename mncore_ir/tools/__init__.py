@@ -1,0 +1,1 @@
+"""Command-line tools: mncore-opt and mncore-run."""

@@ -1,0 +1,1 @@
+"""Executors and code generators for each level."""

@@ -1,0 +1,1 @@
+"""The public lazy-tensor API (lands with its issue)."""

@@ -1,0 +1,1 @@
+"""Passes, one module per pass, named after the pass."""
