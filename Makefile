@@ -1,0 +1,35 @@
+# `make demo` and `make test` each build .venv on first use: torch first (the CPU
+# build on this machine), then the package with its pinned test tools.
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: demo test lint lit pytest bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/mlp_training_step.py
+
+test: lint lit pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+lit: $(STAMP)
+	$(BIN)/lit -sv lit_tests
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+bench: $(STAMP)
+	$(BIN)/python bench/compile_scaling.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

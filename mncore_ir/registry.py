@@ -1,0 +1,89 @@
+"""What the tools know: dialects, passes, targets, frontends, as lazy factories."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.utils.frontend import Frontend
+from xdsl.utils.target import Target
+
+
+def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
+    def graph() -> Dialect:
+        from mncore_ir.dialects.graph import Graph
+
+        return Graph
+
+    def builtin() -> Dialect:
+        from xdsl.dialects.builtin import Builtin
+
+        return Builtin
+
+    def func() -> Dialect:
+        from xdsl.dialects.func import Func
+
+        return Func
+
+    return {"builtin": builtin, "func": func, "graph": graph}
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    def canonicalize() -> type[ModulePass]:
+        from xdsl.transforms.canonicalize import CanonicalizePass
+
+        return CanonicalizePass
+
+    def cse() -> type[ModulePass]:
+        from xdsl.transforms.common_subexpression_elimination import (
+            CommonSubexpressionElimination,
+        )
+
+        return CommonSubexpressionElimination
+
+    def dce() -> type[ModulePass]:
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+        return DeadCodeElimination
+
+    def graph_decompose() -> type[ModulePass]:
+        from mncore_ir.transforms.graph_decompose import GraphDecomposePass
+
+        return GraphDecomposePass
+
+    def graph_fuse_elementwise() -> type[ModulePass]:
+        from mncore_ir.transforms.graph_fuse_elementwise import GraphFuseElementwisePass
+
+        return GraphFuseElementwisePass
+
+    return {
+        "canonicalize": canonicalize,
+        "cse": cse,
+        "dce": dce,
+        "graph-decompose": graph_decompose,
+        "graph-fuse-elementwise": graph_fuse_elementwise,
+    }
+
+
+def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
+    def mlir() -> type[Target]:
+        from xdsl.targets.mlir import MLIRTarget
+
+        return MLIRTarget
+
+    def dot() -> type[Target]:
+        from mncore_ir.targets.graph_dot import GraphDotTarget
+
+        return GraphDotTarget
+
+    return {"mlir": mlir, "dot": dot}
+
+
+def get_all_frontends() -> dict[str, Callable[[], type[Frontend]]]:
+    def mlir() -> type[Frontend]:
+        from mncore_ir.parsing import LocatingMLIRFrontend
+
+        return LocatingMLIRFrontend
+
+    return {"mlir": mlir}

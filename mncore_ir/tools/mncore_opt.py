@@ -1,0 +1,42 @@
+"""``mncore-opt``: xDSL's optimizer driver with mncore-ir's dialects, passes and targets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from mncore_ir.registry import (
+    get_all_dialects,
+    get_all_frontends,
+    get_all_passes,
+    get_all_targets,
+)
+from mncore_ir.tools.errors import cli_errors
+
+
+class MNCoreOptMain(xDSLOptMain):
+    """Only the registration hooks differ from ``xdsl-opt``."""
+
+    def register_all_dialects(self) -> None:
+        for name, factory in get_all_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        self.available_frontends.update(get_all_frontends())
+
+    def register_all_passes(self) -> None:
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        self.available_targets.update(get_all_targets())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    with cli_errors("mncore-opt"):
+        MNCoreOptMain("mncore-ir optimizer driver", argv).run()
+
+
+if __name__ == "__main__":
+    main()
