@@ -1,0 +1,115 @@
+"""``mncore-run FILE``: run the entry function of an IR file and print its outputs."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.tools.command_line_tool import CommandLineTool
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.parsing import LocatingParser
+from mncore_ir.registry import get_all_dialects, get_all_frontends
+from mncore_ir.targets.graph_interpreter import (
+    InterpretationError,
+    constant_value,
+    find_function,
+    numpy_dtype,
+    run_function,
+)
+from mncore_ir.tools.errors import cli_errors
+
+
+def random_inputs(types: Sequence[TensorType], seed: int, int_high: int) -> list[np.ndarray]:
+    """Normal floats, integers uniform in [0, int_high), fair booleans."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for typ in types:
+        shape, dtype = g.shape_of(typ), numpy_dtype(typ.element_type)
+        if dtype.kind == "f":
+            out.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype.kind == "b":
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        else:
+            out.append(rng.integers(0, int_high, shape).astype(dtype))
+    return out
+
+
+def format_value(value: np.ndarray, typ: TensorType) -> str:
+    body = np.array2string(value, threshold=64, edgeitems=3, precision=6, separator=", ")
+    return f"{typ}: {body}"
+
+
+class MNCoreRunMain(CommandLineTool):
+    def __init__(self, args: Sequence[str] | None = None) -> None:
+        from xdsl.context import Context
+
+        self.available_frontends = {}
+        self.ctx = Context()
+        self.register_all_dialects()
+        self.register_all_frontends()
+        parser = argparse.ArgumentParser(description="Run an mncore-ir function.")
+        self.register_all_arguments(parser)
+        self.args = parser.parse_args(args)
+
+    def register_all_dialects(self) -> None:
+        for name, factory in get_all_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        self.available_frontends.update(get_all_frontends())
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument("--function", help="the function to run (default: the "
+                                "module's only function, or @main)")
+        inputs = arg_parser.add_mutually_exclusive_group()
+        inputs.add_argument("--args", nargs="+", metavar="LITERAL",
+                            help="one MLIR dense literal per argument, e.g. "
+                                 "'dense<[1.0, 2.0]> : tensor<2xf32>'")
+        inputs.add_argument("--random-inputs", type=int, metavar="SEED",
+                            help="random inputs from this seed")
+        arg_parser.add_argument("--int-high", type=int, default=4,
+                                help="random integer inputs are drawn from [0, INT_HIGH)")
+        arg_parser.add_argument("--save-outputs", metavar="FILE.npz",
+                                help="also save the outputs as result0, result1, ...")
+
+    def parse_literal(self, text: str, index: int) -> np.ndarray:
+        parser = LocatingParser(self.ctx, text, f"--args[{index}]")
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            raise InterpretationError(f"--args[{index}] is not a dense tensor literal: {text}")
+        return constant_value(attr)
+
+    def run(self) -> None:
+        stream, ext = self.get_input_stream()
+        module = self.parse_chunk(stream, ext)
+        assert isinstance(module, ModuleOp)
+        func = find_function(module, self.args.function)
+        types = list(func.function_type.inputs.data)
+        if self.args.args is not None:
+            inputs = [self.parse_literal(t, i) for i, t in enumerate(self.args.args)]
+        elif self.args.random_inputs is not None:
+            inputs = random_inputs(types, self.args.random_inputs, self.args.int_high)
+        elif types:
+            raise InterpretationError(f"@{func.sym_name.data} takes {len(types)} arguments: "
+                                      f"give --args or --random-inputs")
+        else:
+            inputs = []
+        outputs = run_function(module, inputs, func.sym_name.data)
+        result_types = func.function_type.outputs.data
+        for i, (value, typ) in enumerate(zip(outputs, result_types, strict=True)):
+            print(f"result{i} = {format_value(value, typ)}")
+        if self.args.save_outputs:
+            np.savez(self.args.save_outputs, **{f"result{i}": v for i, v in enumerate(outputs)})
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    with cli_errors("mncore-run"):
+        MNCoreRunMain(argv).run()
+
+
+if __name__ == "__main__":
+    main()
