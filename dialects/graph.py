@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
-    I1,
     I64,
     BoolAttr,
     DenseArrayBase,
@@ -34,8 +33,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
-    ParamAttrConstraint,
     IRDLOperation,
+    ParamAttrConstraint,
     VarConstraint,
     base,
     irdl_op_definition,
@@ -51,6 +50,7 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import (
     ConstantLike,
     HasCanonicalizationPatternsTrait,
+    IsolatedFromAbove,
     IsTerminator,
     OpTrait,
     Pure,
@@ -927,7 +927,7 @@ class LayerNormBackwardOp(GraphOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        g, x, mean, rstd, w = types
+        _grad, x, mean, _rstd, w = types
         k = props["normalized_dims"]
         if shape_of(mean) != _norm_stats_shape(shape_of(x), k):  # type: ignore[arg-type]
             raise VerifyException("graph.layer_norm_backward statistics have the wrong shape")
@@ -1090,7 +1090,7 @@ class FusedOp(GraphOp):
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
-    traits = traits_def(RecursiveMemoryEffect(), RecursivelySpeculatable())
+    traits = traits_def(IsolatedFromAbove(), RecursiveMemoryEffect(), RecursivelySpeculatable())
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
 
     @classmethod

@@ -21,8 +21,8 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch import fx
 from torch._decomp import core_aten_decompositions, get_decompositions
-from torch.fx.experimental.proxy_tensor import make_fx
 from torch.func import functionalize
+from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FunctionType, ModuleOp, TensorType
@@ -210,8 +210,9 @@ class FxImporter:
                 outputs = [self.value(v) for v in pytree.tree_leaves(node.args[0])]
                 continue
             if node.op != "call_function":
+                where = user_frame(node.meta.get("stack_trace"))
                 raise UnsupportedOpError(f"FX node kind {node.op!r} ({node.name}) is not "
-                                         f"supported; at {user_frame(node.meta.get('stack_trace'))}")
+                                         f"supported; at {where}")
             handler = HANDLERS.get(node.target)
             if handler is None:
                 raise UnsupportedOpError(
@@ -367,7 +368,7 @@ def _where(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 @handles(aten.clamp.default)
 def _clamp(imp: FxImporter, node: fx.Node) -> SSAValue:
-    x, lo, hi = (list(node.args) + [None, None])[:3]
+    x, lo, hi = [*node.args, None, None][:3]
     dtype = imp.meta(node).dtype
     v = imp.as_type(x, dtype)
     if lo is not None:
@@ -514,7 +515,7 @@ def _ones(imp: FxImporter, node: fx.Node) -> SSAValue:
 def _arange(imp: FxImporter, node: fx.Node) -> SSAValue:
     out = imp.meta(node)
     args = list(node.args)
-    start, end, step = (0, args[0], 1) if len(args) == 1 else (args + [1])[:3]
+    start, end, step = (0, args[0], 1) if len(args) == 1 else [*args, 1][:3]
     values = np.arange(start, end, step)
     return imp.constant(values, TORCH_TO_ELEMENT[out.dtype], tuple(out.shape))
 
@@ -588,7 +589,9 @@ def _softmax_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
 def _optional(imp: FxImporter, arg: Any, value: float, shape: Sequence[int]) -> SSAValue:
     if arg is not None:
         return imp.value(arg)
-    return imp.constant(np.full(shape, value), g.f32, shape) if shape else imp.constant(value, g.f32)
+    if shape:
+        return imp.constant(np.full(shape, value), g.f32, shape)
+    return imp.constant(value, g.f32)
 
 
 @handles(aten.native_layer_norm.default)

@@ -9,6 +9,7 @@ changes between steps, such as Adam's step count, is a tensor input of the graph
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ class MLP(nn.Module):
     def __init__(self, sizes: tuple[int, ...] = (16, 32, 32, 10)) -> None:
         super().__init__()
         self.layers = nn.ModuleList(
-            nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:], strict=True)
+            nn.Linear(a, b) for a, b in itertools.pairwise(sizes)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -160,7 +160,7 @@ def conv2d_backward(grad: np.ndarray, x: np.ndarray, w: np.ndarray, stride: Sequ
 
 def max_pool2d(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
                padding: Sequence[int], dilation: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    n, c, h, w = x.shape
+    n, c, _, w = x.shape
     win = _windows(x, kernel, stride, padding, dilation, fill=-np.inf)
     oh, ow = win.shape[2:4]
     flat = win.reshape(n, c, oh, ow, -1)

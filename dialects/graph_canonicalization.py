@@ -1,0 +1,112 @@
+"""Canonicalization patterns of the ``graph`` dialect, found through the
+``GraphCanonicalization`` trait by xDSL's ``canonicalize`` pass.
+
+Every pattern keeps types exactly: an op is only replaced by a value of its own
+result type.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from mncore_ir.dialects import graph as g
+
+
+def splat_value(value: SSAValue) -> float | int | None:
+    """The single value of a splat ``graph.constant``, else None."""
+    op = value.owner
+    if not isinstance(op, g.ConstantOp):
+        return None
+    attr = op.value
+    assert isinstance(attr, DenseIntOrFPElementsAttr)
+    if len(attr) == 0 or not attr.is_splat():
+        return None
+    return attr.get_values()[0]
+
+
+def _replace_by(rewriter: PatternRewriter, op: Operation, value: SSAValue) -> None:
+    """Replace ``op`` by ``value`` when the types agree exactly."""
+    if value.type == op.results[0].type:
+        rewriter.replace(op, [], [value])
+
+
+class FoldIdentityReshape(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.ReshapeOp, rewriter: PatternRewriter) -> None:
+        source = op.input
+        if isinstance(source.owner, g.ReshapeOp):
+            source = source.owner.input
+        if source.type == op.result.type:
+            _replace_by(rewriter, op, source)
+        elif source is not op.input:
+            rewriter.replace(op, g.ReshapeOp.build(operands=[source],
+                                                   result_types=[op.result.type]))
+
+
+class FoldIdentityExpand(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.ExpandOp, rewriter: PatternRewriter) -> None:
+        _replace_by(rewriter, op, op.input)
+
+
+class FoldIdentityConvert(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.ConvertOp, rewriter: PatternRewriter) -> None:
+        _replace_by(rewriter, op, op.input)
+
+
+class ComposePermutes(RewritePattern):
+    """``permute(permute(x, p), q)`` is ``permute(x, p∘q)``; the identity folds away."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.PermuteOp, rewriter: PatternRewriter) -> None:
+        perm = op.props()["perm"]
+        source = op.input
+        if isinstance(source.owner, g.PermuteOp):
+            inner = source.owner.props()["perm"]
+            perm = tuple(inner[p] for p in perm)  # type: ignore[index]
+            source = source.owner.input
+        if list(perm) == list(range(len(perm))):  # type: ignore[arg-type]
+            _replace_by(rewriter, op, source)
+        elif source is not op.input:
+            rewriter.replace(op, g.build(g.PermuteOp, [source], perm=perm))
+
+
+class DoubleNegation(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.NegOp, rewriter: PatternRewriter) -> None:
+        if isinstance(op.input.owner, g.NegOp):
+            _replace_by(rewriter, op, op.input.owner.input)
+
+
+class ArithmeticIdentity(RewritePattern):
+    """``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` when the result
+    has ``x``'s type (a broadcasting constant may not be dropped)."""
+
+    RIGHT = {g.AddOp: 0, g.SubOp: 0, g.MulOp: 1, g.DivOp: 1}
+    LEFT = {g.AddOp: 0, g.MulOp: 1}
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, g.BinaryOp):
+            return
+        kind = type(op)
+        if kind in self.RIGHT and splat_value(op.rhs) == self.RIGHT[kind]:
+            _replace_by(rewriter, op, op.lhs)
+        elif kind in self.LEFT and splat_value(op.lhs) == self.LEFT[kind]:
+            _replace_by(rewriter, op, op.rhs)
+
+
+PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
+    g.ReshapeOp: (FoldIdentityReshape(),),
+    g.ExpandOp: (FoldIdentityExpand(),),
+    g.ConvertOp: (FoldIdentityConvert(),),
+    g.PermuteOp: (ComposePermutes(),),
+    g.NegOp: (DoubleNegation(),),
+    **{op: (ArithmeticIdentity(),) for op in (g.AddOp, g.SubOp, g.MulOp, g.DivOp)},
+}
