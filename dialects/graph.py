@@ -36,6 +36,7 @@ from xdsl.irdl import (
     IRDLOperation,
     ParamAttrConstraint,
     VarConstraint,
+    VarOperandDef,
     base,
     irdl_op_definition,
     operand_def,
@@ -197,22 +198,16 @@ _Op = TypeVar("_Op", bound=GraphOp)
 
 
 def build(op_type: type[_Op], operands: Sequence[SSAValue | Operation], **props: object) -> _Op:
-    """Create ``op_type`` on ``operands`` with inferred result types."""
+    """Create ``op_type`` on ``operands`` with inferred result types (ops with a single
+    variadic operand take all of ``operands`` as that group)."""
     values = [SSAValue.get(o) for o in operands]
     properties = {k: _to_prop(v) for k, v in props.items() if v is not None}
     raw = {k: _prop_value(v) for k, v in properties.items()}
     result_types = op_type.infer([v.type for v in values], raw)  # type: ignore[arg-type]
-    return op_type.build(operands=[values] if _is_variadic(op_type) else values,
-                         result_types=[result_types] if _has_var_results(op_type) else result_types,
-                         properties=properties)
-
-
-def _is_variadic(op_type: type[IRDLOperation]) -> bool:
-    return op_type in (ConcatOp, FusedOp)
-
-
-def _has_var_results(op_type: type[IRDLOperation]) -> bool:
-    return op_type is FusedOp
+    variadic = any(isinstance(d, VarOperandDef)
+                   for _, d in op_type.get_irdl_definition().operands)
+    return op_type.build(operands=[values] if variadic else values,
+                         result_types=result_types, properties=properties)
 
 
 # --------------------------------------------------------------------------- elementwise
@@ -880,7 +875,7 @@ class LayerNormOp(GraphOp):
     mean = result_def(TensorType)
     rstd = result_def(TensorType)
     normalized_dims = prop_def(IntegerAttr[I64])
-    eps = prop_def(FloatAttr)
+    eps = prop_def(FloatAttr[Float64Type])
     traits = traits_def(Pure())
     assembly_format = (
         "$input `,` $weight `,` $bias `dims` $normalized_dims `eps` $eps attr-dict `:`"

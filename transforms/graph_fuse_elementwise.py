@@ -93,8 +93,12 @@ def _fuse(group: _Group, position: dict[Operation, int]) -> None:
     for old, new in zip(outputs, fused.results, strict=True):
         new.name_hint = old.name_hint
         old.replace_uses_with_if(new, lambda use: use.operation not in inside)
+    copied = {o.owner for op in members for o in op.operands if _scalar_constant(o)}
     for op in reversed(members):
         Rewriter.erase_op(op)
+    for const in copied:
+        if not any(r.uses for r in const.results):  # type: ignore[union-attr]
+            Rewriter.erase_op(const)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+// Graph canonicalization patterns: identities that keep the result type fold away;
+// a broadcasting identity (x + 0 with a bigger 0) must stay.
+// RUN: mncore-opt %s -p canonicalize --split-input-file | filecheck %s
+
+// CHECK-LABEL: func.func @arith_identities
+// CHECK-SAME:    (%a: tensor<4x3xf32>, %b: tensor<3xf32>)
+// CHECK-NEXT:    %0 = graph.add %a, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:    func.return %0, %a : tensor<4x3xf32>, tensor<4x3xf32>
+func.func @arith_identities(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %z = graph.constant dense<0.0> : tensor<f32>
+  %o = graph.constant dense<1.0> : tensor<f32>
+  %0 = graph.add %a, %z : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xf32>
+  %1 = graph.mul %o, %0 : tensor<f32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  %2 = graph.sub %b, %z : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  %3 = graph.div %2, %o : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  %4 = graph.add %1, %3 : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %5 = graph.add %z, %a : tensor<f32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  func.return %4, %5 : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// x + zeros(4x3) broadcasts x from 3 to 4x3: not an identity.
+// CHECK-LABEL: func.func @broadcasting_zero_stays
+// CHECK:         graph.add %b, %z
+func.func @broadcasting_zero_stays(%b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %z = graph.constant dense<0.0> : tensor<4x3xf32>
+  %0 = graph.add %b, %z : tensor<3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  func.return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shapes
+// CHECK-NEXT:    %0 = graph.reshape %a : tensor<4x3xf32> -> tensor<2x6xf32>
+// CHECK-NEXT:    %1 = graph.permute %a perm = array<i64: 1, 0> : tensor<4x3xf32> -> tensor<3x4xf32>
+// CHECK-NEXT:    func.return %a, %0, %a, %1, %a, %a : tensor<4x3xf32>, tensor<2x6xf32>, tensor<4x3xf32>, tensor<3x4xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+func.func @shapes(%a: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<2x6xf32>, tensor<4x3xf32>, tensor<3x4xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %0 = graph.reshape %a : tensor<4x3xf32> -> tensor<12xf32>
+  %1 = graph.reshape %0 : tensor<12xf32> -> tensor<4x3xf32>
+  %2 = graph.reshape %0 : tensor<12xf32> -> tensor<2x6xf32>
+  %3 = graph.permute %a perm = array<i64: 1, 0> : tensor<4x3xf32> -> tensor<3x4xf32>
+  %4 = graph.permute %3 perm = array<i64: 1, 0> : tensor<3x4xf32> -> tensor<4x3xf32>
+  %5 = graph.permute %4 perm = array<i64: 1, 0> : tensor<4x3xf32> -> tensor<3x4xf32>
+  %6 = graph.expand %a : tensor<4x3xf32> -> tensor<4x3xf32>
+  %7 = graph.convert %a : tensor<4x3xf32> to tensor<4x3xf32>
+  func.return %1, %2, %4, %5, %6, %7 : tensor<4x3xf32>, tensor<2x6xf32>, tensor<4x3xf32>, tensor<3x4xf32>, tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// Three permutes compose into one; two negations cancel; a single negation stays.
+// CHECK-LABEL: func.func @compose
+// CHECK-NEXT:    %0 = graph.permute %a perm = array<i64: 2, 0, 1> : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+// CHECK-NEXT:    %1 = graph.neg %0 : tensor<4x2x3xf32>
+// CHECK-NEXT:    func.return %0, %1
+func.func @compose(%a: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<4x2x3xf32>) {
+  %0 = graph.permute %a perm = array<i64: 1, 0, 2> : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  %1 = graph.permute %0 perm = array<i64: 0, 2, 1> : tensor<3x2x4xf32> -> tensor<3x4x2xf32>
+  %2 = graph.permute %1 perm = array<i64: 1, 2, 0> : tensor<3x4x2xf32> -> tensor<4x2x3xf32>
+  %3 = graph.neg %2 : tensor<4x2x3xf32>
+  %4 = graph.neg %3 : tensor<4x2x3xf32>
+  %5 = graph.neg %4 : tensor<4x2x3xf32>
+  func.return %4, %5 : tensor<4x2x3xf32>, tensor<4x2x3xf32>
+}

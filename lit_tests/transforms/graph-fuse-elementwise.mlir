@@ -1,0 +1,43 @@
+// graph-fuse-elementwise: chains of elementwise ops with one result shape become one
+// graph.fused op; 0-d constants are copied into the body; values used outside the
+// chain become results; non-elementwise ops end a chain.
+// RUN: mncore-opt %s -p graph-fuse-elementwise --split-input-file | filecheck %s
+// RUN: mncore-opt %s -p 'graph-fuse-elementwise{min_ops=4}' --split-input-file | filecheck %s --check-prefix=MIN4
+// RUN: mncore-run %s --random-inputs 5 > %t.before
+// RUN: mncore-opt %s -p graph-fuse-elementwise | mncore-run --random-inputs 5 > %t.after
+// RUN: diff %t.before %t.after
+
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT:    %[[F0:.*]], %[[F1:.*]] = graph.fused %a, %b : (tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: tensor<4x3xf32>, %[[B:.*]]: tensor<3xf32>):
+// CHECK-NEXT:      %[[C:.*]] = graph.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT:      %[[M:.*]] = graph.mul %[[A]], %[[C]]
+// CHECK-NEXT:      %[[S:.*]] = graph.add %[[M]], %[[B]]
+// CHECK-NEXT:      %[[E:.*]] = graph.exp %[[S]]
+// CHECK-NEXT:      %[[R:.*]] = graph.relu %[[E]]
+// CHECK-NEXT:      graph.yield %[[E]], %[[R]] : tensor<4x3xf32>, tensor<4x3xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[SUM:.*]] = graph.sum %[[F0]] dims = array<i64: 1> keepdim = true
+// CHECK-NEXT:    %[[G:.*]] = graph.fused %[[F1]], %[[SUM]]
+// CHECK:           graph.div
+// CHECK-NEXT:      graph.neg
+// CHECK-NEXT:      graph.yield
+// CHECK:         %[[ROW:.*]] = graph.neg %[[SUM]] : tensor<4x1xf32>
+// CHECK-NEXT:    func.return %[[G]], %[[ROW]]
+
+// MIN4-LABEL: func.func @main
+// MIN4:         graph.fused %a, %b
+// MIN4-NOT:     graph.fused
+// MIN4:         func.return
+func.func @main(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x1xf32>) {
+  %two = graph.constant dense<2.0> : tensor<f32>
+  %0 = graph.mul %a, %two : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xf32>
+  %1 = graph.add %0, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %2 = graph.exp %1 : tensor<4x3xf32>
+  %3 = graph.relu %2 : tensor<4x3xf32>
+  %4 = graph.sum %2 dims = array<i64: 1> keepdim = true : tensor<4x3xf32> -> tensor<4x1xf32>
+  %5 = graph.div %3, %4 : tensor<4x3xf32>, tensor<4x1xf32> -> tensor<4x3xf32>
+  %6 = graph.neg %5 : tensor<4x3xf32>
+  %7 = graph.neg %4 : tensor<4x1xf32>
+  func.return %6, %7 : tensor<4x3xf32>, tensor<4x1xf32>
+}
