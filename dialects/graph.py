@@ -39,6 +39,7 @@ from xdsl.irdl import (
     VarOperandDef,
     base,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     prop_def,
     region_def,
@@ -51,6 +52,7 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import (
     ConstantLike,
     HasCanonicalizationPatternsTrait,
+    HasParent,
     IsolatedFromAbove,
     IsTerminator,
     OpTrait,
@@ -108,11 +110,14 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
 
 
 def normalize_dims(dims: Sequence[int], rank: int) -> tuple[int, ...]:
+    """Dimensions in [0, rank), accepting negative ones; a 0-d tensor has dims 0 and -1
+    as PyTorch allows."""
+    size = max(rank, 1)
     out = []
     for d in dims:
-        if not -rank <= d < max(rank, 1):
+        if not -size <= d < size:
             raise VerifyException(f"dimension {d} out of range for rank {rank}")
-        out.append(d % max(rank, 1))
+        out.append(d % size)
     return tuple(out)
 
 
@@ -181,10 +186,12 @@ class GraphOp(IRDLOperation, abc.ABC):
         return {k: _prop_value(v) for k, v in self.properties.items()}
 
     def verify_(self) -> None:
-        types = [o.type for o in self.operands]
-        if not all(isinstance(t, TensorType) for t in types):
-            raise VerifyException(f"{self.name} expects tensor operands")
-        expected = self.infer(types, self.props())
+        try:
+            expected = self.infer([o.type for o in self.operands], self.props())
+        except VerifyException as e:
+            if str(e).startswith(self.name):
+                raise
+            raise VerifyException(f"{self.name}: {e}") from None
         actual = [r.type for r in self.results]
         if expected != actual:
             shown = ", ".join(map(str, expected))
@@ -469,7 +476,9 @@ class GeluOp(GraphOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
         if props.get("approximate", "none") not in ("none", "tanh"):
-            raise VerifyException('graph.gelu approximate must be "none" or "tanh"')
+            raise VerifyException(f'{cls.name} approximate must be "none" or "tanh"')
+        if not is_float(types[0].element_type):
+            raise VerifyException(f"{cls.name} expects a floating-point tensor")
         return [types[0]]
 
 
@@ -488,9 +497,7 @@ class GeluBackwardOp(GraphOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        if types[0] != types[1]:
-            raise VerifyException("graph.gelu_backward operands must have the same type")
-        return [types[1]]
+        return GeluOp.infer(types[1:], props)
 
 
 # --------------------------------------------------------------------------- constants
@@ -517,7 +524,7 @@ class ConstantOp(IRDLOperation):
 class ReduceOp(GraphOp, abc.ABC):
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    dims = prop_def(DenseArrayBase)
+    dims = prop_def(DenseArrayBase[I64])
     keepdim = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
     traits = traits_def(Pure())
     assembly_format = (
@@ -627,7 +634,7 @@ class PermuteOp(GraphOp):
     name = "graph.permute"
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    perm = prop_def(DenseArrayBase)
+    perm = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure(), GraphCanonicalization())
     assembly_format = (
         "$input `perm` `=` qualified($perm) attr-dict `:` type($input) `->` type($result)"
@@ -656,7 +663,7 @@ class SliceOp(GraphOp):
     step = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, i64))
     traits = traits_def(Pure())
     assembly_format = (
-        "$input `dim` $dim `[` $start `:` $end (`:` $step^)? `]` attr-dict `:` type($input)"
+        "$input `dim` $dim ` ` `[` $start `:` $end (`:` $step^)? `]` attr-dict `:` type($input)"
         " `->` type($result)"
     )
 
@@ -845,8 +852,7 @@ class RowBackwardOp(GraphOp, abc.ABC):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        normalize_dims([props["dim"]], len(shape_of(types[0])))  # type: ignore[list-item]
-        return [types[0]]
+        return RowOp.infer.__func__(cls, types[:1], props)  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
@@ -923,29 +929,34 @@ class LayerNormBackwardOp(GraphOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
         _grad, x, mean, _rstd, w = types
-        k = props["normalized_dims"]
-        if shape_of(mean) != _norm_stats_shape(shape_of(x), k):  # type: ignore[arg-type]
-            raise VerifyException("graph.layer_norm_backward statistics have the wrong shape")
-        return [x, w, w]
+        (out, stats, _) = LayerNormOp.infer([x, w, w], props)
+        if mean != stats:
+            raise VerifyException(f"graph.layer_norm_backward statistics must have type {stats}")
+        return [out, w, w]
 
 
 class WindowOp(GraphOp, abc.ABC):
     """Shared properties of 2-D windowed ops."""
 
-    stride = prop_def(DenseArrayBase)
-    padding = prop_def(DenseArrayBase)
-    dilation = prop_def(DenseArrayBase)
+    stride = prop_def(DenseArrayBase[I64])
+    padding = prop_def(DenseArrayBase[I64])
+    dilation = prop_def(DenseArrayBase[I64])
 
-    @staticmethod
-    def window_out(size: int, kernel: int, stride: int, pad: int, dil: int) -> int:
-        return (size + 2 * pad - dil * (kernel - 1) - 1) // stride + 1
-
-    @staticmethod
-    def check_pairs(props: dict[str, object], *names: str) -> None:
-        for n in names:
-            v = props[n]
-            if len(v) != 2:  # type: ignore[arg-type]
-                raise VerifyException(f"{n} must have two entries")
+    @classmethod
+    def spatial_out(cls, size: Sequence[int], kernel: Sequence[int],
+                    props: dict[str, object]) -> list[int]:
+        """Output height and width, after checking the window properties."""
+        stride, padding, dilation = (props[n] for n in ("stride", "padding", "dilation"))
+        for name, v, low in (("kernel", kernel, 1), ("stride", stride, 1),
+                             ("padding", padding, 0), ("dilation", dilation, 1)):
+            if len(v) != 2 or min(v) < low:  # type: ignore[arg-type]
+                raise VerifyException(f"{cls.name}: {name} must be two integers >= {low}")
+        out = [(size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)  # type: ignore[index]
+               // stride[i] + 1 for i in range(2)]  # type: ignore[index]
+        if min(out) < 1:
+            raise VerifyException(f"{cls.name}: the window does not fit the input "
+                                  f"({size[0]}x{size[1]}, output {out[0]}x{out[1]})")
+        return out
 
 
 @irdl_op_definition
@@ -969,14 +980,13 @@ class Conv2dOp(WindowOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        cls.check_pairs(props, "stride", "padding", "dilation")
         x, w, b = map(shape_of, types)
         groups = props.get("groups", 1)
-        if len(x) != 4 or len(w) != 4 or x[1] != w[1] * groups or b != (w[0],):  # type: ignore[operator]
-            raise VerifyException(f"graph.conv2d: bad shapes {x}, {w}, {b}")
-        hw = [cls.window_out(x[i + 2], w[i + 2], props["stride"][i],  # type: ignore[index]
-                             props["padding"][i], props["dilation"][i])  # type: ignore[index]
-              for i in range(2)]
+        if groups < 1 or len(x) != 4 or len(w) != 4 or x[1] != w[1] * groups or (  # type: ignore[operator]
+                w[0] % groups or b != (w[0],)):  # type: ignore[operator]
+            raise VerifyException(f"graph.conv2d: input {x}, weight {w} and bias {b} do not "
+                                  f"fit (NCHW input, OIHW weight, {groups} groups)")
+        hw = cls.spatial_out(x[2:], w[2:], props)
         return [tensor((x[0], w[0], *hw), types[0].element_type)]
 
 
@@ -1020,7 +1030,7 @@ class MaxPool2dOp(WindowOp):
     input = operand_def(TensorType)
     result = result_def(TensorType)
     indices = result_def(TensorType)
-    kernel = prop_def(DenseArrayBase)
+    kernel = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = (
         "$input `kernel` qualified($kernel)"
@@ -1031,13 +1041,10 @@ class MaxPool2dOp(WindowOp):
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        cls.check_pairs(props, "kernel", "stride", "padding", "dilation")
         x = shape_of(types[0])
         if len(x) != 4:
             raise VerifyException("graph.max_pool2d expects an NCHW input")
-        hw = [cls.window_out(x[i + 2], props["kernel"][i], props["stride"][i],  # type: ignore[index]
-                             props["padding"][i], props["dilation"][i])  # type: ignore[index]
-              for i in range(2)]
+        hw = cls.spatial_out(x[2:], props["kernel"], props)  # type: ignore[arg-type]
         return [tensor((*x[:2], *hw), types[0].element_type), tensor((*x[:2], *hw), i64)]
 
 
@@ -1072,7 +1079,7 @@ class MaxPool2dBackwardOp(GraphOp):
 class YieldOp(IRDLOperation):
     name = "graph.yield"
     values = var_operand_def(TensorType)
-    traits = traits_def(IsTerminator(), Pure())
+    traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(FusedOp)))
     assembly_format = "$values attr-dict `:` type($values)"
 
 
@@ -1102,7 +1109,7 @@ class FusedOp(GraphOp):
         if [v.type for v in last.values] != [r.type for r in self.outputs]:
             raise VerifyException("graph.fused yields types other than its results")
         for op in block.ops:
-            if op is not last and not (op.has_trait(Elementwise) or isinstance(op, ConstantOp)):
+            if not (op.has_trait(Elementwise) or isinstance(op, ConstantOp | YieldOp)):
                 raise VerifyException(f"graph.fused body may hold only elementwise ops, "
                                       f"not {op.name}")
 

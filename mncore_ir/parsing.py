@@ -29,7 +29,10 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:  # a property or type rejected while building the op
+            raise ParseError(span, str(e).strip()) from None
         self.op_spans[op] = span
         return op
 

@@ -27,9 +27,9 @@ def cli_errors(tool: str) -> Iterator[None]:
     """Turn exceptions into ``tool: message`` and exit 1 (``MNCORE_TRACEBACK=1`` re-raises)."""
     try:
         yield
-    except (SystemExit, KeyboardInterrupt):
+    except (SystemExit, KeyboardInterrupt, GeneratorExit):
         raise
-    except Exception as error:
+    except BaseException as error:  # xDSL's ArgSpecParseError is a BaseException
         if os.environ.get("MNCORE_TRACEBACK"):
             raise
         sys.stdout.flush()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.frontend.mlir import MLIRFrontend
+from xdsl.utils.frontend import Frontend
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from mncore_ir.registry import (
@@ -23,7 +25,14 @@ class MNCoreOptMain(xDSLOptMain):
             self.ctx.register_dialect(name, factory)
 
     def register_all_frontends(self) -> None:
-        self.available_frontends.update(get_all_frontends())
+        frontends = get_all_frontends()
+        located_mlir = frontends["mlir"]
+
+        def mlir() -> type[Frontend]:
+            # --disable-verify also skips the verification done while parsing
+            return MLIRFrontend if self.args.disable_verify else located_mlir()
+
+        self.available_frontends.update(frontends, mlir=mlir)
 
     def register_all_passes(self) -> None:
         for name, factory in get_all_passes().items():

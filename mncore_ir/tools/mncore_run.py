@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.tools.command_line_tool import CommandLineTool
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.parsing import LocatingParser
@@ -76,11 +77,16 @@ class MNCoreRunMain(CommandLineTool):
         arg_parser.add_argument("--save-outputs", metavar="FILE.npz",
                                 help="also save the outputs as result0, result1, ...")
 
-    def parse_literal(self, text: str, index: int) -> np.ndarray:
+    def parse_literal(self, text: str, index: int, expected: TensorType | None) -> np.ndarray:
         parser = LocatingParser(self.ctx, text, f"--args[{index}]")
         attr = parser.parse_attribute()
+        if parser._current_token.kind != MLIRTokenKind.EOF:
+            parser.raise_error("unexpected text after the literal")
         if not isinstance(attr, DenseIntOrFPElementsAttr):
             raise InterpretationError(f"--args[{index}] is not a dense tensor literal: {text}")
+        if expected is not None and attr.type != expected:
+            raise InterpretationError(f"--args[{index}] has type {attr.type}, "
+                                      f"the function expects {expected}")
         return constant_value(attr)
 
     def run(self) -> None:
@@ -90,7 +96,11 @@ class MNCoreRunMain(CommandLineTool):
         func = find_function(module, self.args.function)
         types = list(func.function_type.inputs.data)
         if self.args.args is not None:
-            inputs = [self.parse_literal(t, i) for i, t in enumerate(self.args.args)]
+            if len(self.args.args) != len(types):
+                raise InterpretationError(f"@{func.sym_name.data} takes {len(types)} arguments, "
+                                          f"got {len(self.args.args)}")
+            inputs = [self.parse_literal(t, i, typ)
+                      for i, (t, typ) in enumerate(zip(self.args.args, types, strict=True))]
         elif self.args.random_inputs is not None:
             inputs = random_inputs(types, self.args.random_inputs, self.args.int_high)
         elif types:
