@@ -461,8 +461,20 @@ class WhereOp(GraphOp):
         return [tensor(broadcast_shapes(*map(shape_of, types)), a.element_type)]
 
 
+class GeluRule:
+    """Shape rule of gelu and its backward: the type of the last operand, a float."""
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        if props.get("approximate", "none") not in ("none", "tanh"):
+            raise VerifyException(f'{cls.name} approximate must be "none" or "tanh"')
+        if not is_float(types[-1].element_type):
+            raise VerifyException(f"{cls.name} expects a floating-point tensor")
+        return [types[-1]]
+
+
 @irdl_op_definition
-class GeluOp(GraphOp):
+class GeluOp(GeluRule, GraphOp):
     """GELU; ``approximate`` is ``"none"`` (erf) or ``"tanh"``."""
 
     name = "graph.gelu"
@@ -473,17 +485,9 @@ class GeluOp(GraphOp):
     traits = traits_def(Pure(), Elementwise())
     assembly_format = "$input (`approximate` $approximate^)? attr-dict `:` type($input)"
 
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        if props.get("approximate", "none") not in ("none", "tanh"):
-            raise VerifyException(f'{cls.name} approximate must be "none" or "tanh"')
-        if not is_float(types[0].element_type):
-            raise VerifyException(f"{cls.name} expects a floating-point tensor")
-        return [types[0]]
-
 
 @irdl_op_definition
-class GeluBackwardOp(GraphOp):
+class GeluBackwardOp(GeluRule, GraphOp):
     name = "graph.gelu_backward"
     T: ClassVar = VarConstraint("T", base(TensorType))
     grad = operand_def(T)
@@ -494,10 +498,6 @@ class GeluBackwardOp(GraphOp):
     assembly_format = (
         "$grad `,` $input (`approximate` $approximate^)? attr-dict `:` type($input)"
     )
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        return GeluOp.infer(types[1:], props)
 
 
 # --------------------------------------------------------------------------- constants
@@ -811,7 +811,18 @@ class ScatterOp(GraphOp):
 # --------------------------------------------------------------------------- composites
 
 
-class RowOp(GraphOp, abc.ABC):
+class RowRule:
+    """Shape rule of the row ops and their backward: the first operand's type, a float."""
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+        normalize_dims([props["dim"]], len(shape_of(types[0])))  # type: ignore[list-item]
+        if not is_float(types[0].element_type):
+            raise VerifyException(f"{cls.name} expects a floating-point tensor")
+        return [types[0]]
+
+
+class RowOp(RowRule, GraphOp, abc.ABC):
     """A composite op over one dimension: softmax and log-softmax."""
 
     T: ClassVar = VarConstraint("T", base(TensorType))
@@ -820,13 +831,6 @@ class RowOp(GraphOp, abc.ABC):
     dim = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$input `dim` $dim attr-dict `:` type($input)"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        normalize_dims([props["dim"]], len(shape_of(types[0])))  # type: ignore[list-item]
-        if not is_float(types[0].element_type):
-            raise VerifyException(f"{cls.name} expects a floating-point tensor")
-        return [types[0]]
 
 
 @irdl_op_definition
@@ -839,7 +843,7 @@ class LogSoftmaxOp(RowOp):
     name = "graph.log_softmax"
 
 
-class RowBackwardOp(GraphOp, abc.ABC):
+class RowBackwardOp(RowRule, GraphOp, abc.ABC):
     """The input gradient of a row op, from the output gradient and the op's output."""
 
     T: ClassVar = VarConstraint("T", base(TensorType))
@@ -849,10 +853,6 @@ class RowBackwardOp(GraphOp, abc.ABC):
     dim = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$grad `,` $output `dim` $dim attr-dict `:` type($output)"
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        return RowOp.infer.__func__(cls, types[:1], props)  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
