@@ -102,6 +102,7 @@ def capture(fn: Callable[..., Any], *args: Any,
     """
     flat, spec = pytree.tree_flatten(args)
     result_count = [0]
+    _anchor_user_code(fn)
 
     def step(*flat_args: torch.Tensor) -> tuple[Any, ...]:
         copies = [a.clone() for a in flat_args]
@@ -128,6 +129,23 @@ def capture(fn: Callable[..., Any], *args: Any,
     out_names = [f"result{i}" if n > 1 else "result" for i in range(n)]
     out_names += [f"new.{input_names[i]}" for i in mutated]
     return CapturedGraph(gm, list(flat), input_names, out_names, list(mutated))
+
+
+def _anchor_user_code(fn: Callable[..., Any]) -> None:
+    """Make ``make_fx`` keep stack frames of ``fn`` and of the functions defined beside
+    it: with ``record_stack_traces`` it keeps only frames named ``forward`` and
+    registered anchors, so a plain function's ops would have no source line."""
+    register = getattr(torch.fx.proxy, "_register_stack_trace_anchor", None)
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    code = getattr(target, "__code__", None)
+    if register is None or code is None:
+        return
+    register(target)
+    for value in getattr(target, "__globals__", {}).values():
+        candidates = [value, *vars(value).values()] if inspect.isclass(value) else [value]
+        for c in candidates:
+            if inspect.isfunction(c) and c.__code__.co_filename == code.co_filename:
+                register(c)
 
 
 _IDENTITY_OPS = (aten.clone.default, aten.detach_copy.default, aten.detach.default,
