@@ -53,12 +53,17 @@ _PRE_FUNCTIONALIZE = get_decompositions([aten.native_batch_norm, aten._native_ba
 TORCH_TO_ELEMENT = {getattr(torch, name): typ for name, typ in g.ELEMENT_TYPES.items()}
 
 
-class ImportError_(Exception):
-    """Base of import failures (named with an underscore to keep the builtin visible)."""
+class FxImportError(Exception):
+    """Base of import failures."""
 
 
-class UnsupportedOpError(ImportError_):
-    """An ATen op the importer has no mapping for."""
+class UnsupportedOpError(FxImportError):
+    """An ATen op (or a form of one) the importer has no mapping for."""
+
+
+def unsupported(node: fx.Node, what: str) -> UnsupportedOpError:
+    """``what`` at the user's source line of ``node``."""
+    return UnsupportedOpError(f"{what} at {user_frame(node.meta.get('stack_trace'))}")
 
 
 def user_frame(stack_trace: str | None) -> str:
@@ -197,7 +202,7 @@ class FxImporter:
         self.gm = gm
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(example_inputs):
-            raise ImportError_(f"the graph has {len(placeholders)} inputs but "
+            raise FxImportError(f"the graph has {len(placeholders)} inputs but "
                                f"{len(example_inputs)} example inputs were given")
         types = [self._tensor_type(t, n) for n, t in zip(placeholders, example_inputs,
                                                         strict=True)]
@@ -213,9 +218,12 @@ class FxImporter:
 
     def _tensor_type(self, t: Any, node: fx.Node | None = None) -> TensorType:
         if not isinstance(t, torch.Tensor):
-            raise ImportError_(f"input {node.name if node else ''} is not a tensor: {t!r}")
+            raise FxImportError(f"input {node.name if node else ''} is not a tensor: {t!r}")
         if t.dtype not in TORCH_TO_ELEMENT:
-            raise ImportError_(f"dtype {t.dtype} is not supported")
+            what = f"dtype {t.dtype} is not supported"
+            if node is None or node.op == "placeholder":
+                raise UnsupportedOpError(f"input {node.name if node else ''}: {what}")
+            raise unsupported(node, what)
         return g.tensor(t.shape, TORCH_TO_ELEMENT[t.dtype])
 
     def run(self) -> FuncOp:
@@ -228,15 +236,10 @@ class FxImporter:
                 outputs = [self.value(v) for v in pytree.tree_leaves(node.args[0])]
                 continue
             if node.op != "call_function":
-                where = user_frame(node.meta.get("stack_trace"))
-                raise UnsupportedOpError(f"FX node kind {node.op!r} ({node.name}) is not "
-                                         f"supported; at {where}")
+                raise unsupported(node, f"FX node kind {node.op!r} ({node.name}) is not supported")
             handler = HANDLERS.get(node.target)
             if handler is None:
-                raise UnsupportedOpError(
-                    f"unsupported ATen op {node.target} at "
-                    f"{user_frame(node.meta.get('stack_trace'))}"
-                )
+                raise unsupported(node, f"unsupported ATen op {node.target}")
             self.env[node] = handler(self, node)
         self.builder.insert(ReturnOp(*outputs))
         ftype = FunctionType.from_lists([a.type for a in self.block.args],
@@ -247,17 +250,19 @@ class FxImporter:
 
     def value(self, arg: Any) -> SSAValue:
         if not isinstance(arg, fx.Node):
-            raise ImportError_(f"expected a tensor, got {arg!r} in {self.node}")
+            raise FxImportError(f"expected a tensor, got {arg!r} in {self.node}")
         v = self.env[arg]
         if not isinstance(v, SSAValue):
-            raise ImportError_(f"{arg.name} is not a single tensor")
+            raise FxImportError(f"{arg.name} is not a single tensor")
         return v
 
     def meta(self, arg: Any) -> Any:
         return arg.meta["val"] if isinstance(arg, fx.Node) else arg
 
     def result_type(self, node: fx.Node | None = None) -> TensorType:
-        return self._tensor_type((node or self.node).meta["val"])  # type: ignore[union-attr]
+        node = node or self.node
+        assert node is not None
+        return self._tensor_type(node.meta["val"], node)
 
     def emit(self, op: g.IRDLOperation, hint: bool = True) -> Any:
         self.builder.insert(op)
@@ -349,8 +354,7 @@ def _binary(imp: FxImporter, node: fx.Node) -> SSAValue:
     op = _BINARY[node.target]
     dtype = imp.meta(node).dtype
     if op in (g.AndOp, g.OrOp) and dtype != torch.bool:
-        raise UnsupportedOpError(f"bitwise ops on {dtype} are not supported at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, f"bitwise ops on {dtype} are not supported")
     if node.target in (aten.logical_and.default, aten.logical_or.default):
         a, b = (imp.build(g.NeOp, [imp.value(x), imp.as_type(0, imp.meta(x).dtype)])
                 if imp.meta(x).dtype != torch.bool else imp.value(x) for x in (a, b))
@@ -488,7 +492,7 @@ def _getitem(imp: FxImporter, node: fx.Node) -> SSAValue:
     if value is None and not node.users:
         return None
     if value is None:
-        raise ImportError_(f"{node.name} reads an output that was not computed")
+        raise FxImportError(f"{node.name} reads an output that was not computed")
     value.name_hint = _sanitize(node.name)
     return value
 
@@ -583,8 +587,7 @@ def _mm(imp: FxImporter, node: fx.Node) -> SSAValue:
 def _addmm(imp: FxImporter, node: fx.Node) -> SSAValue:
     bias, a, b = node.args[:3]
     if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
-        raise UnsupportedOpError(f"addmm with beta/alpha other than 1 at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, "addmm with beta/alpha other than 1")
     prod = imp.emit(g.build(g.MatmulOp, [imp.value(a), imp.value(b)]), hint=False)
     return imp.build(g.AddOp, [prod, imp.value(bias)])
 
@@ -641,8 +644,7 @@ def _index_put(imp: FxImporter, node: fx.Node) -> SSAValue:
     x, indices, values = node.args[:3]
     accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
     if len(indices) != 1 or indices[0] is None:
-        raise UnsupportedOpError(f"index_put with {len(indices)} index tensors at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, f"index_put with {len(indices)} index tensors")
     dtype = imp.meta(node).dtype
     return imp.build(g.IndexPutOp, [imp.value(x), imp.value(indices[0]),
                                     imp.as_type(values, dtype)], accumulate=bool(accumulate))
@@ -660,8 +662,7 @@ def _scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
     x, dim, index, value = node.args[:4]
     v = imp.value(x)
     if isinstance(value, fx.Node) and imp.meta(value).dim() != 0:
-        raise UnsupportedOpError(f"scatter of a non-scalar source at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, "scatter of a non-scalar source")
     return imp.build(g.ScatterOp, [v, imp.value(index), imp.as_type(value, imp.meta(node).dtype)],
                      dim=dim % len(g.shape_of(v)))
 
@@ -677,8 +678,7 @@ def _pairs(v: Any, default: Sequence[int]) -> list[int]:
 def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
     x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
     if transposed or len(imp.meta(x).shape) != 4:
-        raise UnsupportedOpError(f"only 2-D, non-transposed convolutions are supported, at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, "only 2-D, non-transposed convolutions are supported")
     out_channels = imp.meta(w).shape[0]
     bias = imp.value(b) if b is not None else imp.constant(np.zeros(out_channels), g.f32,
                                                            (out_channels,))
@@ -691,8 +691,7 @@ def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
 def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     grad, x, w, _bias_sizes, stride, padding, dilation, transposed, _op, groups, mask = node.args
     if transposed:
-        raise UnsupportedOpError(f"transposed convolution at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, "transposed convolution")
     outs = imp.build(g.Conv2dBackwardOp, [imp.value(grad), imp.value(x), imp.value(w)],
                      stride=_pairs(stride, [1]), padding=_pairs(padding, [0]),
                      dilation=_pairs(dilation, [1]), groups=groups)
@@ -704,8 +703,7 @@ def _max_pool(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
     args = list(node.args) + [[], 0, 1, False][len(node.args) - 2:]
     x, kernel, stride, padding, dilation, ceil_mode = args[:6]
     if ceil_mode:
-        raise UnsupportedOpError(f"max_pool2d with ceil_mode at "
-                                 f"{user_frame(node.meta.get('stack_trace'))}")
+        raise unsupported(node, "max_pool2d with ceil_mode")
     kernel = _pairs(kernel, [1])
     return imp.build(g.MaxPool2dOp, [imp.value(x)], kernel=kernel,
                      stride=_pairs(stride, kernel), padding=_pairs(padding, [0]),

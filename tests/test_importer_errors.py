@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mncore_ir.frontends.fx import (
-    ImportError_,
+    FxImportError,
     UnsupportedOpError,
     capture,
     import_captured,
@@ -94,7 +94,7 @@ def add_one(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def test_wrong_number_of_example_inputs(count: int) -> None:
     x = torch.randn(2, 2)
     captured = capture(add_one, x, x.clone())
-    with pytest.raises(ImportError_) as info:
+    with pytest.raises(FxImportError) as info:
         import_fx(captured.gm, [x] * count)
     message = str(info.value)
     assert re.search(rf"\b2 inputs\b.*\b{count} example inputs\b", message), message
@@ -103,14 +103,14 @@ def test_wrong_number_of_example_inputs(count: int) -> None:
 def test_non_tensor_example_input() -> None:
     x = torch.randn(2, 2)
     captured = capture(add_one, x, x.clone())
-    with pytest.raises(ImportError_, match=r"not a tensor: 3\.0"):
+    with pytest.raises(FxImportError, match=r"not a tensor: 3\.0"):
         import_fx(captured.gm, [x, 3.0])  # type: ignore[list-item]
 
 
 def test_unsupported_dtype() -> None:
     x = torch.randn(2, 2, dtype=torch.float16)
     captured = capture(add_one, x, x.clone())
-    with pytest.raises(ImportError_, match=r"torch\.float16 is not supported"):
+    with pytest.raises(FxImportError, match=r"torch\.float16 is not supported"):
         import_captured(captured)
 
 
