@@ -181,6 +181,14 @@ def _sanitize(name: str) -> str:
     return name if re.match(r"[A-Za-z_]", name) else f"v{name}"
 
 
+def _input_type(t: Any, name: str) -> TensorType:
+    if not isinstance(t, torch.Tensor):
+        raise FxImportError(f"input {name} is not a tensor: {t!r}")
+    if t.dtype not in TORCH_TO_ELEMENT:
+        raise UnsupportedOpError(f"input {name}: dtype {t.dtype} is not supported")
+    return g.tensor(t.shape, TORCH_TO_ELEMENT[t.dtype])
+
+
 Handler = Callable[["FxImporter", fx.Node], Any]
 HANDLERS: dict[Any, Handler] = {}
 
@@ -204,27 +212,16 @@ class FxImporter:
         if len(placeholders) != len(example_inputs):
             raise FxImportError(f"the graph has {len(placeholders)} inputs but "
                                f"{len(example_inputs)} example inputs were given")
-        types = [self._tensor_type(t, n) for n, t in zip(placeholders, example_inputs,
-                                                        strict=True)]
+        names = list(arg_names or [n.name for n in placeholders])
+        types = [_input_type(t, name) for t, name in zip(example_inputs, names, strict=True)]
         self.block = Block(arg_types=types)
         self.builder = Builder(InsertPoint.at_end(self.block))
         self.env: dict[fx.Node, Any] = {}
-        names = arg_names or [n.name for n in placeholders]
         for node, arg, name in zip(placeholders, self.block.args, names, strict=True):
             arg.name_hint = _sanitize(name)
             self.env[node] = arg
         self.func_name = func_name
         self.node: fx.Node | None = None
-
-    def _tensor_type(self, t: Any, node: fx.Node | None = None) -> TensorType:
-        if not isinstance(t, torch.Tensor):
-            raise FxImportError(f"input {node.name if node else ''} is not a tensor: {t!r}")
-        if t.dtype not in TORCH_TO_ELEMENT:
-            what = f"dtype {t.dtype} is not supported"
-            if node is None or node.op == "placeholder":
-                raise UnsupportedOpError(f"input {node.name if node else ''}: {what}")
-            raise unsupported(node, what)
-        return g.tensor(t.shape, TORCH_TO_ELEMENT[t.dtype])
 
     def run(self) -> FuncOp:
         outputs: list[SSAValue] = []
@@ -262,7 +259,10 @@ class FxImporter:
     def result_type(self, node: fx.Node | None = None) -> TensorType:
         node = node or self.node
         assert node is not None
-        return self._tensor_type(node.meta["val"], node)
+        t = node.meta["val"]
+        if t.dtype not in TORCH_TO_ELEMENT:
+            raise unsupported(node, f"dtype {t.dtype} is not supported")
+        return g.tensor(t.shape, TORCH_TO_ELEMENT[t.dtype])
 
     def emit(self, op: g.IRDLOperation, hint: bool = True) -> Any:
         self.builder.insert(op)
