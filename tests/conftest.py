@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import pytest
 
 from mncore_ir.frontends.fx import CapturedGraph, capture
 from mncore_ir.model_zoo import TRAINING_STEPS, TrainingStep
+from mncore_ir.pipeline import GRAPH_PIPELINE
+
+#: The tolerance of every comparison with PyTorch eager (f32).
+RTOL, ATOL = 1e-4, 1e-5
+
+#: Pass pipelines whose results must equal the imported graph's.
+PIPELINES = {
+    "none": "",
+    "canonicalize-cse-dce": "canonicalize,cse,dce",
+    "graph-decompose": "graph-decompose",
+    "graph-fuse-elementwise": "graph-fuse-elementwise",
+    "graph-pipeline": GRAPH_PIPELINE,
+}
+
+
+def assert_all_close(outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+                     names: Sequence[str] | None = None) -> None:
+    """Same count, shapes and dtypes, and values within RTOL/ATOL."""
+    assert len(outputs) == len(expected)
+    names = names or [f"output {i}" for i in range(len(outputs))]
+    assert len(names) == len(outputs)
+    for name, out, exp in zip(names, outputs, expected, strict=True):
+        assert out.shape == exp.shape, f"{name}: shape {out.shape} != {exp.shape}"
+        assert out.dtype == exp.dtype, f"{name}: dtype {out.dtype} != {exp.dtype}"
+        np.testing.assert_allclose(out, exp, rtol=RTOL, atol=ATOL, err_msg=name)
 
 CapturedStep = tuple[TrainingStep, CapturedGraph]
 

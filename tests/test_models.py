@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import PIPELINES, RTOL, assert_all_close
 from torch import nn
 from torch.func import functional_call
 from torch.utils import _pytree as pytree
@@ -30,21 +31,11 @@ from mncore_ir.model_zoo import (
     adam_update,
     sgd_update,
 )
-from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline
+from mncore_ir.pipeline import apply_pipeline
 from mncore_ir.targets.graph_interpreter import run_function
 
 CapturedStep = tuple[TrainingStep, CapturedGraph]
 GetStep = Callable[[str], CapturedStep]
-
-RTOL, ATOL = 1e-4, 1e-5
-
-PIPELINES = {
-    "none": "",
-    "canonicalize-cse-dce": "canonicalize,cse,dce",
-    "graph-decompose": "graph-decompose",
-    "graph-fuse-elementwise": "graph-fuse-elementwise",
-    "graph-pipeline": GRAPH_PIPELINE,
-}
 
 _EXPECTED: dict[str, list[np.ndarray]] = {}
 
@@ -59,15 +50,6 @@ def eager_outputs(name: str, step: TrainingStep, captured: CapturedGraph) -> lis
     return _EXPECTED[name]
 
 
-def assert_outputs_match(names: list[str], outputs: list[np.ndarray],
-                         expected: list[np.ndarray]) -> None:
-    assert len(outputs) == len(expected) == len(names)
-    for name, out, exp in zip(names, outputs, expected, strict=True):
-        assert out.shape == exp.shape, f"{name}: shape {out.shape} != {exp.shape}"
-        assert out.dtype == exp.dtype, f"{name}: dtype {out.dtype} != {exp.dtype}"
-        np.testing.assert_allclose(out, exp, rtol=RTOL, atol=ATOL, err_msg=name)
-
-
 @pytest.mark.parametrize("pipeline", PIPELINES.values(), ids=PIPELINES.keys())
 @pytest.mark.parametrize("name", TRAINING_STEPS)
 def test_training_step_matches_eager(name: str, pipeline: str, captured_steps: GetStep) -> None:
@@ -78,7 +60,7 @@ def test_training_step_matches_eager(name: str, pipeline: str, captured_steps: G
     module.verify()
     check_dominance(module)
     outputs = run_function(module, [t.numpy() for t in captured.example_inputs])
-    assert_outputs_match(captured.output_names, outputs, eager_outputs(name, step, captured))
+    assert_all_close(outputs, eager_outputs(name, step, captured), captured.output_names)
 
 
 @pytest.mark.parametrize("name", TRAINING_STEPS)

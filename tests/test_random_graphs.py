@@ -16,12 +16,13 @@ wrong result rather than float32 noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 import torch
+from conftest import PIPELINES, assert_all_close
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +32,6 @@ from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline
 from mncore_ir.targets.graph_interpreter import run_function
 
 Shape = tuple[int, ...]
-RTOL, ATOL = 1e-4, 1e-5
 #: Largest magnitude an input of a growing op may have (inputs are in [-2, 2]).
 LIMIT = 4.0
 INPUT_BOUND = 2.0
@@ -270,23 +270,6 @@ def check(program: Program, pipeline: str) -> None:
     check_dominance(module)
     outputs = run_function(module, [t.numpy() for t in inputs])
     assert_all_close(outputs, expected)
-
-
-def assert_all_close(outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> None:
-    assert len(outputs) == len(expected)
-    for i, (out, exp) in enumerate(zip(outputs, expected, strict=True)):
-        assert out.shape == exp.shape, f"output {i}: shape {out.shape} != {exp.shape}"
-        assert out.dtype == exp.dtype, f"output {i}: dtype {out.dtype} != {exp.dtype}"
-        np.testing.assert_allclose(out, exp, rtol=RTOL, atol=ATOL, err_msg=f"output {i}")
-
-
-PIPELINES = {
-    "none": "",
-    "canonicalize-cse-dce": "canonicalize,cse,dce",
-    "graph-decompose": "graph-decompose",
-    "graph-fuse-elementwise": "graph-fuse-elementwise",
-    "graph-pipeline": GRAPH_PIPELINE,
-}
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES.values(), ids=PIPELINES.keys())
