@@ -71,7 +71,7 @@ def user_frame(stack_trace: str | None) -> str:
     if not stack_trace:
         return "<unknown source line>"
     frames = re.findall(r'File "([^"]+)", line (\d+), in \S+\n\s*(.*)', stack_trace)
-    user = [f for f in frames if f"{'/'}torch{'/'}" not in f[0]] or frames
+    user = [f for f in frames if "/torch/" not in f[0]] or frames
     if not user:
         return "<unknown source line>"
     path, line, code = user[-1]
@@ -170,7 +170,7 @@ def _keep_mutated_outputs(gm: fx.GraphModule, result_count: int) -> list[int]:
 
     mutated = [i for i, o in enumerate(outs[result_count:]) if root(o) is not placeholders[i]]
     output.args = (tuple(outs[:result_count] + [outs[result_count + i] for i in mutated]),)
-    gm.graph._codegen = fx.graph.CodeGen()
+    gm.graph._codegen = fx.graph.CodeGen()  # flat outputs now: drop make_fx's pytree codegen
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return mutated

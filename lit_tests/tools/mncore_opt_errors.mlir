@@ -68,3 +68,11 @@ func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
 // NO-TARGET:     {{\A}}usage: mncore-opt
 // NO-TARGET:     mncore-opt: error: argument -t/--target: invalid choice: 'nosuchtarget' (choose from mlir, dot)
 // NO-TARGET-NOT: {{.}}
+
+// A failed run leaves the -o file as it was; a successful one replaces it.
+// RUN: echo "user data" > %t.out
+// RUN: not mncore-opt %S/Inputs/invalid_op.mlir -o %t.out
+// RUN: filecheck %s --check-prefix=KEPT --input-file %t.out
+// KEPT: {{\A}}user data
+// RUN: mncore-opt %s -o %t.out
+// RUN: filecheck %s --check-prefix=OK --input-file %t.out

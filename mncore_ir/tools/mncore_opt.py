@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import os
+import sys
+import tempfile
 from collections.abc import Sequence
+from typing import IO
 
 from xdsl.frontend.mlir import MLIRFrontend
 from xdsl.utils.frontend import Frontend
@@ -17,8 +22,26 @@ from mncore_ir.registry import (
 from mncore_ir.tools.errors import cli_errors
 
 
+class ReplaceOnSuccess(io.StringIO):
+    """An output buffer that replaces ``path`` when closed, unless an exception is
+    propagating: a failed run leaves the user's ``-o`` file as it was."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def close(self) -> None:
+        if not self.closed and sys.exc_info()[0] is None:
+            directory = os.path.dirname(os.path.abspath(self.path))
+            with tempfile.NamedTemporaryFile("w", dir=directory, delete=False) as tmp:
+                tmp.write(self.getvalue())
+            os.replace(tmp.name, self.path)
+        super().close()
+
+
 class MNCoreOptMain(xDSLOptMain):
-    """Only the registration hooks differ from ``xdsl-opt``."""
+    """The registration hooks differ from ``xdsl-opt``, and ``-o`` is written only when
+    the run succeeds."""
 
     def register_all_dialects(self) -> None:
         for name, factory in get_all_dialects().items():
@@ -40,6 +63,11 @@ class MNCoreOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         self.available_targets.update(get_all_targets())
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        return ReplaceOnSuccess(self.args.output_file)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
