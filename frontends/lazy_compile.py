@@ -1,0 +1,253 @@
+"""Cutting a traced graph at its outputs, hashing its structure, and compiling it through
+the FX importer and the device's pipeline, with an in-memory and an optional on-disk
+cache (``MNCORE_CACHE_DIR``)."""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import operator
+import os
+import re
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx.traceback as fx_traceback
+from torch import fx
+from torch.func import functionalize
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from mncore_ir.frontends.fx import DECOMPOSITIONS, import_fx
+from mncore_ir.frontends.lazy_tensor import DeviceData, Item, Node, Scalar
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import apply_pipeline, make_context
+
+COMPILER_VERSION = "mncore-ir 0.1.0 graph-v1"
+
+#: The pass pipeline each device runs on the imported graph.
+DEVICE_PIPELINES = {
+    "cpu": "canonicalize,cse,dce",
+    "interp": "canonicalize,cse,dce",
+}
+
+
+@dataclass(eq=False)
+class TraceGraph:
+    """The part of the trace the outputs need, in a topological order."""
+
+    nodes: list[Node]
+    inputs: list[DeviceData | Scalar]
+    outputs: list[Node | Item]
+    key: str
+
+
+@dataclass(eq=False)
+class CompiledGraph:
+    key: str
+    ir: str
+    run: Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
+
+
+def cut(outputs: Sequence[Any]) -> TraceGraph:
+    """Collect the nodes ``outputs`` depend on and their structural hash (ops, shapes,
+    dtypes, constants, input kinds; never the values of data or hoisted scalars)."""
+    index: dict[int, str] = {}
+    nodes: list[Node] = []
+    inputs: list[DeviceData | Scalar] = []
+    parts: list[str] = []
+
+    def ref(v: Any) -> Any:
+        if isinstance(v, Node | DeviceData | Scalar):
+            return index[id(v)]
+        if isinstance(v, Item):
+            return (index[id(v.node)], v.index)
+        if isinstance(v, list | tuple):
+            return tuple(ref(x) for x in v)
+        return v
+
+    def visit(v: Any) -> None:
+        stack = [(v, False)]
+        while stack:
+            x, done = stack.pop()
+            if isinstance(x, Item):
+                stack.append((x.node, False))
+                continue
+            if isinstance(x, list | tuple):
+                stack.extend((y, False) for y in reversed(x))
+                continue
+            if not isinstance(x, Node | DeviceData | Scalar) or id(x) in index:
+                continue
+            if isinstance(x, DeviceData):
+                index[id(x)] = f"i{len(inputs)}"
+                inputs.append(x)
+                parts.append(f"in {x.shape} {x.dtype}")
+            elif isinstance(x, Scalar):
+                index[id(x)] = f"i{len(inputs)}"
+                inputs.append(x)
+                parts.append(f"scalar {x.dtype}")
+            elif done:
+                index[id(x)] = f"n{len(nodes)}"
+                nodes.append(x)
+                meta = x.meta
+                shapes = ([tuple(meta.shape), meta.dtype] if isinstance(meta, torch.Tensor)
+                          else [(tuple(m.shape), m.dtype) for m in meta
+                                if isinstance(m, torch.Tensor)])
+                parts.append(f"{x.op} {ref(x.args)} {ref(sorted(x.kwargs.items()))} {shapes}")
+            else:
+                stack.append((x, True))
+                stack.extend((a, False) for a in reversed(x.args))
+                stack.extend((a, False) for a in x.kwargs.values())
+
+    for v in outputs:
+        visit(v)
+    parts.append(f"out {ref(list(outputs))} {COMPILER_VERSION}")
+    key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+    return TraceGraph(nodes, inputs, list(outputs), key)
+
+
+def to_fx(graph: TraceGraph) -> fx.GraphModule:
+    """The trace as an FX graph of ATen calls, with each node's user source line."""
+    g = fx.Graph()
+    env: dict[int, Any] = {}
+    for i, x in enumerate(graph.inputs):
+        env[id(x)] = g.placeholder(f"in{i}")
+
+    def arg(v: Any) -> Any:
+        if isinstance(v, Item):
+            return g.call_function(operator.getitem, (env[id(v.node)], v.index))
+        if isinstance(v, Node | DeviceData | Scalar):
+            return env[id(v)]
+        if isinstance(v, list | tuple):
+            return type(v)(arg(x) for x in v)
+        return v
+
+    for node in graph.nodes:
+        fx_node = g.call_function(node.op, arg(node.args), {k: arg(v) for k, v in
+                                                             node.kwargs.items()})
+        fx_node.meta["stack_trace"] = _stack_trace(node.where)
+        env[id(node)] = fx_node
+    g.output(tuple(arg(v) for v in graph.outputs))
+    return fx.GraphModule(torch.nn.Module(), g)
+
+
+def _stack_trace(where: str) -> str:
+    m = re.match(r'File "([^"]+)", line (\d+)', where)
+    if not m:
+        return ""
+    return f"{where}\n    {linecache.getline(m.group(1), int(m.group(2))).strip()}"
+
+
+def example_inputs(graph: TraceGraph) -> list[torch.Tensor]:
+    return [torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, DeviceData)
+            else torch.zeros((), dtype=x.dtype) for x in graph.inputs]
+
+
+def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.GraphModule:
+    """Decompose to the importer's core ATen, keeping each node's source line."""
+
+    def replay(*args: torch.Tensor) -> Any:
+        with fx_traceback.preserve_node_meta():
+            return fx.Interpreter(gm).run(*args)
+
+    return make_fx(functionalize(replay, remove="mutations_and_views"),
+                   decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
+
+
+class GraphCompiler:
+    """Compiles traced graphs for one device, caching by structural hash."""
+
+    def __init__(self, device: str, metrics: Any) -> None:
+        self.device = device
+        self.metrics = metrics
+        self.cache: dict[str, CompiledGraph] = {}
+        self.cache_dir = os.environ.get("MNCORE_CACHE_DIR")
+        self.dump_dir = os.environ.get("MNCORE_DUMP_DIR")
+        self.debug = os.environ.get("MNCORE_DEBUG", "") not in ("", "0")
+        self.compiles_at: Counter[str] = Counter()
+        self.ctx = make_context()
+
+    def cut(self, outputs: Sequence[Any]) -> TraceGraph:
+        return cut(outputs)
+
+    def compile(self, graph: TraceGraph, reason: str) -> CompiledGraph:
+        cached = self.cache.get(graph.key)
+        if cached is not None:
+            self.metrics.counters["CachedCompile"] += 1
+            return cached
+        start = time.perf_counter()
+        ir = self._load(graph.key)
+        if ir is None:
+            gm = to_core_aten(to_fx(graph), example_inputs(graph))
+            module = import_fx(gm, example_inputs(graph), "main",
+                               [f"in{i}" for i in range(len(graph.inputs))])
+            apply_pipeline(module, DEVICE_PIPELINES[self.device], self.ctx)
+            ir = str(module)
+            self._store(graph.key, ir)
+            self.metrics.counters["UncachedCompile"] += 1
+        else:
+            module = parse_module(self.ctx, ir, f"{graph.key}.mlir")
+            self.metrics.counters["DiskCachedCompile"] += 1
+        compiled = CompiledGraph(graph.key, ir, self._executable(module))
+        self.cache[graph.key] = compiled
+        seconds = time.perf_counter() - start
+        self.metrics.time("CompileTime", seconds)
+        self._explain(graph, reason, seconds)
+        if self.dump_dir:
+            os.makedirs(self.dump_dir, exist_ok=True)
+            with open(os.path.join(self.dump_dir, f"{graph.key}.graph.mlir"), "w") as f:
+                f.write(ir)
+        return compiled
+
+    def _executable(self, module: Any) -> Callable[[Sequence[torch.Tensor]],
+                                                   Sequence[torch.Tensor]]:
+        if self.device == "cpu":
+            from mncore_ir.targets.graph_torch import compile_module
+
+            program = compile_module(module)
+            return lambda args: program(*args)
+        from mncore_ir.targets.graph_interpreter import run_function
+
+        def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+            outs = run_function(module, [a.numpy() for a in args])
+            return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
+
+        return interpret
+
+    def _explain(self, graph: TraceGraph, reason: str, seconds: float) -> None:
+        if not self.debug:
+            return
+        self.compiles_at[reason] += 1
+        print(f"[mncore] compile {graph.key}: {len(graph.nodes)} ops, {len(graph.inputs)} "
+              f"inputs, {len(graph.outputs)} outputs, {seconds:.3f} s; cause: {reason}",
+              file=sys.stderr)
+        if self.compiles_at[reason] == 3:
+            warnings.warn(f"the graph at {reason} has been compiled 3 times with different "
+                          "structure: check for changing shapes or Python values baked into "
+                          "the graph (MNCORE_DEBUG explains each compile)", stacklevel=2)
+
+    def _path(self, key: str) -> str | None:
+        return os.path.join(self.cache_dir, f"{key}.{self.device}.mlir") if self.cache_dir else None
+
+    def _load(self, key: str) -> str | None:
+        path = self._path(key)
+        if path is None or not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return f.read()
+
+    def _store(self, key: str, ir: str) -> None:
+        path = self._path(key)
+        if path is None:
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(ir)
+        os.replace(tmp, path)

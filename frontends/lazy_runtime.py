@@ -1,0 +1,522 @@
+"""The lazy-tensor runtime: records ops, cuts the graph at ``sync()``, compiles it with a
+structural cache, and runs it on a worker thread while the next step is traced.
+
+One :class:`Runtime` per process (``runtime()``), created by ``torch_mncore.init``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import warnings
+import weakref
+from collections import Counter, defaultdict
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from mncore_ir.frontends import lazy_tensor as lt
+from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler
+from mncore_ir.frontends.lazy_tensor import (
+    DeviceData,
+    Item,
+    LazyStorage,
+    LazyTensor,
+    Node,
+    Scalar,
+    Value,
+    ViewStep,
+)
+
+aten = torch.ops.aten
+
+DEVICES = ("cpu", "interp", "task", "triton", "mncore")
+AVAILABLE_DEVICES = ("cpu", "interp")
+POLICIES = ("error", "warn", "silent")
+
+
+class LazyError(RuntimeError):
+    """A user-facing error of the lazy-tensor runtime."""
+
+
+class ImplicitSyncError(LazyError):
+    """A value was read before ``sync()`` under the ``"error"`` policy."""
+
+
+# ---------------------------------------------------------------------- scalar hoisting
+
+_BAKED = (0, 1, -1)
+
+
+def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:
+    """The overload of ``op``'s packet that takes a Tensor where ``op`` takes a Scalar."""
+    name = op._overloadname
+    for candidate in (name.replace("Scalar", "Tensor"), "Tensor", "Tensor_Tensor"):
+        overload = getattr(op.overloadpacket, candidate, None)
+        if overload is None or overload is op:
+            continue
+        schema_args = overload._schema.arguments
+        if index < len(schema_args) and isinstance(schema_args[index].type, torch.TensorType):
+            return overload
+    return None
+
+
+def _hoistable(x: Any) -> bool:
+    return isinstance(x, float | int) and not isinstance(x, bool) and x not in _BAKED
+
+
+# ---------------------------------------------------------------------- metrics
+
+
+@dataclass
+class Metrics:
+    counters: Counter[str] = field(default_factory=Counter)
+    times: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def time(self, name: str, seconds: float) -> None:
+        self.times[name].append(seconds)
+
+    def report(self) -> str:
+        lines = ["Counters:"]
+        lines += [f"  {k}: {v}" for k, v in sorted(self.counters.items())]
+        lines.append("Timers (count, total s, mean ms):")
+        for k, v in sorted(self.times.items()):
+            lines.append(f"  {k}: {len(v)}, {sum(v):.4f}, {1e3 * sum(v) / len(v):.3f}")
+        lines.append(f"Live device buffers: {len(DeviceData.live)}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- execution jobs
+
+
+@dataclass(eq=False)
+class Job:
+    """One graph execution: inputs gathered on the worker, outputs filled into buffers."""
+
+    compiled: CompiledGraph
+    inputs: list[DeviceData | Scalar]
+    outputs: list[DeviceData]
+    future: Future[None]
+    prepared: threading.Event = field(default_factory=threading.Event)
+
+
+class Worker:
+    """Runs jobs in order on one thread. ``submit`` returns once the job's Python-side
+    preparation is done, so tracing the next step does not fight it for the GIL."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self._jobs: list[Job] = []
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name="mncore-worker", daemon=True)
+        self._thread.start()
+        self._last: Future[None] | None = None
+
+    def submit(self, job: Job, gate: bool) -> None:
+        with self._cond:
+            self._jobs.append(job)
+            self._last = job.future
+            self._cond.notify()
+        if gate:
+            job.prepared.wait()
+
+    def wait_all(self) -> None:
+        last = self._last
+        if last is not None:
+            with contextlib.suppress(Exception):
+                last.result()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    self._cond.wait()
+                job = self._jobs.pop(0)
+            self._run(job)
+
+    def _run(self, job: Job) -> None:
+        try:
+            start = time.perf_counter()
+            args = [_scalar_tensor(x) if isinstance(x, Scalar) else x.tensor()
+                    for x in job.inputs]
+            job.prepared.set()
+            results = job.compiled.run(args)
+            for buffer, result in zip(job.outputs, results, strict=True):
+                buffer.fill(result)
+            self.metrics.time("ExecuteTime", time.perf_counter() - start)
+            job.future.set_result(None)
+        except BaseException as error:
+            job.prepared.set()
+            job.future.set_exception(error)
+
+
+def _scalar_tensor(s: Scalar) -> torch.Tensor:
+    return torch.tensor(s.value, dtype=s.dtype)
+
+
+# ---------------------------------------------------------------------- the runtime
+
+
+class Runtime:
+    """Per-process state: the device, the trace, the compile cache and the worker."""
+
+    def __init__(self, device: str = "cpu", implicit_sync: str | None = None,
+                 asynchronous: bool = True, gate: bool = True) -> None:
+        lt.ensure_backend()
+        self.device = device
+        self.implicit_sync = implicit_sync or os.environ.get("MNCORE_IMPLICIT_SYNC", "warn")
+        if self.implicit_sync not in POLICIES:
+            raise LazyError(f"implicit-sync policy must be one of {POLICIES}, "
+                            f"not {self.implicit_sync!r}")
+        self.asynchronous = asynchronous
+        self.gate = gate
+        self.metrics = Metrics()
+        self.compiler = GraphCompiler(device, self.metrics)
+        self.worker = Worker(self.metrics)
+        self.pending: weakref.WeakSet[LazyStorage] = weakref.WeakSet()
+        self.step_errors: list[BaseException] = []
+
+    # ------------------------------------------------------------------ dispatch
+
+    def dispatch(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        if func is aten._local_scalar_dense.default:
+            return self.read(args[0]).item()
+        if func is aten._to_copy.default and _leaves_device(kwargs):
+            return func(self.read(args[0]), **kwargs)
+        if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
+            return args[0].copy_(self.read(args[1]))
+        if func in (aten.set_.source_Tensor, aten.set_.source_Storage):
+            raise LazyError(f"{func} is not supported on lazy tensors, at "
+                            f"{lt.describe_location(lt.user_location())}")
+        self.metrics.counters["TracedOps"] += 1
+        if func is aten.add_.Tensor or func is aten.add.Tensor or func is aten.sub.Tensor or (
+                func is aten.sub_.Tensor):
+            alpha = kwargs.get("alpha", 1)
+            if alpha != 1:
+                scaled = self.dispatch(aten.mul.Tensor, (args[1], alpha), {})
+                return self.dispatch(func, (args[0], scaled), {})
+        if func in (aten.addcmul_.default, aten.addcmul.default, aten.addcdiv_.default,
+                    aten.addcdiv.default):
+            return self._addc(func, args, kwargs)
+        if func.is_view:
+            return self._view(func, args, kwargs)
+        if func._schema.is_mutable:
+            return self._inplace(func, args, kwargs)
+        return self._record(func, args, kwargs)
+
+    def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        """``x + value * (t1 op t2)`` as separate ops, so ``value`` can be a graph input."""
+        x, t1, t2 = args[:3]
+        value = kwargs.get("value", args[3] if len(args) > 3 else 1)
+        inner = aten.mul.Tensor if "addcmul" in func.__name__ else aten.div.Tensor
+        prod = self.dispatch(inner, (t1, t2), {})
+        if value != 1:
+            prod = self.dispatch(aten.mul.Tensor, (prod, value), {})
+        add = aten.add_.Tensor if func._schema.is_mutable else aten.add.Tensor
+        return self.dispatch(add, (x, prod), {})
+
+    def _inputs(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> tuple[torch._ops.OpOverload, tuple[Any, ...],
+                                                 dict[str, Any], tuple[Any, ...], dict[str, Any]]:
+        """Graph-level args (values, hoisted scalars) and meta args for ``func``."""
+        schema_args = func._schema.arguments
+        meta_args: list[Any] = []
+        graph_args: list[Any] = []
+        first_tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        for i, a in enumerate(args):
+            if isinstance(a, LazyTensor):
+                graph_args.append(a.value())
+                meta_args.append(a.meta())
+            elif isinstance(a, torch.Tensor):  # a host tensor used on the device
+                data = lt.from_cpu(a)
+                graph_args.append(data.value())
+                meta_args.append(data.meta())
+            elif _hoistable(a) and i < len(schema_args) and first_tensor is not None and (
+                    isinstance(schema_args[i].type, torch.TensorType | torch.NumberType)):
+                typ = schema_args[i].type
+                target = func if isinstance(typ, torch.TensorType) else _tensor_overload(func, i)
+                if target is None:
+                    self.metrics.counters["BakedScalars"] += 1
+                    graph_args.append(a)
+                    meta_args.append(a)
+                    continue
+                func = target
+                dtype = torch.result_type(_as_meta(first_tensor), a)
+                graph_args.append(Scalar(a, dtype))
+                meta_args.append(torch.empty((), dtype=dtype, device="meta"))
+            elif isinstance(a, list | tuple) and any(isinstance(x, torch.Tensor) for x in a):
+                values = [x.value() if isinstance(x, LazyTensor) else
+                          (lt.from_cpu(x).value() if isinstance(x, torch.Tensor) else x)
+                          for x in a]
+                graph_args.append(type(a)(values))
+                meta_args.append(type(a)(_as_meta(x) for x in a))
+            else:
+                graph_args.append(a)
+                meta_args.append(a)
+        graph_kwargs = dict(kwargs)
+        meta_kwargs = dict(kwargs)
+        if "device" in kwargs:
+            graph_kwargs["device"] = torch.device("cpu")
+        return func, tuple(graph_args), graph_kwargs, tuple(meta_args), meta_kwargs
+
+    def _new_node(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Node:
+        func, graph_args, graph_kwargs, meta_args, meta_kwargs = self._inputs(func, args, kwargs)
+        meta = lt.infer_meta(func, meta_args, meta_kwargs)
+        return Node(func, graph_args, graph_kwargs, meta, lt.user_location())
+
+    def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+        node = self._new_node(func, args, kwargs)
+        if isinstance(node.meta, torch.Tensor):
+            return self._track(lt.wrap(node, node.meta))
+        outs = []
+        for i, m in enumerate(node.meta):
+            if isinstance(m, torch.Tensor):
+                outs.append(self._track(lt.wrap(Item(node, i, m), m)))
+            else:
+                outs.append(m)
+        return type(node.meta)(outs) if isinstance(node.meta, tuple) else outs
+
+    def _track(self, tensor: LazyTensor) -> LazyTensor:
+        self.pending.add(tensor._storage_)
+        return tensor
+
+    def _view(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        base = args[0]
+        if not isinstance(base, LazyTensor):
+            return self._record(func, args, kwargs)
+        meta = lt.infer_meta(func, (base.meta(), *args[1:]), kwargs)
+        step = ViewStep(func, tuple(args[1:]), tuple(sorted(kwargs.items())), base.meta())
+        views = (*base._views, step)
+        if isinstance(meta, torch.Tensor):
+            return LazyTensor(base._storage_, views, meta)
+        # several views (split, unbind): record them as ordinary ops on a copy
+        return self._record(func, args, kwargs)
+
+    def _inplace(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        target = args[0]
+        schema = func._schema
+        writes = [i for i, a in enumerate(schema.arguments)
+                  if a.alias_info is not None and a.alias_info.is_write]
+        functional = _functional_variant(func)
+        if writes != [0] or functional is None or not isinstance(target, LazyTensor):
+            return self._fallback(func, args, kwargs)
+        if func is aten.copy_.default:
+            src = args[1]
+            if not isinstance(src, LazyTensor):
+                if not target._views and src.shape == target.shape and src.dtype == target.dtype:
+                    target._storage_.set(lt.from_cpu(src).value())  # a host-to-device copy
+                    return target
+                src = lt.from_cpu(src)
+            node = self._new_node(aten.copy.default, (target, src), {})
+        else:
+            node = self._new_node(functional, args, kwargs)
+        self._write(target, node)
+        return target
+
+    def _write(self, target: LazyTensor, new: Value) -> None:
+        """Make ``new`` the value of ``target``, writing through its views."""
+        storage = target._storage_
+        value = new
+        if not target._views:
+            storage.set(value)
+            self.pending.add(storage)
+            return
+        bases: list[Value] = [storage.value]
+        for step in target._views[:-1]:
+            prev = bases[-1]
+            bases.append(Node(step.op, (prev, *step.args), dict(step.kwargs),
+                              lt.infer_meta(step.op, (step.base_meta, *step.args),
+                                            dict(step.kwargs))))
+        for step, base in zip(reversed(target._views), reversed(bases), strict=True):
+            value = _scatter(step, base, value)
+        storage.set(value)
+        self.pending.add(storage)
+
+    def _fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Any:
+        """Run an op the compiler cannot take eagerly on the host, counted."""
+        self.metrics.counters[f"CpuFallback::{func}"] += 1
+        host = pytree.tree_map(lambda x: self.read(x).clone() if isinstance(x, LazyTensor) else x,
+                               (args, kwargs))
+        out = func(*host[0], **host[1])
+        for i, a in enumerate(args):
+            if isinstance(a, LazyTensor) and func._schema.arguments[i].alias_info is not None and (
+                    func._schema.arguments[i].alias_info.is_write):
+                self._write(a, lt.from_cpu(host[0][i]).value())
+        if func._schema.is_mutable and isinstance(args[0], LazyTensor):
+            return args[0]
+        return pytree.tree_map(lambda x: lt.from_cpu(x) if isinstance(x, torch.Tensor) else x, out)
+
+    # ------------------------------------------------------------------ sync
+
+    def sync(self, wait: bool = False, reason: str = "sync()") -> None:
+        """Cut the graph at the live tensors, compile (cached) and submit it."""
+        self._raise_step_errors()
+        start = time.perf_counter()
+        outputs = sorted((s for s in list(self.pending) if not isinstance(s.value, DeviceData)),
+                         key=lambda s: s.serial)
+        self.pending = weakref.WeakSet()
+        if outputs:
+            graph = self.compiler.cut([s.value for s in outputs])
+            compiled = self.compiler.compile(graph, reason)
+            buffers = [DeviceData(tuple(v.meta.shape), v.meta.dtype,
+                                  future=None) for v in graph.outputs]
+            future: Future[None] = Future()
+            for b in buffers:
+                b._future = future
+            for storage, buffer in zip(outputs, buffers, strict=True):
+                storage.set(buffer)
+            job = Job(compiled, graph.inputs, buffers, future)
+            self.metrics.counters["Executions"] += 1
+            self.metrics.time("SyncTime", time.perf_counter() - start)
+            if self.asynchronous:
+                self.worker.submit(job, self.gate)
+            else:
+                self.worker._run(job)
+        if wait:
+            self.wait()
+
+    def wait(self) -> None:
+        self.worker.wait_all()
+        self._raise_step_errors()
+
+    def _raise_step_errors(self) -> None:
+        last = self.worker._last
+        if last is not None and last.done() and last.exception() is not None:
+            error = last.exception()
+            self.worker._last = None
+            raise LazyError(f"graph execution failed: {error}") from error
+
+    def read(self, tensor: Any) -> torch.Tensor:
+        """The host value of ``tensor``; an implicit sync if it is not computed yet."""
+        if not isinstance(tensor, LazyTensor):
+            return tensor
+        storage = tensor._storage_
+        if not isinstance(storage.value, DeviceData) or (tensor._views and not _views_ready(
+                tensor)):
+            self._implicit_sync()
+        data = storage.value
+        assert isinstance(data, DeviceData)
+        try:
+            value = data.tensor()
+        except LazyError:
+            raise
+        except Exception as error:
+            raise LazyError(f"graph execution failed: {error}") from error
+        for step in tensor._views:
+            value = step.op(value, *step.args, **dict(step.kwargs))
+        return value
+
+    def _implicit_sync(self) -> None:
+        where = lt.describe_location(lt.user_location())
+        self.metrics.counters["ImplicitSyncs"] += 1
+        if self.implicit_sync == "error":
+            raise ImplicitSyncError(
+                f"reading a lazy tensor before torch_mncore.sync() at {where} (policy "
+                "'error'; use torch_mncore.set_implicit_sync('warn') to sync automatically)")
+        if self.implicit_sync == "warn":
+            warnings.warn(f"implicit sync at {where}: call torch_mncore.sync() at the end "
+                          "of the step to keep graphs whole", stacklevel=4)
+        self.sync(reason=f"implicit sync at {where}")
+
+
+def _views_ready(tensor: LazyTensor) -> bool:
+    return isinstance(tensor._storage_.value, DeviceData)
+
+
+def _leaves_device(kwargs: dict[str, Any]) -> bool:
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type != lt.DEVICE_NAME
+
+
+def _as_meta(x: Any) -> Any:
+    if isinstance(x, LazyTensor):
+        return x.meta()
+    if isinstance(x, torch.Tensor):
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+    return x
+
+
+def _functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    if func is aten.copy_.default:
+        return aten.copy.default
+    name = func._schema.name.split("::")[1]
+    if not name.endswith("_"):
+        return None
+    packet = getattr(aten, name[:-1], None)
+    return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def _scatter(step: ViewStep, base: Value, new: Value) -> Value:
+    """The base value with the view ``step`` of it replaced by ``new``."""
+    op, args = step.op, step.args
+    meta = step.base_meta
+    packet = op.overloadpacket
+    if packet in (aten.view, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze,
+                  aten.flatten, aten.view_copy):
+        node_op, node_args = aten.view.default, (new, list(meta.shape))
+    elif packet in (aten.alias, aten.detach):
+        return new
+    elif packet in (aten.t, aten.transpose):
+        node_op = aten.t.default if packet is aten.t else aten.transpose.int
+        node_args = (new,) if packet is aten.t else (new, *args)
+    elif packet is aten.permute:
+        inverse = [0] * len(args[0])
+        for i, p in enumerate(args[0]):
+            inverse[p % len(inverse)] = i
+        node_op, node_args = aten.permute.default, (new, inverse)
+    elif packet is aten.select:
+        node_op, node_args = aten.select_scatter.default, (base, new, *args)
+    elif packet is aten.slice:
+        node_op, node_args = aten.slice_scatter.default, (base, new, *args)
+    else:
+        raise LazyError(f"an in-place update through a view made by {op} is not supported, "
+                        f"at {lt.describe_location(lt.user_location())}")
+    meta_args = tuple(_value_meta(a) for a in node_args)
+    return Node(node_op, node_args, {}, lt.infer_meta(node_op, meta_args, {}))
+
+
+def _value_meta(v: Any) -> Any:
+    if isinstance(v, Node | Item):
+        return v.meta
+    if isinstance(v, DeviceData):
+        return torch.empty(v.shape, dtype=v.dtype, device="meta")
+    return v
+
+
+# ---------------------------------------------------------------------- the process's runtime
+
+_RUNTIME: Runtime | None = None
+
+
+def runtime() -> Runtime:
+    global _RUNTIME
+    if _RUNTIME is None:
+        _RUNTIME = Runtime()
+    return _RUNTIME
+
+
+def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bool = True,
+         gate: bool = True) -> Runtime:
+    global _RUNTIME
+    if device not in DEVICES:
+        raise LazyError(f"unknown device {device!r}; devices: {', '.join(DEVICES)}")
+    if device not in AVAILABLE_DEVICES:
+        raise LazyError(f"device {device!r} is not available yet (it lands with its "
+                        f"issue); available: {', '.join(AVAILABLE_DEVICES)}")
+    if _RUNTIME is not None:
+        _RUNTIME.wait()
+    _RUNTIME = Runtime(device, implicit_sync, asynchronous, gate)
+    return _RUNTIME
+

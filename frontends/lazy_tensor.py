@@ -1,0 +1,318 @@
+"""Lazy tensors: a wrapper tensor subclass on the renamed PrivateUse1 device whose ATen
+ops are recorded into a functional graph instead of being run.
+
+Values are SSA: a :class:`Node` is one functional ATen op on earlier values, a
+:class:`DeviceData` leaf is a buffer the device holds, a :class:`Scalar` leaf is a
+Python number hoisted into a graph input. Tensors that alias share a
+:class:`LazyStorage`; a view is its storage's value seen through a chain of view ops,
+and an in-place op on a view writes back through the inverse ops (``*_scatter``), which
+is what functionalization does. The runtime (``lazy_runtime``) cuts, compiles and runs
+the graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+aten = torch.ops.aten
+DEVICE_NAME = "mncore"
+
+# ---------------------------------------------------------------------- graph values
+
+
+class DeviceData:
+    """A device buffer: a CPU tensor here, possibly still being computed (a future)."""
+
+    __slots__ = ("__weakref__", "_future", "_tensor", "dtype", "shape")
+
+    live: weakref.WeakSet[DeviceData] = weakref.WeakSet()
+
+    def __init__(self, shape: Sequence[int], dtype: torch.dtype,
+                 tensor: torch.Tensor | None = None, future: Future[Any] | None = None) -> None:
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self._tensor = tensor
+        self._future = future
+        DeviceData.live.add(self)
+
+    @property
+    def ready(self) -> bool:
+        return self._tensor is not None
+
+    def tensor(self) -> torch.Tensor:
+        """The buffer's contents, waiting for the execution that produces them."""
+        if self._tensor is None:
+            assert self._future is not None
+            self._future.result()  # raises the execution's error, if any
+            assert self._tensor is not None
+        return self._tensor
+
+    def fill(self, tensor: torch.Tensor) -> None:
+        self._tensor = tensor
+        self._future = None
+
+
+@dataclass(eq=False, slots=True)
+class Scalar:
+    """A Python number hoisted into a graph input, as a 0-d tensor of ``dtype``."""
+
+    value: float | int
+    dtype: torch.dtype
+
+
+@dataclass(eq=False, slots=True)
+class Node:
+    """One functional ATen op; ``meta`` is its output as meta tensor(s)."""
+
+    op: torch._ops.OpOverload
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    meta: Any
+    where: str = ""
+
+
+@dataclass(eq=False, slots=True)
+class Item:
+    """Output ``index`` of a multi-output node."""
+
+    node: Node
+    index: int
+    meta: Any = None
+
+
+Value = Node | Item | DeviceData
+
+
+_SERIAL = itertools.count()
+
+
+@dataclass(eq=False)
+class LazyStorage:
+    """What aliasing tensors share: the current value of their base. ``serial`` orders
+    graph outputs by creation, so the same program gives the same graph every step."""
+
+    value: Value
+    version: int = 0
+    serial: int = field(default_factory=lambda: next(_SERIAL))
+
+    def set(self, value: Value) -> None:
+        self.value = value
+        self.version += 1
+
+
+@dataclass(frozen=True, slots=True)
+class ViewStep:
+    """``op(base, *args)``: one step from a storage's base to a view."""
+
+    op: torch._ops.OpOverload
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+    base_meta: torch.Tensor
+
+
+# ---------------------------------------------------------------------- shape inference
+
+_META_CACHE: dict[tuple[Any, ...], Any] = {}
+_VALUE_KEYED = ("arange", "linspace", "full", "scalar_tensor")
+
+
+def _meta_key(x: Any, by_value: bool) -> Any:
+    if isinstance(x, torch.Tensor):
+        return ("T", tuple(x.shape), x.stride(), x.dtype)
+    if isinstance(x, float) and not by_value:
+        return float
+    if isinstance(x, list | tuple):
+        return tuple(_meta_key(v, by_value) for v in x)
+    return x
+
+
+def _to_meta(x: Any) -> Any:
+    if isinstance(x, torch.Tensor) and x.device.type != "meta":
+        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+    return x
+
+
+def infer_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run ``op`` on meta tensors, cached on (op, input metadata): the meta kernels are
+    slow (100-250 µs) and training steps repeat the same calls."""
+    by_value = any(n in op.__name__ for n in _VALUE_KEYED)
+    key = (op, _meta_key(args, by_value), _meta_key(tuple(sorted(kwargs.items())), by_value))
+    try:
+        return _META_CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable argument: compute without caching
+        key = None  # type: ignore[assignment]
+    meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
+    if "device" in meta_kwargs:
+        meta_kwargs["device"] = "meta"
+    out = op(*meta_args, **meta_kwargs)
+    if key is not None:
+        _META_CACHE[key] = out
+    return out
+
+
+# ---------------------------------------------------------------------- source lines
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+_INTERNAL: dict[Any, bool] = {}
+
+
+def user_location() -> str:
+    """``file:line: code`` of the innermost frame outside torch and this package."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        internal = _INTERNAL.get(code)
+        if internal is None:
+            name = code.co_filename
+            internal = name.startswith((_TORCH_DIR, _OWN_DIR)) or name.startswith("<")
+            _INTERNAL[code] = internal
+        if not internal:
+            return f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
+
+
+def describe_location(where: str) -> str:
+    """``path:line`` and the source line, for error messages."""
+    import linecache
+    import re
+
+    m = re.match(r'File "([^"]+)", line (\d+)', where)
+    if not m:
+        return "<unknown source line>"
+    path, line = m.group(1), int(m.group(2))
+    return f"{path}:{line}: {linecache.getline(path, line).strip()}"
+
+
+# ---------------------------------------------------------------------- the tensor
+
+
+class LazyTensor(torch.Tensor):
+    """A tensor on the ``mncore`` device: its value is a storage seen through views."""
+
+    _storage_: LazyStorage
+    _views: tuple[ViewStep, ...]
+    _cache: tuple[int, Value] | None
+
+    @staticmethod
+    def __new__(cls, storage: LazyStorage, views: tuple[ViewStep, ...], meta: torch.Tensor,
+                requires_grad: bool = False) -> LazyTensor:
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, meta.shape, strides=meta.stride(), dtype=meta.dtype,
+            device=torch.device(DEVICE_NAME, 0), requires_grad=requires_grad)
+        r._storage_ = storage
+        r._views = views
+        r._cache = None
+        return r
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        return f"LazyTensor({self.materialize()!r}, device='{DEVICE_NAME}:0')"
+
+    # the value, as recorded graph input ----------------------------------------
+
+    def value(self) -> Value:
+        """This tensor's current value; records the view ops from its base, once per
+        version of the storage."""
+        storage = self._storage_
+        if not self._views:
+            return storage.value
+        if self._cache is not None and self._cache[0] == storage.version:
+            return self._cache[1]
+        value: Value = storage.value
+        for step in self._views:
+            value = Node(step.op, (value, *step.args), dict(step.kwargs),
+                         infer_meta(step.op, (step.base_meta, *step.args), dict(step.kwargs)))
+        self._cache = (storage.version, value)
+        return value
+
+    def meta(self) -> torch.Tensor:
+        return torch.empty_strided(self.shape, self.stride(), dtype=self.dtype, device="meta")
+
+    def materialize(self) -> torch.Tensor:
+        """The value on the host (a CPU tensor), syncing first if it is pending."""
+        from mncore_ir.frontends import lazy_runtime
+
+        return lazy_runtime.runtime().read(self)
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func: torch._ops.OpOverload, types: Any,
+                           args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+                           ) -> Any:
+        from mncore_ir.frontends import lazy_runtime
+
+        return lazy_runtime.runtime().dispatch(func, args, kwargs or {})
+
+
+def wrap(value: Value, meta: torch.Tensor) -> LazyTensor:
+    """A new tensor owning a new storage that holds ``value``."""
+    return LazyTensor(LazyStorage(value), (), meta)
+
+
+def from_cpu(tensor: torch.Tensor) -> LazyTensor:
+    """Transfer a host tensor to the device (a copy: later host writes do not show)."""
+    data = tensor.detach().contiguous().clone()
+    return wrap(DeviceData(data.shape, data.dtype, data), _meta_like(data))
+
+
+def _meta_like(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+
+# ---------------------------------------------------------------------- backend setup
+
+_SETUP_LOCK = threading.Lock()
+_SET_UP = False
+
+
+def ensure_backend() -> None:
+    """Rename PrivateUse1 to ``mncore`` (once per process) and route its factories here,
+    so ``.mncore()``, ``.to("mncore")`` and ``torch.zeros(..., device="mncore")`` work."""
+    global _SET_UP
+    with _SETUP_LOCK:
+        if _SET_UP:
+            return
+        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+        if torch._C._get_privateuse1_backend_name() == "privateuseone":
+            _setup_privateuseone_for_python_backend(DEVICE_NAME)
+        elif torch._C._get_privateuse1_backend_name() != DEVICE_NAME:
+            raise RuntimeError("PrivateUse1 is already renamed to "
+                               f"{torch._C._get_privateuse1_backend_name()!r}")
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("empty.memory_format", _empty, "PrivateUse1")
+        lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+        _LIBRARIES.append(lib)
+        _SET_UP = True
+
+
+_LIBRARIES: list[Any] = []
+
+
+def _empty(size: Sequence[int], dtype: torch.dtype | None = None, layout: Any = None,
+           device: Any = None, pin_memory: Any = None, memory_format: Any = None
+           ) -> LazyTensor:
+    return from_cpu(torch.zeros(size, dtype=dtype or torch.get_default_dtype()))
+
+
+def _empty_strided(size: Sequence[int], stride: Sequence[int], dtype: torch.dtype | None = None,
+                   layout: Any = None, device: Any = None, pin_memory: Any = None) -> LazyTensor:
+    return _empty(size, dtype)
+
+
+Callback = Callable[..., Any]
