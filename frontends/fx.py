@@ -48,7 +48,7 @@ KEPT_COMPOSITES = (
 #: (torch's ``native_batch_norm`` schema hides its running-stat mutation).
 DECOMPOSITIONS = {k: v for k, v in core_aten_decompositions().items()
                   if k not in KEPT_COMPOSITES}
-_PRE_FUNCTIONALIZE = get_decompositions([aten.native_batch_norm, aten._native_batch_norm_legit])
+HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions([aten.native_batch_norm, aten._native_batch_norm_legit])
 
 TORCH_TO_ELEMENT = {getattr(torch, name): typ for name, typ in g.ELEMENT_TYPES.items()}
 
@@ -115,7 +115,7 @@ def capture(fn: Callable[..., Any], *args: Any,
         result_count[0] = len(out)
         return (*out, *copies)
 
-    first = make_fx(step, decomposition_table=_PRE_FUNCTIONALIZE, tracing_mode="fake",
+    first = make_fx(step, decomposition_table=HIDDEN_MUTATION_DECOMPOSITIONS, tracing_mode="fake",
                     record_stack_traces=True)(*flat)
 
     def replay(*flat_args: torch.Tensor) -> Any:
@@ -470,6 +470,38 @@ def _slice(imp: FxImporter, node: fx.Node) -> SSAValue:
     dim = dim % len(shape)
     start, end, step = slice(start, end, step).indices(shape[dim])
     return imp.build(g.SliceOp, [v], dim=dim, start=start, end=max(end, start), step=step)
+
+
+@handles(aten.select.int, aten.select_copy.int)
+def _select(imp: FxImporter, node: fx.Node) -> SSAValue:
+    v = imp.value(node.args[0])
+    shape = g.shape_of(v)
+    dim = node.args[1] % len(shape)
+    index = node.args[2] % shape[dim]
+    piece = imp.emit(g.build(g.SliceOp, [v], dim=dim, start=index, end=index + 1), hint=False)
+    return imp.reshape(piece, imp.meta(node).shape)
+
+
+@handles(aten.slice_scatter.default)
+def _slice_scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``base`` with ``base[start:end:step]`` along ``dim`` replaced: slices and a concat
+    for step 1."""
+    base, src = imp.value(node.args[0]), imp.value(node.args[1])
+    shape = g.shape_of(base)
+    dim, start, end, step = [*node.args[2:], *[0, None, None, 1][len(node.args) - 2:]]
+    dim = dim % len(shape)
+    start, end, step = slice(start, end, step).indices(shape[dim])
+    if step != 1:
+        raise unsupported(node, "slice_scatter with a step other than 1")
+    pieces = []
+    if start > 0:
+        pieces.append(imp.emit(g.build(g.SliceOp, [base], dim=dim, start=0, end=start),
+                               hint=False))
+    pieces.append(src)
+    if end < shape[dim]:
+        pieces.append(imp.emit(g.build(g.SliceOp, [base], dim=dim, start=end, end=shape[dim]),
+                               hint=False))
+    return pieces[0] if len(pieces) == 1 else imp.build(g.ConcatOp, pieces, dim=dim)
 
 
 @handles(aten.split.Tensor, aten.split_copy.Tensor, aten.split_with_sizes.default,

@@ -21,7 +21,6 @@ import numpy as np
 import torch
 import torch.fx.traceback as fx_traceback
 from torch import fx
-from torch.func import functionalize
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from mncore_ir.frontends.fx import DECOMPOSITIONS, import_fx
@@ -156,8 +155,8 @@ def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.Gra
         with fx_traceback.preserve_node_meta():
             return fx.Interpreter(gm).run(*args)
 
-    return make_fx(functionalize(replay, remove="mutations_and_views"),
-                   decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
+    # The trace is functional already (in-place ops were rewritten while tracing).
+    return make_fx(replay, decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
 
 
 class GraphCompiler:

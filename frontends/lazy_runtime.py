@@ -21,6 +21,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_tensor as lt
+from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
 from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
@@ -195,6 +196,9 @@ class Runtime:
             raise LazyError(f"{func} is not supported on lazy tensors, at "
                             f"{lt.describe_location(lt.user_location())}")
         self.metrics.counters["TracedOps"] += 1
+        decomposition = TRACE_DECOMPOSITIONS.get(func)
+        if decomposition is not None:  # ops whose schema hides a mutation
+            return decomposition(*args, **kwargs)
         if func is aten.add_.Tensor or func is aten.add.Tensor or func is aten.sub.Tensor or (
                 func is aten.sub_.Tensor):
             alpha = kwargs.get("alpha", 1)
