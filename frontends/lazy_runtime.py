@@ -21,8 +21,10 @@ import torch
 from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_tensor as lt
+from mncore_ir.frontends.fx import DECOMPOSITIONS
+from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
 from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
-from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler
+from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, TraceGraph
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -100,10 +102,33 @@ class Job:
     """One graph execution: inputs gathered on the worker, outputs filled into buffers."""
 
     compiled: CompiledGraph
-    inputs: list[DeviceData | Scalar]
+    graph: TraceGraph
     outputs: list[DeviceData]
     future: Future[None]
     prepared: threading.Event = field(default_factory=threading.Event)
+
+
+def diagnose(graph: TraceGraph, args: list[torch.Tensor], error: BaseException) -> str:
+    """Which traced op fails: replay the trace eagerly on the host, op by op, and name
+    the user's source line of the first that raises."""
+    env: dict[int, Any] = {id(x): a for x, a in zip(graph.inputs, args, strict=True)}
+
+    def value(v: Any) -> Any:
+        if isinstance(v, Item):
+            return env[id(v.node)][v.index]
+        if isinstance(v, Node | DeviceData | Scalar):
+            return env[id(v)]
+        if isinstance(v, list | tuple):
+            return type(v)(value(x) for x in v)
+        return v
+
+    for node in graph.nodes:
+        try:
+            env[id(node)] = node.op(*value(node.args), **{k: value(v) for k, v in
+                                                          node.kwargs.items()})
+        except Exception as cause:
+            return f"{cause} (at {lt.describe_location(node.where)})"
+    return str(error)
 
 
 class Worker:
@@ -144,9 +169,13 @@ class Worker:
         try:
             start = time.perf_counter()
             args = [_scalar_tensor(x) if isinstance(x, Scalar) else x.tensor()
-                    for x in job.inputs]
+                    for x in job.graph.inputs]
             job.prepared.set()
-            results = job.compiled.run(args)
+            try:
+                results = job.compiled.run(args)
+            except Exception as error:
+                raise LazyError(f"graph execution failed: {diagnose(job.graph, args, error)}"
+                                ) from error
             for buffer, result in zip(job.outputs, results, strict=True):
                 buffer.fill(result)
             self.metrics.time("ExecuteTime", time.perf_counter() - start)
@@ -212,6 +241,8 @@ class Runtime:
             return self._view(func, args, kwargs)
         if func._schema.is_mutable:
             return self._inplace(func, args, kwargs)
+        if func not in IMPORTABLE and func not in DECOMPOSITIONS:
+            return self._fallback(func, args, kwargs)
         return self._record(func, args, kwargs)
 
     def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
@@ -313,7 +344,8 @@ class Runtime:
         writes = [i for i, a in enumerate(schema.arguments)
                   if a.alias_info is not None and a.alias_info.is_write]
         functional = _functional_variant(func)
-        if writes != [0] or functional is None or not isinstance(target, LazyTensor):
+        if writes != [0] or functional is None or not isinstance(target, LazyTensor) or (
+                functional not in IMPORTABLE and functional not in DECOMPOSITIONS):
             return self._fallback(func, args, kwargs)
         if func is aten.copy_.default:
             src = args[1]
@@ -381,7 +413,7 @@ class Runtime:
                 b._future = future
             for storage, buffer in zip(outputs, buffers, strict=True):
                 storage.set(buffer)
-            job = Job(compiled, graph.inputs, buffers, future)
+            job = Job(compiled, graph, buffers, future)
             self.metrics.counters["Executions"] += 1
             self.metrics.time("SyncTime", time.perf_counter() - start)
             if self.asynchronous:
@@ -400,6 +432,8 @@ class Runtime:
         if last is not None and last.done() and last.exception() is not None:
             error = last.exception()
             self.worker._last = None
+            if isinstance(error, LazyError):
+                raise error
             raise LazyError(f"graph execution failed: {error}") from error
 
     def read(self, tensor: Any) -> torch.Tensor:
@@ -414,9 +448,10 @@ class Runtime:
         assert isinstance(data, DeviceData)
         try:
             value = data.tensor()
-        except LazyError:
-            raise
         except Exception as error:
+            self.worker._last = None  # delivered here, not again at the next sync
+            if isinstance(error, LazyError):
+                raise
             raise LazyError(f"graph execution failed: {error}") from error
         for step in tensor._views:
             value = step.op(value, *step.args, **dict(step.kwargs))

@@ -248,6 +248,12 @@ class LazyTensor(torch.Tensor):
 
         return lazy_runtime.runtime().read(self)
 
+    def tolist(self) -> Any:  # torch refuses .tolist() on subclasses
+        return self.materialize().tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        return self.materialize().numpy(force=force)
+
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @classmethod
