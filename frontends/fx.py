@@ -48,7 +48,8 @@ KEPT_COMPOSITES = (
 #: (torch's ``native_batch_norm`` schema hides its running-stat mutation).
 DECOMPOSITIONS = {k: v for k, v in core_aten_decompositions().items()
                   if k not in KEPT_COMPOSITES}
-HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions([aten.native_batch_norm, aten._native_batch_norm_legit])
+HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions(
+    [aten.native_batch_norm, aten._native_batch_norm_legit])
 
 TORCH_TO_ELEMENT = {getattr(torch, name): typ for name, typ in g.ELEMENT_TYPES.items()}
 
