@@ -214,6 +214,12 @@ def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
+def _index_window(index: np.ndarray, dim: int) -> tuple[slice, ...]:
+    """torch.gather/scatter read only the leading ``index.shape[d]`` entries of each
+    other dimension ``d``; numpy's ``*_along_axis`` want equal shapes there."""
+    return tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))
+
+
 def _one(value: Any) -> PythonValues:
     return (value,)
 
@@ -305,13 +311,16 @@ class GraphFunctions(InterpreterFunctions):
 
     @impl(g.GatherOp)
     def run_gather(self, interp: Interpreter, op: g.GatherOp, args: PythonValues):
-        return _one(np.take_along_axis(args[0], args[1], axis=op.props()["dim"]))
+        x, index = args
+        dim = op.props()["dim"]
+        return _one(np.take_along_axis(x[_index_window(index, dim)], index, axis=dim))
 
     @impl(g.ScatterOp)
     def run_scatter(self, interp: Interpreter, op: g.ScatterOp, args: PythonValues):
         x, index, value = args
+        dim = op.props()["dim"]
         out = np.array(x, copy=True)
-        np.put_along_axis(out, index, value, axis=op.props()["dim"])
+        np.put_along_axis(out[_index_window(index, dim)], index, value, axis=dim)
         return _one(out)
 
     @impl(g.SoftmaxOp)

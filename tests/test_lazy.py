@@ -60,10 +60,13 @@ def compare(base: nn.Module, make_optimizer: Callable[[Any], torch.optim.Optimiz
                                     lazy=True)
     torch.testing.assert_close(lazy_losses, eager_losses, rtol=1e-5, atol=1e-6)
     names = [n for n, _ in base.named_parameters()] + [n for n, _ in base.named_buffers()]
+    buffers = {n for n, _ in base.named_buffers()}
     for name, ours, theirs in zip(names, lazy_state, eager_state, strict=True):
         if skip is not None:
             ours, theirs = skip(name, ours), skip(name, theirs)
-        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5, msg=name)
+        # batch-norm running statistics accumulate every step's rounding: rtol 1e-4
+        rtol = 1e-4 if name in buffers else 1e-5
+        torch.testing.assert_close(ours, theirs, rtol=rtol, atol=1e-5, msg=name)
     compiles = torch_mncore.counters().get("UncachedCompile", 0)
     assert compiles <= 2, torch_mncore.metrics_report()
 
