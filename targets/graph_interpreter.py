@@ -217,6 +217,7 @@ def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
 def _index_window(index: np.ndarray, dim: int) -> tuple[slice, ...]:
     """torch.gather/scatter read only the leading ``index.shape[d]`` entries of each
     other dimension ``d``; numpy's ``*_along_axis`` want equal shapes there."""
+    dim %= max(index.ndim, 1)
     return tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))
 
 

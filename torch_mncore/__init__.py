@@ -19,6 +19,11 @@ from mncore_ir.frontends.lazy_runtime import (
     ImplicitSyncError,
     LazyError,
 )
+from mncore_ir.frontends.lazy_tensor import ensure_backend as _ensure_backend
+
+# The device must exist before autograd's engine first runs: it sizes its per-device
+# queues once. So importing torch_mncore registers it.
+_ensure_backend()
 
 __all__ = [
     "DEVICES",
