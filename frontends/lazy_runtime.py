@@ -69,8 +69,64 @@ def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOver
     return None
 
 
-def _hoistable(x: Any) -> bool:
-    return isinstance(x, float | int) and not isinstance(x, bool) and x not in _BAKED
+_RECORD, _VIEW, _INPLACE, _DECOMPOSE, _ALPHA, _ADDC, _FALLBACK, _UNSUPPORTED = (
+    "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported")
+_PLANS: dict[torch._ops.OpOverload, str] = {}
+
+
+def _plan(func: torch._ops.OpOverload) -> str:
+    """How ``dispatch`` handles ``func``, decided once per op."""
+    if func in TRACE_DECOMPOSITIONS:
+        plan = _DECOMPOSE
+    elif func in (aten.add_.Tensor, aten.add.Tensor, aten.sub.Tensor, aten.sub_.Tensor):
+        plan = _ALPHA
+    elif func in (aten.addcmul_.default, aten.addcmul.default, aten.addcdiv_.default,
+                  aten.addcdiv.default):
+        plan = _ADDC
+    elif func in (aten.set_.source_Tensor, aten.set_.source_Storage):
+        plan = _UNSUPPORTED
+    elif func.is_view:
+        plan = _VIEW
+    elif func._schema.is_mutable:
+        plan = _INPLACE
+    elif func in IMPORTABLE or func in DECOMPOSITIONS:
+        plan = _RECORD
+    else:
+        plan = _FALLBACK
+    _PLANS[func] = plan
+    return plan
+
+
+_HOIST: dict[tuple[torch._ops.OpOverload, int], torch._ops.OpOverload | None] = {}
+
+
+def _hoist_target(func: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:
+    """The op to record when argument ``index`` becomes a tensor input, or None when
+    the scalar must be baked into the graph (cached per op and position)."""
+    key = (func, index)
+    if key not in _HOIST:
+        schema_args = func._schema.arguments
+        target = None
+        if index < len(schema_args):
+            typ = schema_args[index].type
+            if isinstance(typ, torch.TensorType):
+                target = func
+            elif isinstance(typ, torch.NumberType):
+                target = _tensor_overload(func, index)
+        _HOIST[key] = target
+    return _HOIST[key]
+
+
+_SCALAR_DTYPES: dict[tuple[torch.dtype, type], torch.dtype] = {}
+
+
+def _scalar_dtype(tensor_dtype: torch.dtype, scalar_type: type) -> torch.dtype:
+    """The dtype a Python scalar takes next to a tensor (it never widens a float tensor)."""
+    key = (tensor_dtype, scalar_type)
+    if key not in _SCALAR_DTYPES:
+        _SCALAR_DTYPES[key] = torch.result_type(
+            torch.empty(1, dtype=tensor_dtype, device="meta"), scalar_type(2))
+    return _SCALAR_DTYPES[key]
 
 
 # ---------------------------------------------------------------------- metrics
@@ -209,7 +265,7 @@ class Runtime:
         self.compiler = GraphCompiler(device, self.metrics)
         self.worker = Worker(self.metrics)
         self.pending: weakref.WeakSet[LazyStorage] = weakref.WeakSet()
-        self.step_errors: list[BaseException] = []
+        self.deferred: Exception | None = None
 
     # ------------------------------------------------------------------ dispatch
 
@@ -221,29 +277,29 @@ class Runtime:
             return func(self.read(args[0]), **kwargs)
         if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
             return args[0].copy_(self.read(args[1]))
-        if func in (aten.set_.source_Tensor, aten.set_.source_Storage):
+        self.metrics.counters["TracedOps"] += 1
+        plan = _PLANS.get(func) or _plan(func)
+        if plan is _RECORD:
+            return self._record(func, args, kwargs)
+        if plan is _VIEW:
+            return self._view(func, args, kwargs)
+        if plan is _INPLACE:
+            return self._inplace(func, args, kwargs)
+        if plan is _DECOMPOSE:  # ops whose schema hides a mutation
+            return TRACE_DECOMPOSITIONS[func](*args, **kwargs)
+        if plan is _ALPHA:
+            alpha = kwargs.get("alpha", 1)
+            if alpha == 1:
+                return (self._inplace if func._schema.is_mutable else self._record)(
+                    func, args, kwargs)
+            scaled = self.dispatch(aten.mul.Tensor, (args[1], alpha), {})
+            return self.dispatch(func, (args[0], scaled), {})
+        if plan is _ADDC:
+            return self._addc(func, args, kwargs)
+        if plan is _UNSUPPORTED:
             raise LazyError(f"{func} is not supported on lazy tensors, at "
                             f"{lt.describe_location(lt.user_location())}")
-        self.metrics.counters["TracedOps"] += 1
-        decomposition = TRACE_DECOMPOSITIONS.get(func)
-        if decomposition is not None:  # ops whose schema hides a mutation
-            return decomposition(*args, **kwargs)
-        if func is aten.add_.Tensor or func is aten.add.Tensor or func is aten.sub.Tensor or (
-                func is aten.sub_.Tensor):
-            alpha = kwargs.get("alpha", 1)
-            if alpha != 1:
-                scaled = self.dispatch(aten.mul.Tensor, (args[1], alpha), {})
-                return self.dispatch(func, (args[0], scaled), {})
-        if func in (aten.addcmul_.default, aten.addcmul.default, aten.addcdiv_.default,
-                    aten.addcdiv.default):
-            return self._addc(func, args, kwargs)
-        if func.is_view:
-            return self._view(func, args, kwargs)
-        if func._schema.is_mutable:
-            return self._inplace(func, args, kwargs)
-        if func not in IMPORTABLE and func not in DECOMPOSITIONS:
-            return self._fallback(func, args, kwargs)
-        return self._record(func, args, kwargs)
+        return self._fallback(func, args, kwargs)
 
     def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
@@ -257,55 +313,59 @@ class Runtime:
         add = aten.add_.Tensor if func._schema.is_mutable else aten.add.Tensor
         return self.dispatch(add, (x, prod), {})
 
-    def _inputs(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
-                kwargs: dict[str, Any]) -> tuple[torch._ops.OpOverload, tuple[Any, ...],
-                                                 dict[str, Any], tuple[Any, ...], dict[str, Any]]:
-        """Graph-level args (values, hoisted scalars) and meta args for ``func``."""
-        schema_args = func._schema.arguments
-        meta_args: list[Any] = []
+    def _new_node(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Node:
+        """The graph node of ``func(*args)``: tensors become their values, hoistable
+        Python scalars become :class:`Scalar` inputs (switching to the op's Tensor
+        overload where the schema wants a Scalar), and the output metadata comes from
+        the shape cache, keyed on the inputs' signatures."""
         graph_args: list[Any] = []
-        first_tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        keys: list[Any] = []
+        first_dtype = None
         for i, a in enumerate(args):
             if isinstance(a, LazyTensor):
                 graph_args.append(a.value())
-                meta_args.append(a.meta())
+                keys.append(a._sig)
+                if first_dtype is None:
+                    first_dtype = a.dtype
             elif isinstance(a, torch.Tensor):  # a host tensor used on the device
                 data = lt.from_cpu(a)
                 graph_args.append(data.value())
-                meta_args.append(data.meta())
-            elif _hoistable(a) and i < len(schema_args) and first_tensor is not None and (
-                    isinstance(schema_args[i].type, torch.TensorType | torch.NumberType)):
-                typ = schema_args[i].type
-                target = func if isinstance(typ, torch.TensorType) else _tensor_overload(func, i)
+                keys.append(data._sig)
+                if first_dtype is None:
+                    first_dtype = a.dtype
+            elif type(a) is float or type(a) is int:
+                target = _hoist_target(func, i) if first_dtype is not None and (
+                    a not in _BAKED) else None
                 if target is None:
-                    self.metrics.counters["BakedScalars"] += 1
                     graph_args.append(a)
-                    meta_args.append(a)
+                    keys.append(a if type(a) is int else float)
                     continue
                 func = target
-                dtype = torch.result_type(_as_meta(first_tensor), a)
+                dtype = _scalar_dtype(first_dtype, type(a))
                 graph_args.append(Scalar(a, dtype))
-                meta_args.append(torch.empty((), dtype=dtype, device="meta"))
+                keys.append(("S", dtype))
             elif isinstance(a, list | tuple) and any(isinstance(x, torch.Tensor) for x in a):
-                values = [x.value() if isinstance(x, LazyTensor) else
-                          (lt.from_cpu(x).value() if isinstance(x, torch.Tensor) else x)
-                          for x in a]
-                graph_args.append(type(a)(values))
-                meta_args.append(type(a)(_as_meta(x) for x in a))
+                values = [x if isinstance(x, LazyTensor) or not isinstance(x, torch.Tensor)
+                          else lt.from_cpu(x) for x in a]
+                graph_args.append(type(a)(x.value() if isinstance(x, LazyTensor) else x
+                                          for x in values))
+                keys.append(tuple(x._sig if isinstance(x, LazyTensor) else x for x in values))
+                args = (*args[:i], type(a)(values), *args[i + 1:])
             else:
                 graph_args.append(a)
-                meta_args.append(a)
-        graph_kwargs = dict(kwargs)
-        meta_kwargs = dict(kwargs)
-        if "device" in kwargs:
-            graph_kwargs["device"] = torch.device("cpu")
-        return func, tuple(graph_args), graph_kwargs, tuple(meta_args), meta_kwargs
-
-    def _new_node(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
-                  kwargs: dict[str, Any]) -> Node:
-        func, graph_args, graph_kwargs, meta_args, meta_kwargs = self._inputs(func, args, kwargs)
-        meta = lt.infer_meta(func, meta_args, meta_kwargs)
-        return Node(func, graph_args, graph_kwargs, meta, lt.user_location())
+                keys.append(a)
+        if kwargs:
+            graph_kwargs = dict(kwargs)
+            if "device" in kwargs:
+                graph_kwargs["device"] = torch.device("cpu")
+            key = (func, tuple(keys), lt.meta_key(tuple(sorted(kwargs.items())),
+                                                  lt.keyed_by_value(func)))
+        else:
+            graph_kwargs = kwargs
+            key = (func, tuple(keys), ())
+        meta = lt.infer_meta_cached(key, func, graph_args, args, kwargs)
+        return Node(func, tuple(graph_args), graph_kwargs, meta, lt.user_location())
 
     def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
@@ -394,10 +454,33 @@ class Runtime:
             return args[0]
         return pytree.tree_map(lambda x: lt.from_cpu(x) if isinstance(x, torch.Tensor) else x, out)
 
+    def defer(self, error: Exception, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        """Remember ``error`` for the next sync or read; return zeros shaped like the
+        op's outputs so the caller can go on."""
+        if self.deferred is None:
+            self.deferred = error
+        meta = lt.infer_meta(func, args, kwargs)
+        to_host = func is aten._to_copy.default and _leaves_device(kwargs)
+
+        def zeros(m: Any) -> Any:
+            if not isinstance(m, torch.Tensor):
+                return m
+            host = torch.zeros(m.shape, dtype=m.dtype)
+            return host if to_host else lt.from_cpu(host)
+
+        return pytree.tree_map(zeros, meta)
+
+    def _raise_deferred(self) -> None:
+        if self.deferred is not None:
+            error, self.deferred = self.deferred, None
+            raise error
+
     # ------------------------------------------------------------------ sync
 
     def sync(self, wait: bool = False, reason: str = "sync()") -> None:
         """Cut the graph at the live tensors, compile (cached) and submit it."""
+        self._raise_deferred()
         self._raise_step_errors()
         start = time.perf_counter()
         outputs = sorted((s for s in list(self.pending) if not isinstance(s.value, DeviceData)),
@@ -425,6 +508,7 @@ class Runtime:
 
     def wait(self) -> None:
         self.worker.wait_all()
+        self._raise_deferred()
         self._raise_step_errors()
 
     def _raise_step_errors(self) -> None:
@@ -440,6 +524,8 @@ class Runtime:
         """The host value of ``tensor``; an implicit sync if it is not computed yet."""
         if not isinstance(tensor, LazyTensor):
             return tensor
+        if threading.current_thread() is threading.main_thread():
+            self._raise_deferred()
         storage = tensor._storage_
         if not isinstance(storage.value, DeviceData) or (tensor._views and not _views_ready(
                 tensor)):

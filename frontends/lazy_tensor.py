@@ -127,37 +127,66 @@ _META_CACHE: dict[tuple[Any, ...], Any] = {}
 _VALUE_KEYED = ("arange", "linspace", "full", "scalar_tensor")
 
 
-def _meta_key(x: Any, by_value: bool) -> Any:
+def keyed_by_value(op: torch._ops.OpOverload) -> bool:
+    """Ops whose output shape depends on the values of float arguments."""
+    return any(n in op.__name__ for n in _VALUE_KEYED)
+
+
+def meta_key(x: Any, by_value: bool) -> Any:
+    if isinstance(x, LazyTensor):
+        return x._sig
     if isinstance(x, torch.Tensor):
-        return ("T", tuple(x.shape), x.stride(), x.dtype)
+        return (tuple(x.shape), x.stride(), x.dtype)
     if isinstance(x, float) and not by_value:
         return float
     if isinstance(x, list | tuple):
-        return tuple(_meta_key(v, by_value) for v in x)
+        return tuple(meta_key(v, by_value) for v in x)
     return x
 
 
 def _to_meta(x: Any) -> Any:
+    if isinstance(x, LazyTensor):
+        return x.meta()
     if isinstance(x, torch.Tensor) and x.device.type != "meta":
         return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
     return x
 
 
+def _run_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
+    if "device" in meta_kwargs:
+        meta_kwargs["device"] = "meta"
+    return op(*meta_args, **meta_kwargs)
+
+
 def infer_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` on meta tensors, cached on (op, input metadata): the meta kernels are
     slow (100-250 µs) and training steps repeat the same calls."""
-    by_value = any(n in op.__name__ for n in _VALUE_KEYED)
-    key = (op, _meta_key(args, by_value), _meta_key(tuple(sorted(kwargs.items())), by_value))
+    by_value = keyed_by_value(op)
+    key = (op, meta_key(args, by_value), meta_key(tuple(sorted(kwargs.items())), by_value))
     try:
         return _META_CACHE[key]
     except KeyError:
         pass
     except TypeError:  # an unhashable argument: compute without caching
+        return _run_meta(op, args, kwargs)
+    out = _META_CACHE[key] = _run_meta(op, args, kwargs)
+    return out
+
+
+def infer_meta_cached(key: tuple[Any, ...], op: torch._ops.OpOverload,
+                      graph_args: Sequence[Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Any:
+    """:func:`infer_meta` with a key the caller built; hoisted scalars are 0-d tensors."""
+    try:
+        return _META_CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:
         key = None  # type: ignore[assignment]
-    meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
-    if "device" in meta_kwargs:
-        meta_kwargs["device"] = "meta"
-    out = op(*meta_args, **meta_kwargs)
+    meta_args = tuple(torch.empty((), dtype=g.dtype, device="meta") if isinstance(g, Scalar)
+                      else a for a, g in zip(args, graph_args, strict=True))
+    out = _run_meta(op, meta_args, kwargs)
     if key is not None:
         _META_CACHE[key] = out
     return out
@@ -207,6 +236,7 @@ class LazyTensor(torch.Tensor):
     _storage_: LazyStorage
     _views: tuple[ViewStep, ...]
     _cache: tuple[int, Value] | None
+    _sig: tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
     @staticmethod
     def __new__(cls, storage: LazyStorage, views: tuple[ViewStep, ...], meta: torch.Tensor,
@@ -217,6 +247,7 @@ class LazyTensor(torch.Tensor):
         r._storage_ = storage
         r._views = views
         r._cache = None
+        r._sig = (tuple(meta.shape), meta.stride(), meta.dtype)
         return r
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
@@ -262,7 +293,15 @@ class LazyTensor(torch.Tensor):
                            ) -> Any:
         from mncore_ir.frontends import lazy_runtime
 
-        return lazy_runtime.runtime().dispatch(func, args, kwargs or {})
+        runtime = lazy_runtime.runtime()
+        try:
+            return runtime.dispatch(func, args, kwargs or {})
+        except Exception as error:
+            if threading.current_thread() is threading.main_thread():
+                raise
+            # autograd runs a device's backward on its own C++ thread, where an
+            # exception aborts the process: keep it for the next sync or read.
+            return runtime.defer(error, func, args, kwargs or {})
 
 
 def wrap(value: Value, meta: torch.Tensor) -> LazyTensor:

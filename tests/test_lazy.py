@@ -255,3 +255,16 @@ def test_cpu_fallback_is_counted(device: str) -> None:
     out = torch.cumsum(lazy * 2, dim=0)
     assert torch.equal(out.cpu(), torch.cumsum(x * 2, dim=0))
     assert any(k.startswith("CpuFallback::aten.cumsum") for k in torch_mncore.counters())
+
+
+def test_error_inside_backward_is_raised_at_the_next_sync(device: str) -> None:
+    """Autograd runs the device's backward on a C++ thread where an exception would
+    abort the process; the runtime keeps the error for the main thread instead."""
+    leaf = torch.ones(3, requires_grad=True)
+    (leaf.mncore() * 2).sum().backward()  # its grad goes back to the host: a read
+    with pytest.raises(torch_mncore.ImplicitSyncError):
+        torch_mncore.sync()
+    torch_mncore.set_implicit_sync("silent")
+    (leaf.mncore() * 2).sum().backward()
+    torch_mncore.sync()
+    assert leaf.grad is not None and leaf.grad.tolist() == [2.0, 2.0, 2.0]
