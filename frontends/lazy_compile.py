@@ -39,12 +39,21 @@ DEVICE_PIPELINES = {
 
 @dataclass(eq=False)
 class TraceGraph:
-    """The part of the trace the outputs need, in a topological order."""
+    """The part of the trace the outputs need, in a topological order. ``structure``
+    is its cache key: ops, constants, shapes and dtypes, how values flow, and the kinds
+    of inputs; never the values of data or hoisted scalars."""
 
     nodes: list[Node]
     inputs: list[DeviceData | Scalar]
     outputs: list[Node | Item]
-    key: str
+    structure: tuple[Any, ...]
+
+    @property
+    def key(self) -> str:
+        """A stable digest of ``structure`` (Python's ``hash`` is salted per process),
+        for the on-disk cache and dumps."""
+        text = repr(self.structure) + COMPILER_VERSION
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 @dataclass(eq=False)
@@ -54,61 +63,54 @@ class CompiledGraph:
     run: Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
 
 
+_VALUES = (Node, DeviceData, Scalar)
+
+
 def cut(outputs: Sequence[Any]) -> TraceGraph:
-    """Collect the nodes ``outputs`` depend on and their structural hash (ops, shapes,
-    dtypes, constants, input kinds; never the values of data or hoisted scalars)."""
-    index: dict[int, str] = {}
+    """Collect the nodes ``outputs`` depend on, in topological order, and their
+    structure (one pass, iterative: traces are long)."""
+    index: dict[int, int] = {}
     nodes: list[Node] = []
     inputs: list[DeviceData | Scalar] = []
-    parts: list[str] = []
+    parts: list[Any] = []
 
     def ref(v: Any) -> Any:
-        if isinstance(v, Node | DeviceData | Scalar):
+        if isinstance(v, _VALUES):
             return index[id(v)]
         if isinstance(v, Item):
             return (index[id(v.node)], v.index)
         if isinstance(v, list | tuple):
             return tuple(ref(x) for x in v)
-        return v
+        return None
 
-    def visit(v: Any) -> None:
-        stack = [(v, False)]
-        while stack:
-            x, done = stack.pop()
-            if isinstance(x, Item):
-                stack.append((x.node, False))
-                continue
-            if isinstance(x, list | tuple):
-                stack.extend((y, False) for y in reversed(x))
-                continue
-            if not isinstance(x, Node | DeviceData | Scalar) or id(x) in index:
-                continue
-            if isinstance(x, DeviceData):
-                index[id(x)] = f"i{len(inputs)}"
-                inputs.append(x)
-                parts.append(f"in {x.shape} {x.dtype}")
-            elif isinstance(x, Scalar):
-                index[id(x)] = f"i{len(inputs)}"
-                inputs.append(x)
-                parts.append(f"scalar {x.dtype}")
-            elif done:
-                index[id(x)] = f"n{len(nodes)}"
-                nodes.append(x)
-                meta = x.meta
-                shapes = ([tuple(meta.shape), meta.dtype] if isinstance(meta, torch.Tensor)
-                          else [(tuple(m.shape), m.dtype) for m in meta
-                                if isinstance(m, torch.Tensor)])
-                parts.append(f"{x.op} {ref(x.args)} {ref(sorted(x.kwargs.items()))} {shapes}")
-            else:
-                stack.append((x, True))
-                stack.extend((a, False) for a in reversed(x.args))
-                stack.extend((a, False) for a in x.kwargs.values())
-
-    for v in outputs:
-        visit(v)
-    parts.append(f"out {ref(list(outputs))} {COMPILER_VERSION}")
-    key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
-    return TraceGraph(nodes, inputs, list(outputs), key)
+    stack: list[tuple[Any, bool]] = [(v, False) for v in reversed(outputs)]
+    while stack:
+        x, done = stack.pop()
+        if isinstance(x, Item):
+            x = x.node
+        elif isinstance(x, list | tuple):
+            stack.extend((y, False) for y in reversed(x))
+            continue
+        if not isinstance(x, _VALUES) or id(x) in index:
+            continue
+        if isinstance(x, DeviceData):
+            index[id(x)] = -1 - len(inputs)
+            inputs.append(x)
+            parts.append((x.shape, x.dtype))
+        elif isinstance(x, Scalar):
+            index[id(x)] = -1 - len(inputs)
+            inputs.append(x)
+            parts.append(x.dtype)
+        elif done:
+            index[id(x)] = len(nodes)
+            nodes.append(x)
+            parts.append((x.key, ref(x.args), ref(tuple(x.kwargs.values()))))
+        else:
+            stack.append((x, True))
+            stack.extend((a, False) for a in reversed(x.args))
+            stack.extend((a, False) for a in x.kwargs.values())
+    parts.append(ref(list(outputs)))
+    return TraceGraph(nodes, inputs, list(outputs), tuple(parts))
 
 
 def to_fx(graph: TraceGraph) -> fx.GraphModule:
@@ -165,7 +167,7 @@ class GraphCompiler:
     def __init__(self, device: str, metrics: Any) -> None:
         self.device = device
         self.metrics = metrics
-        self.cache: dict[str, CompiledGraph] = {}
+        self.cache: dict[tuple[Any, ...], CompiledGraph] = {}
         self.cache_dir = os.environ.get("MNCORE_CACHE_DIR")
         self.dump_dir = os.environ.get("MNCORE_DUMP_DIR")
         self.debug = os.environ.get("MNCORE_DEBUG", "") not in ("", "0")
@@ -176,7 +178,7 @@ class GraphCompiler:
         return cut(outputs)
 
     def compile(self, graph: TraceGraph, reason: str) -> CompiledGraph:
-        cached = self.cache.get(graph.key)
+        cached = self.cache.get(graph.structure)
         if cached is not None:
             self.metrics.counters["CachedCompile"] += 1
             return cached
@@ -194,7 +196,7 @@ class GraphCompiler:
             module = parse_module(self.ctx, ir, f"{graph.key}.mlir")
             self.metrics.counters["DiskCachedCompile"] += 1
         compiled = CompiledGraph(graph.key, ir, self._executable(module))
-        self.cache[graph.key] = compiled
+        self.cache[graph.structure] = compiled
         seconds = time.perf_counter() - start
         self.metrics.time("CompileTime", seconds)
         self._explain(graph, reason, seconds)

@@ -12,7 +12,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,6 +198,8 @@ class Worker:
         self._thread = threading.Thread(target=self._loop, name="mncore-worker", daemon=True)
         self._thread.start()
         self._last: Future[None] | None = None
+        # device-busy intervals, for the benchmarks' idle fractions
+        self.busy: deque[tuple[float, float]] = deque(maxlen=10_000)
 
     def submit(self, job: Job, gate: bool) -> None:
         with self._cond:
@@ -227,8 +229,10 @@ class Worker:
             args = [_scalar_tensor(x) if isinstance(x, Scalar) else x.tensor()
                     for x in job.graph.inputs]
             job.prepared.set()
+            begin = time.perf_counter()
             try:
                 results = job.compiled.run(args)
+                self.busy.append((begin, time.perf_counter()))
             except Exception as error:
                 raise LazyError(f"graph execution failed: {diagnose(job.graph, args, error)}"
                                 ) from error
@@ -266,6 +270,7 @@ class Runtime:
         self.worker = Worker(self.metrics)
         self.pending: weakref.WeakSet[LazyStorage] = weakref.WeakSet()
         self.deferred: Exception | None = None
+        self.last: tuple[TraceGraph, CompiledGraph] | None = None  # the latest graph run
 
     # ------------------------------------------------------------------ dispatch
 
@@ -337,9 +342,9 @@ class Runtime:
             elif type(a) is float or type(a) is int:
                 target = _hoist_target(func, i) if first_dtype is not None and (
                     a not in _BAKED) else None
-                if target is None:
+                if target is None:  # baked into the graph: part of its structure
                     graph_args.append(a)
-                    keys.append(a if type(a) is int else float)
+                    keys.append(a)
                     continue
                 func = target
                 dtype = _scalar_dtype(first_dtype, type(a))
@@ -354,7 +359,7 @@ class Runtime:
                 args = (*args[:i], type(a)(values), *args[i + 1:])
             else:
                 graph_args.append(a)
-                keys.append(a)
+                keys.append(lt.meta_key(a, True) if isinstance(a, list | tuple) else a)
         if kwargs:
             graph_kwargs = dict(kwargs)
             if "device" in kwargs:
@@ -365,7 +370,7 @@ class Runtime:
             graph_kwargs = kwargs
             key = (func, tuple(keys), ())
         meta = lt.infer_meta_cached(key, func, graph_args, args, kwargs)
-        return Node(func, tuple(graph_args), graph_kwargs, meta, lt.user_location())
+        return Node(func, tuple(graph_args), graph_kwargs, meta, lt.user_location(), key)
 
     def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
@@ -497,6 +502,7 @@ class Runtime:
             for storage, buffer in zip(outputs, buffers, strict=True):
                 storage.set(buffer)
             job = Job(compiled, graph, buffers, future)
+            self.last = (graph, compiled)
             self.metrics.counters["Executions"] += 1
             self.metrics.time("SyncTime", time.perf_counter() - start)
             if self.asynchronous:

@@ -80,6 +80,12 @@ class Node:
     kwargs: dict[str, Any]
     meta: Any
     where: str = ""
+    key: Any = None
+    """The op with its inputs' signatures and constant arguments (see ``node_key``)."""
+
+    def __post_init__(self) -> None:
+        if self.key is None:
+            self.key = node_key(self.op, self.args, self.kwargs)
 
 
 @dataclass(eq=False, slots=True)
@@ -142,6 +148,26 @@ def meta_key(x: Any, by_value: bool) -> Any:
     if isinstance(x, list | tuple):
         return tuple(meta_key(v, by_value) for v in x)
     return x
+
+
+def node_key(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A node's structure: the op, its constant arguments by value and its graph
+    values by signature."""
+    return (op, tuple(_value_key(a) for a in args),
+            meta_key(tuple(sorted(kwargs.items())), True))
+
+
+def _value_key(v: Any) -> Any:
+    if isinstance(v, Node | Item):
+        m = v.meta
+        return (tuple(m.shape), m.stride(), m.dtype)
+    if isinstance(v, DeviceData):
+        return (v.shape, v.dtype)
+    if isinstance(v, Scalar):
+        return ("S", v.dtype)
+    if isinstance(v, list | tuple):
+        return tuple(_value_key(x) for x in v)
+    return meta_key(v, True)
 
 
 def _to_meta(x: Any) -> Any:

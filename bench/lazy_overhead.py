@@ -1,0 +1,169 @@
+"""What lazy tracing costs (torch_mncore on the cpu device), all figures from one process.
+
+(a) trace cost per op of a 2,000-op elementwise chain, against eager PyTorch per op and
+    against a wrapper subclass that does nothing (the floor of Python dispatch);
+(b) the seed's table for a model whose execution and tracing take similar time: step
+    time and device idle fraction, synchronous, asynchronous without the gate, and
+    asynchronous with the gate (tracing waits until the worker has prepared its inputs);
+(c) the seed's MLP width sweep (4 layers, batch 64): the lazy loop's step time divided
+    by calling the compiled executable directly on new inputs (no tracing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torch_mncore
+from mncore_ir.frontends import lazy_runtime
+from mncore_ir.frontends.lazy_tensor import DeviceData
+
+CHAIN = 2000
+
+
+def best(repeats: int, fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def chain(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(CHAIN // 2):
+        x = x * 1.0001
+        x = x + 0.5
+    return x
+
+
+class Floor(torch.Tensor):
+    """A wrapper subclass whose ops do nothing but return another wrapper."""
+
+    @staticmethod
+    def __new__(cls, shape: torch.Size) -> Floor:
+        return torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.float32)
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        return Floor(args[0].shape)
+
+
+def trace_cost(repeats: int) -> None:
+    print(f"(a) trace cost of a {CHAIN}-op elementwise chain (16x16 f32), best of {repeats}")
+    x = torch.randn(16, 16)
+    eager = best(repeats, lambda: chain(x)) / CHAIN
+    floor = best(repeats, lambda: chain(Floor(x.shape))) / CHAIN
+    lazy = x.mncore()
+    chain(lazy)
+    torch_mncore.sync(wait=True)  # compile once
+    trace = best(repeats, lambda: chain(lazy)) / CHAIN
+    torch_mncore.sync(wait=True)
+    print(f"    eager {1e6 * eager:6.2f} us/op   no-op subclass {1e6 * floor:6.2f} us/op   "
+          f"lazy trace {1e6 * trace:6.2f} us/op   (trace / eager {trace / eager:.1f}x, "
+          f"trace / floor {trace / floor:.1f}x)")
+
+
+def mlp(width: int, layers: int = 4, classes: int = 10) -> nn.Module:
+    torch.manual_seed(0)
+    mods: list[nn.Module] = []
+    for i in range(layers):
+        mods += [nn.Linear(width, width if i + 1 < layers else classes)]
+        if i + 1 < layers:
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods)
+
+
+def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float]:
+    """Mean step time of the lazy training loop, and the device's idle fraction."""
+    model = mlp(width).mncore()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
+            for _ in range(steps + 3)]
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> None:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x.mncore()), y.mncore()).backward()
+        optimizer.step()
+        torch_mncore.sync()
+
+    for x, y in data[:3]:  # compile and warm up
+        step(x, y)
+    torch_mncore.wait_device_ops()
+    worker = lazy_runtime.runtime().worker
+    worker.busy.clear()
+    start = time.perf_counter()
+    for x, y in data[3:]:
+        step(x, y)
+    torch_mncore.wait_device_ops()
+    elapsed = time.perf_counter() - start
+    busy = sum(min(e, start + elapsed) - max(b, start) for b, e in worker.busy if e > start)
+    return elapsed / steps, max(0.0, 1 - busy / elapsed)
+
+
+def overlap_table(width: int, steps: int) -> None:
+    print(f"(b) step time and device idle fraction, MLP 4x{width}, batch 64, {steps} steps")
+    rows = [("Sync", dict(asynchronous=False)), ("Async (naive)", dict(gate=False)),
+            ("Async (gated)", dict(gate=True))]
+    for name, options in rows:
+        torch_mncore.init("cpu", implicit_sync="error", **options)  # type: ignore[arg-type]
+        step, idle = lazy_loop(width, steps)
+        print(f"    {name:14s} step {1e3 * step:8.2f} ms   device idle {100 * idle:5.1f} %")
+
+
+def direct_step(width: int, steps: int, batch: int = 64) -> float:
+    """Mean time of calling the last compiled step graph on new inputs, no tracing."""
+    graph, compiled = lazy_runtime.runtime().last  # type: ignore[misc]
+    args = [torch.tensor(x.value, dtype=x.dtype) if not isinstance(x, DeviceData)
+            else x.tensor() for x in graph.inputs]
+    batch_slots = [i for i, x in enumerate(graph.inputs) if isinstance(x, DeviceData)
+                   and x.shape in ((batch, width), (batch,))]
+    g = torch.Generator().manual_seed(1)
+    data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
+            for _ in range(steps)]
+    times = []
+    for x, y in data:
+        for i in batch_slots:
+            args[i] = x if args[i].dim() == 2 else y
+        start = time.perf_counter()
+        compiled.run(args)
+        times.append(time.perf_counter() - start)
+    return statistics.mean(times)
+
+
+def width_sweep(widths: list[int], steps: int) -> None:
+    print("(c) lazy loop vs the compiled executable called directly (4 layers, batch 64)")
+    torch_mncore.init("cpu", implicit_sync="error")
+    for width in widths:
+        n = steps if width < 2048 else max(3, steps // 10)
+        lazy, _ = lazy_loop(width, n)
+        direct = direct_step(width, n)
+        print(f"    w={width:5d}  lazy {1e3 * lazy:9.2f} ms  direct {1e3 * direct:9.2f} ms  "
+              f"ratio {lazy / direct:5.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--overlap-width", type=int, default=256)
+    parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    args = parser.parse_args()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    torch_mncore.init("cpu", implicit_sync="error")
+    trace_cost(args.repeats)
+    overlap_table(args.overlap_width, args.steps)
+    width_sweep(args.widths, args.steps)
+
+
+if __name__ == "__main__":
+    main()
