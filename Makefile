@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/mlp_training_step.py
+	$(BIN)/python examples/mlp_seed.py
 
 test: lint lit pytest
 
