@@ -30,6 +30,7 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile_scaling.py
+	$(BIN)/python bench/lazy_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
