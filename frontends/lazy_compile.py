@@ -229,9 +229,8 @@ class GraphCompiler:
               f"inputs, {len(graph.outputs)} outputs, {seconds:.3f} s; cause: {reason}",
               file=sys.stderr)
         if self.compiles_at[reason] == 3:
-            warnings.warn(f"the graph at {reason} has been compiled 3 times with different "
-                          "structure: check for changing shapes or Python values baked into "
-                          "the graph (MNCORE_DEBUG explains each compile)", stacklevel=2)
+            warnings.warn(f"{reason} has compiled 3 different graphs: check for changing "
+                          "shapes or Python values baked into the graph", stacklevel=2)
 
     def _path(self, key: str) -> str | None:
         return os.path.join(self.cache_dir, f"{key}.{self.device}.mlir") if self.cache_dir else None

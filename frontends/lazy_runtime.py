@@ -483,8 +483,9 @@ class Runtime:
 
     # ------------------------------------------------------------------ sync
 
-    def sync(self, wait: bool = False, reason: str = "sync()") -> None:
-        """Cut the graph at the live tensors, compile (cached) and submit it."""
+    def sync(self, wait: bool = False, reason: str | None = None) -> None:
+        """Cut the graph at the live tensors, compile (cached) and submit it. ``reason``
+        (for ``MNCORE_DEBUG``) defaults to the user's line that called ``sync()``."""
         self._raise_deferred()
         self._raise_step_errors()
         start = time.perf_counter()
@@ -493,6 +494,8 @@ class Runtime:
         self.pending = weakref.WeakSet()
         if outputs:
             graph = self.compiler.cut([s.value for s in outputs])
+            if reason is None:
+                reason = f"sync() at {lt.describe_location(lt.user_location())}"
             compiled = self.compiler.compile(graph, reason)
             buffers = [DeviceData(tuple(v.meta.shape), v.meta.dtype,
                                   future=None) for v in graph.outputs]

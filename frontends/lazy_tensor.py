@@ -233,7 +233,9 @@ def user_location() -> str:
         internal = _INTERNAL.get(code)
         if internal is None:
             name = code.co_filename
-            internal = name.startswith((_TORCH_DIR, _OWN_DIR)) or name.startswith("<")
+            module = frame.f_globals.get("__name__", "")
+            internal = name.startswith((_TORCH_DIR, _OWN_DIR, "<")) or module.startswith(
+                ("torch_mncore", "mncore_ir.frontends"))
             _INTERNAL[code] = internal
         if not internal:
             return f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'

@@ -268,3 +268,28 @@ def test_error_inside_backward_is_raised_at_the_next_sync(device: str) -> None:
     (leaf.mncore() * 2).sum().backward()
     torch_mncore.sync()
     assert leaf.grad is not None and leaf.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_dumps_debug_and_disk_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MNCORE_DUMP_DIR", str(tmp_path / "dump"))
+    monkeypatch.setenv("MNCORE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MNCORE_DEBUG", "1")
+    torch_mncore.init("cpu", implicit_sync="error")
+
+    def step(n: int) -> torch.Tensor:
+        y = torch.ones(n).mncore() * 3
+        torch_mncore.sync()
+        return y
+
+    assert step(4).cpu().tolist() == [3.0] * 4
+    dumps = list((tmp_path / "dump").glob("*.graph.mlir"))
+    assert len(dumps) == 1 and "graph.mul" in dumps[0].read_text()
+    err = capsys.readouterr().err
+    assert "[mncore] compile" in err and "test_lazy.py" in err  # cause: the sync() line
+    with pytest.warns(UserWarning, match="compiled 3 different graphs"):
+        step(5)
+        step(6)
+    torch_mncore.init("cpu", implicit_sync="error")  # a new process would do the same
+    step(4).cpu()
+    assert torch_mncore.counters()["DiskCachedCompile"] == 1
