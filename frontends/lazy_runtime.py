@@ -268,7 +268,8 @@ class Runtime:
         self.metrics = Metrics()
         self.compiler = GraphCompiler(device, self.metrics)
         self.worker = Worker(self.metrics)
-        self.pending: weakref.WeakSet[LazyStorage] = weakref.WeakSet()
+        # storages written since the last sync (weakly: dead tensors are no outputs)
+        self.pending: list[weakref.ref[LazyStorage]] = []
         self.deferred: Exception | None = None
         self.last: tuple[TraceGraph, CompiledGraph] | None = None  # the latest graph run
 
@@ -386,7 +387,7 @@ class Runtime:
         return type(node.meta)(outs) if isinstance(node.meta, tuple) else outs
 
     def _track(self, tensor: LazyTensor) -> LazyTensor:
-        self.pending.add(tensor._storage_)
+        self.pending.append(weakref.ref(tensor._storage_))
         return tensor
 
     def _view(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
@@ -431,7 +432,7 @@ class Runtime:
         value = new
         if not target._views:
             storage.set(value)
-            self.pending.add(storage)
+            self.pending.append(weakref.ref(storage))
             return
         bases: list[Value] = [storage.value]
         for step in target._views[:-1]:
@@ -442,7 +443,7 @@ class Runtime:
         for step, base in zip(reversed(target._views), reversed(bases), strict=True):
             value = _scatter(step, base, value)
         storage.set(value)
-        self.pending.add(storage)
+        self.pending.append(weakref.ref(storage))
 
     def _fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
@@ -489,9 +490,10 @@ class Runtime:
         self._raise_deferred()
         self._raise_step_errors()
         start = time.perf_counter()
-        outputs = sorted((s for s in list(self.pending) if not isinstance(s.value, DeviceData)),
+        live = {id(s): s for s in (r() for r in self.pending) if s is not None}
+        outputs = sorted((s for s in live.values() if not isinstance(s.value, DeviceData)),
                          key=lambda s: s.serial)
-        self.pending = weakref.WeakSet()
+        self.pending = []
         if outputs:
             graph = self.compiler.cut([s.value for s in outputs])
             if reason is None:

@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,6 +27,7 @@ from torch.utils import _pytree as pytree
 
 aten = torch.ops.aten
 DEVICE_NAME = "mncore"
+_DEVICE: torch.device | None = None  # set by ensure_backend, after the rename
 
 # ---------------------------------------------------------------------- graph values
 
@@ -103,14 +104,16 @@ Value = Node | Item | DeviceData
 _SERIAL = itertools.count()
 
 
-@dataclass(eq=False)
 class LazyStorage:
     """What aliasing tensors share: the current value of their base. ``serial`` orders
     graph outputs by creation, so the same program gives the same graph every step."""
 
-    value: Value
-    version: int = 0
-    serial: int = field(default_factory=lambda: next(_SERIAL))
+    __slots__ = ("__weakref__", "serial", "value", "version")
+
+    def __init__(self, value: Value) -> None:
+        self.value = value
+        self.version = 0
+        self.serial = next(_SERIAL)
 
     def set(self, value: Value) -> None:
         self.value = value
@@ -271,7 +274,7 @@ class LazyTensor(torch.Tensor):
                 requires_grad: bool = False) -> LazyTensor:
         r = torch.Tensor._make_wrapper_subclass(
             cls, meta.shape, strides=meta.stride(), dtype=meta.dtype,
-            device=torch.device(DEVICE_NAME, 0), requires_grad=requires_grad)
+            device=_DEVICE, requires_grad=requires_grad)
         r._storage_ = storage
         r._views = views
         r._cache = None
@@ -367,6 +370,8 @@ def ensure_backend() -> None:
         elif torch._C._get_privateuse1_backend_name() != DEVICE_NAME:
             raise RuntimeError("PrivateUse1 is already renamed to "
                                f"{torch._C._get_privateuse1_backend_name()!r}")
+        global _DEVICE
+        _DEVICE = torch.device(DEVICE_NAME, 0)
         lib = torch.library.Library("aten", "IMPL")
         lib.impl("empty.memory_format", _empty, "PrivateUse1")
         lib.impl("empty_strided", _empty_strided, "PrivateUse1")
