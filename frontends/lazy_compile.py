@@ -113,27 +113,40 @@ def cut(outputs: Sequence[Any]) -> TraceGraph:
     return TraceGraph(nodes, inputs, list(outputs), tuple(parts))
 
 
-def to_fx(graph: TraceGraph) -> fx.GraphModule:
-    """The trace as an FX graph of ATen calls, with each node's user source line."""
-    g = fx.Graph()
-    env: dict[int, Any] = {}
-    for i, x in enumerate(graph.inputs):
-        env[id(x)] = g.placeholder(f"in{i}")
+def replay(graph: TraceGraph, leaves: Sequence[Any],
+           apply: Callable[[Node, tuple[Any, ...], dict[str, Any]], Any],
+           item: Callable[[Any, int], Any]) -> Callable[[Any], Any]:
+    """Walk the trace in order: ``apply(node, args, kwargs)`` with the node's graph
+    values replaced by what earlier calls returned (``leaves`` for the inputs, ``item``
+    for an output of a multi-output node). Returns the mapping of graph values."""
+    env: dict[int, Any] = {id(x): leaf for x, leaf in zip(graph.inputs, leaves, strict=True)}
 
     def arg(v: Any) -> Any:
         if isinstance(v, Item):
-            return g.call_function(operator.getitem, (env[id(v.node)], v.index))
-        if isinstance(v, Node | DeviceData | Scalar):
+            return item(env[id(v.node)], v.index)
+        if isinstance(v, _VALUES):
             return env[id(v)]
         if isinstance(v, list | tuple):
             return type(v)(arg(x) for x in v)
         return v
 
     for node in graph.nodes:
-        fx_node = g.call_function(node.op, arg(node.args), {k: arg(v) for k, v in
-                                                             node.kwargs.items()})
+        env[id(node)] = apply(node, arg(node.args), {k: arg(v) for k, v in node.kwargs.items()})
+    return arg
+
+
+def to_fx(graph: TraceGraph) -> fx.GraphModule:
+    """The trace as an FX graph of ATen calls, with each node's user source line."""
+    g = fx.Graph()
+
+    def call(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> fx.Node:
+        fx_node = g.call_function(node.op, args, kwargs)
         fx_node.meta["stack_trace"] = _stack_trace(node.where)
-        env[id(node)] = fx_node
+        return fx_node
+
+    placeholders = [g.placeholder(f"in{i}") for i in range(len(graph.inputs))]
+    arg = replay(graph, placeholders, call,
+                 lambda n, i: g.call_function(operator.getitem, (n, i)))
     g.output(tuple(arg(v) for v in graph.outputs))
     return fx.GraphModule(torch.nn.Module(), g)
 

@@ -24,7 +24,7 @@ from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
 from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
-from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, TraceGraph
+from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, TraceGraph, replay
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -164,26 +164,25 @@ class Job:
     prepared: threading.Event = field(default_factory=threading.Event)
 
 
+class _Failed(Exception):
+    def __init__(self, node: Node, cause: Exception) -> None:
+        self.node, self.cause = node, cause
+
+
 def diagnose(graph: TraceGraph, args: list[torch.Tensor], error: BaseException) -> str:
     """Which traced op fails: replay the trace eagerly on the host, op by op, and name
     the user's source line of the first that raises."""
-    env: dict[int, Any] = {id(x): a for x, a in zip(graph.inputs, args, strict=True)}
 
-    def value(v: Any) -> Any:
-        if isinstance(v, Item):
-            return env[id(v.node)][v.index]
-        if isinstance(v, Node | DeviceData | Scalar):
-            return env[id(v)]
-        if isinstance(v, list | tuple):
-            return type(v)(value(x) for x in v)
-        return v
-
-    for node in graph.nodes:
+    def call(node: Node, a: tuple[Any, ...], k: dict[str, Any]) -> Any:
         try:
-            env[id(node)] = node.op(*value(node.args), **{k: value(v) for k, v in
-                                                          node.kwargs.items()})
+            return node.op(*a, **k)
         except Exception as cause:
-            return f"{cause} (at {lt.describe_location(node.where)})"
+            raise _Failed(node, cause) from cause
+
+    try:
+        replay(graph, args, call, lambda value, i: value[i])
+    except _Failed as failed:
+        return f"{failed.cause} (at {lt.describe_location(failed.node.where)})"
     return str(error)
 
 
