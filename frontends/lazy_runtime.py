@@ -537,8 +537,7 @@ class Runtime:
         if threading.current_thread() is threading.main_thread():
             self._raise_deferred()
         storage = tensor._storage_
-        if not isinstance(storage.value, DeviceData) or (tensor._views and not _views_ready(
-                tensor)):
+        if not isinstance(storage.value, DeviceData):
             self._implicit_sync()
         data = storage.value
         assert isinstance(data, DeviceData)
@@ -566,21 +565,9 @@ class Runtime:
         self.sync(reason=f"implicit sync at {where}")
 
 
-def _views_ready(tensor: LazyTensor) -> bool:
-    return isinstance(tensor._storage_.value, DeviceData)
-
-
 def _leaves_device(kwargs: dict[str, Any]) -> bool:
     device = kwargs.get("device")
     return device is not None and torch.device(device).type != lt.DEVICE_NAME
-
-
-def _as_meta(x: Any) -> Any:
-    if isinstance(x, LazyTensor):
-        return x.meta()
-    if isinstance(x, torch.Tensor):
-        return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
-    return x
 
 
 def _functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:

@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -392,5 +392,3 @@ def _empty_strided(size: Sequence[int], stride: Sequence[int], dtype: torch.dtyp
                    layout: Any = None, device: Any = None, pin_memory: Any = None) -> LazyTensor:
     return _empty(size, dtype)
 
-
-Callback = Callable[..., Any]
