@@ -6,6 +6,7 @@ One :class:`Runtime` per process (``runtime()``), created by ``torch_mncore.init
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -448,8 +449,9 @@ class Runtime:
                   kwargs: dict[str, Any]) -> Any:
         """Run an op the compiler cannot take eagerly on the host, counted."""
         self.metrics.counters[f"CpuFallback::{func}"] += 1
-        host = pytree.tree_map(lambda x: self.read(x).clone() if isinstance(x, LazyTensor) else x,
-                               (args, kwargs))
+        host = pytree.tree_map(
+            lambda x: self.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
+            (args, kwargs))
         out = func(*host[0], **host[1])
         for i, a in enumerate(args):
             if isinstance(a, LazyTensor) and func._schema.arguments[i].alias_info is not None and (
@@ -530,15 +532,20 @@ class Runtime:
                 raise error
             raise LazyError(f"graph execution failed: {error}") from error
 
-    def read(self, tensor: Any) -> torch.Tensor:
-        """The host value of ``tensor``; an implicit sync if it is not computed yet."""
+    def read(self, tensor: Any, fallback: bool = False) -> torch.Tensor:
+        """The host value of ``tensor``; an implicit sync if it is not computed yet
+        (under the policy, except for CPU fallbacks, which are counted instead)."""
         if not isinstance(tensor, LazyTensor):
             return tensor
         if threading.current_thread() is threading.main_thread():
             self._raise_deferred()
         storage = tensor._storage_
         if not isinstance(storage.value, DeviceData):
-            self._implicit_sync()
+            if fallback:
+                self.metrics.counters["FallbackSyncs"] += 1
+                self.sync(reason="a CPU fallback")
+            else:
+                self._implicit_sync()
         data = storage.value
         assert isinstance(data, DeviceData)
         try:
@@ -620,6 +627,14 @@ def _value_meta(v: Any) -> Any:
 # ---------------------------------------------------------------------- the process's runtime
 
 _RUNTIME: Runtime | None = None
+
+
+@atexit.register
+def _drain() -> None:
+    """Let submitted graphs finish before the interpreter goes: a daemon thread killed
+    inside a torch op aborts the process."""
+    if _RUNTIME is not None:
+        _RUNTIME.worker.wait_all()
 
 
 def runtime() -> Runtime:
