@@ -110,13 +110,19 @@ def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float]:
     return elapsed / steps, max(0.0, 1 - busy / elapsed)
 
 
-def overlap_table(width: int, steps: int) -> None:
-    print(f"(b) step time and device idle fraction, MLP 4x{width}, batch 64, {steps} steps")
+def overlap_table(width: int, steps: int, rounds: int) -> None:
+    print(f"(b) step time and device idle fraction, MLP 4x{width}, batch 64, {steps} steps; "
+          f"median of {rounds} interleaved rounds")
     rows = [("Sync", dict(asynchronous=False)), ("Async (naive)", dict(gate=False)),
             ("Async (gated)", dict(gate=True))]
-    for name, options in rows:
-        torch_mncore.init("cpu", implicit_sync="error", **options)  # type: ignore[arg-type]
-        step, idle = lazy_loop(width, steps)
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in rows}
+    for _ in range(rounds):  # interleaved, so machine noise hits every mode alike
+        for name, options in rows:
+            torch_mncore.init("cpu", implicit_sync="error", **options)  # type: ignore[arg-type]
+            results[name].append(lazy_loop(width, steps))
+    for name, _ in rows:
+        step = statistics.median(r[0] for r in results[name])
+        idle = statistics.median(r[1] for r in results[name])
         print(f"    {name:14s} step {1e3 * step:8.2f} ms   device idle {100 * idle:5.1f} %")
 
 
@@ -130,6 +136,7 @@ def direct_step(width: int, steps: int, batch: int = 64) -> float:
     g = torch.Generator().manual_seed(1)
     data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
             for _ in range(steps)]
+    compiled.run(args)  # warm up the allocator, as the lazy loop's warm-up steps do
     times = []
     for x, y in data:
         for i in batch_slots:
@@ -140,13 +147,17 @@ def direct_step(width: int, steps: int, batch: int = 64) -> float:
     return statistics.mean(times)
 
 
-def width_sweep(widths: list[int], steps: int) -> None:
-    print("(c) lazy loop vs the compiled executable called directly (4 layers, batch 64)")
+def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
+    print("(c) lazy loop vs the compiled executable called directly (4 layers, batch 64); "
+          f"medians of {rounds} alternating rounds")
     torch_mncore.init("cpu", implicit_sync="error")
     for width in widths:
         n = steps if width < 2048 else max(3, steps // 10)
-        lazy, _ = lazy_loop(width, n)
-        direct = direct_step(width, n)
+        lazy_times, direct_times = [], []
+        for _ in range(rounds):
+            lazy_times.append(lazy_loop(width, n)[0])
+            direct_times.append(direct_step(width, n))
+        lazy, direct = statistics.median(lazy_times), statistics.median(direct_times)
         print(f"    w={width:5d}  lazy {1e3 * lazy:9.2f} ms  direct {1e3 * direct:9.2f} ms  "
               f"ratio {lazy / direct:5.2f}x")
 
@@ -156,13 +167,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--overlap-width", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     torch_mncore.init("cpu", implicit_sync="error")
     trace_cost(args.repeats)
-    overlap_table(args.overlap_width, args.steps)
-    width_sweep(args.widths, args.steps)
+    overlap_table(args.overlap_width, args.steps, args.rounds)
+    width_sweep(args.widths, args.steps, args.rounds)
 
 
 if __name__ == "__main__":
