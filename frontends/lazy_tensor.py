@@ -322,9 +322,7 @@ class LazyTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: torch._ops.OpOverload, types: Any,
                            args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
                            ) -> Any:
-        from mncore_ir.frontends import lazy_runtime
-
-        runtime = lazy_runtime.runtime()
+        runtime = _runtime()
         try:
             return runtime.dispatch(func, args, kwargs or {})
         except Exception as error:
@@ -333,6 +331,16 @@ class LazyTensor(torch.Tensor):
             # autograd runs a device's backward on its own C++ thread, where an
             # exception aborts the process: keep it for the next sync or read.
             return runtime.defer(error, func, args, kwargs or {})
+
+
+def _runtime() -> Any:
+    """The process's runtime (``lazy_runtime`` imports this module, so it is looked up
+    at the first op and kept)."""
+    global _runtime
+    from mncore_ir.frontends import lazy_runtime
+
+    _runtime = lazy_runtime.runtime  # type: ignore[assignment]
+    return lazy_runtime.runtime()
 
 
 def wrap(value: Value, meta: torch.Tensor) -> LazyTensor:
