@@ -195,6 +195,7 @@ class Worker:
         self.metrics = metrics
         self._jobs: list[Job] = []
         self._cond = threading.Condition()
+        self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="mncore-worker", daemon=True)
         self._thread.start()
         self._last: Future[None] | None = None
@@ -215,11 +216,19 @@ class Worker:
             with contextlib.suppress(Exception):
                 last.result()
 
+    def stop(self) -> None:
+        """End the thread once the queued jobs have run."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._jobs:
+                while not self._jobs and not self._stopping:
                     self._cond.wait()
+                if not self._jobs:
+                    return
                 job = self._jobs.pop(0)
             self._run(job)
 
@@ -653,7 +662,8 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
         raise LazyError(f"device {device!r} is not available yet (it lands with its "
                         f"issue); available: {', '.join(AVAILABLE_DEVICES)}")
     if _RUNTIME is not None:
-        _RUNTIME.wait()
+        _RUNTIME.worker.wait_all()
+        _RUNTIME.worker.stop()
     _RUNTIME = Runtime(device, implicit_sync, asynchronous, gate)
     return _RUNTIME
 
