@@ -137,13 +137,23 @@ def _scalar_dtype(tensor_dtype: torch.dtype, scalar_type: type) -> torch.dtype:
 class Metrics:
     counters: Counter[str] = field(default_factory=Counter)
     times: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    traced_ops: int = 0  # a plain int: it is counted per op
+
+    def snapshot(self) -> dict[str, int]:
+        return {"TracedOps": self.traced_ops, **self.counters} if self.traced_ops else dict(
+            self.counters)
+
+    def clear(self) -> None:
+        self.counters.clear()
+        self.times.clear()
+        self.traced_ops = 0
 
     def time(self, name: str, seconds: float) -> None:
         self.times[name].append(seconds)
 
     def report(self) -> str:
         lines = ["Counters:"]
-        lines += [f"  {k}: {v}" for k, v in sorted(self.counters.items())]
+        lines += [f"  {k}: {v}" for k, v in sorted(self.snapshot().items())]
         lines.append("Timers (count, total s, mean ms):")
         for k, v in sorted(self.times.items()):
             lines.append(f"  {k}: {len(v)}, {sum(v):.4f}, {1e3 * sum(v) / len(v):.3f}")
@@ -292,7 +302,7 @@ class Runtime:
             return func(self.read(args[0]), **kwargs)
         if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
             return args[0].copy_(self.read(args[1]))
-        self.metrics.counters["TracedOps"] += 1
+        self.metrics.traced_ops += 1
         plan = _PLANS.get(func) or _plan(func)
         if plan is _RECORD:
             return self._record(func, args, kwargs)
@@ -339,10 +349,11 @@ class Runtime:
         first_dtype = None
         for i, a in enumerate(args):
             if isinstance(a, LazyTensor):
-                graph_args.append(a.value())
-                keys.append(a._sig)
+                graph_args.append(a.value() if a._views else a._storage_.value)
+                sig = a._sig
+                keys.append(sig)
                 if first_dtype is None:
-                    first_dtype = a.dtype
+                    first_dtype = sig[2]
             elif isinstance(a, torch.Tensor):  # a host tensor used on the device
                 data = lt.from_cpu(a)
                 graph_args.append(data.value())
@@ -357,7 +368,8 @@ class Runtime:
                     keys.append(a)
                     continue
                 func = target
-                dtype = _scalar_dtype(first_dtype, type(a))
+                dtype = _SCALAR_DTYPES.get((first_dtype, type(a))) or _scalar_dtype(
+                    first_dtype, type(a))
                 graph_args.append(Scalar(a, dtype))
                 keys.append(("S", dtype))
             elif isinstance(a, list | tuple) and any(isinstance(x, torch.Tensor) for x in a):
@@ -385,8 +397,11 @@ class Runtime:
     def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
         node = self._new_node(func, args, kwargs)
-        if isinstance(node.meta, torch.Tensor):
-            return self._track(lt.wrap(node, node.meta))
+        meta = node.meta
+        if type(meta) is torch.Tensor:  # the common case, kept short: it is per op
+            storage = LazyStorage(node)
+            self.pending.append(weakref.ref(storage))
+            return LazyTensor(storage, (), meta)
         outs = []
         for i, m in enumerate(node.meta):
             if isinstance(m, torch.Tensor):

@@ -133,6 +133,8 @@ class ViewStep:
 # ---------------------------------------------------------------------- shape inference
 
 _META_CACHE: dict[tuple[Any, ...], Any] = {}
+#: Signatures of meta tensors (mostly the shape cache's, which live as long as it).
+_SIGS: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
 _VALUE_KEYED = ("arange", "linspace", "full", "scalar_tensor")
 
 
@@ -278,7 +280,12 @@ class LazyTensor(torch.Tensor):
         r._storage_ = storage
         r._views = views
         r._cache = None
-        r._sig = (tuple(meta.shape), meta.stride(), meta.dtype)
+        sig = _SIGS.get(id(meta))
+        if sig is None or sig[0] is not meta:
+            sig = (meta, (tuple(meta.shape), meta.stride(), meta.dtype))
+            if len(_SIGS) < 100_000:
+                _SIGS[id(meta)] = sig
+        r._sig = sig[1]
         return r
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:

@@ -90,10 +90,8 @@ def metrics_report() -> str:
 
 
 def counters() -> dict[str, int]:
-    return dict(_rt.runtime().metrics.counters)
+    return _rt.runtime().metrics.snapshot()
 
 
 def reset_metrics() -> None:
-    metrics = _rt.runtime().metrics
-    metrics.counters.clear()
-    metrics.times.clear()
+    _rt.runtime().metrics.clear()
