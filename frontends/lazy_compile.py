@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 import torch.fx.traceback as fx_traceback
 from torch import fx
@@ -26,15 +25,10 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from mncore_ir.frontends.fx import DECOMPOSITIONS, import_fx
 from mncore_ir.frontends.lazy_tensor import DeviceData, Item, Node, Scalar
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import apply_pipeline, make_context
+from mncore_ir.pipeline import DEVICE_PIPELINES, apply_pipeline, device_executable, make_context
 
 COMPILER_VERSION = "mncore-ir 0.1.0 graph-v1"
 
-#: The pass pipeline each device runs on the imported graph.
-DEVICE_PIPELINES = {
-    "cpu": "canonicalize,cse,dce",
-    "interp": "canonicalize,cse,dce",
-}
 
 
 @dataclass(eq=False)
@@ -208,7 +202,7 @@ class GraphCompiler:
         else:
             module = parse_module(self.ctx, ir, f"{graph.key}.mlir")
             self.metrics.counters["DiskCachedCompile"] += 1
-        compiled = CompiledGraph(graph.key, ir, self._executable(module))
+        compiled = CompiledGraph(graph.key, ir, device_executable(module, self.device))
         self.cache[graph.structure] = compiled
         seconds = time.perf_counter() - start
         self.metrics.time("CompileTime", seconds)
@@ -218,21 +212,6 @@ class GraphCompiler:
             with open(os.path.join(self.dump_dir, f"{graph.key}.graph.mlir"), "w") as f:
                 f.write(ir)
         return compiled
-
-    def _executable(self, module: Any) -> Callable[[Sequence[torch.Tensor]],
-                                                   Sequence[torch.Tensor]]:
-        if self.device == "cpu":
-            from mncore_ir.targets.graph_torch import compile_module
-
-            program = compile_module(module)
-            return lambda args: program(*args)
-        from mncore_ir.targets.graph_interpreter import run_function
-
-        def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-            outs = run_function(module, [a.numpy() for a in args])
-            return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
-
-        return interpret
 
     def _explain(self, graph: TraceGraph, reason: str, seconds: float) -> None:
         if not self.debug:

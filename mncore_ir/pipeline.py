@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
@@ -10,6 +14,31 @@ from mncore_ir.registry import get_all_dialects, get_all_passes
 
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
+
+#: The pass pipeline each lazy-tensor device runs on an imported graph.
+DEVICE_PIPELINES = {
+    "cpu": "canonicalize,cse,dce",
+    "interp": "canonicalize,cse,dce",
+}
+
+Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
+
+
+def device_executable(module: ModuleOp, device: str) -> Executable:
+    """How ``device`` runs the module's entry function on torch tensors: generated
+    torch code (``cpu``) or the reference interpreter (``interp``)."""
+    if device == "cpu":
+        from mncore_ir.targets.graph_torch import compile_module
+
+        program = compile_module(module)
+        return lambda args: program(*args)
+    from mncore_ir.targets.graph_interpreter import run_function
+
+    def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        outs = run_function(module, [a.numpy() for a in args])
+        return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
+
+    return interpret
 
 
 def make_context() -> Context:
