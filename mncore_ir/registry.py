@@ -16,6 +16,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Graph
 
+    def task() -> Dialect:
+        from mncore_ir.dialects.task import Task
+
+        return Task
+
     def builtin() -> Dialect:
         from xdsl.dialects.builtin import Builtin
 
@@ -26,7 +31,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Func
 
-    return {"builtin": builtin, "func": func, "graph": graph}
+    return {"builtin": builtin, "func": func, "graph": graph, "task": task}
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
