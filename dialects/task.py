@@ -63,6 +63,15 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
 
+class OpVerifyException(VerifyException):
+    """A kernel-level check that failed because of one op inside the kernel: tools
+    report it at that op's position."""
+
+    def __init__(self, op: IRDLOperation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
 @irdl_attr_definition
 class EventType(ParametrizedAttribute, TypeAttribute):
     """An event: a counter that tasks signal and wait on."""
@@ -308,15 +317,15 @@ class KernelOp(IRDLOperation):
             if isinstance(op, EventOp):
                 want, got = op.triggers.value.data, signals.get(op.result, 0)
                 if want != got:
-                    raise VerifyException(f"event {op.result.name_hint or ''} has trigger "
-                                          f"count {want} but {got} tasks signal it")
+                    raise OpVerifyException(op, f"event has trigger count {want} but {got} "
+                                                "tasks signal it")
         for index, task in enumerate(tasks):
             for event in task.waits:
                 last = last_signaller.get(event)
                 if last is not None and last >= index:
-                    raise VerifyException(
-                        f"task {index} ({task.kind.data}) waits on an event that task "
-                        f"{last} signals later: tasks must be in a topological order")
+                    raise OpVerifyException(
+                        task, f"task {index} ({task.kind.data}) waits on an event that task "
+                        f"{last} signals: tasks must be in a topological order")
 
     def _verify_outputs_written_once(self) -> None:
         """Every element of every kernel output is written by exactly one task."""

@@ -42,7 +42,8 @@ class LocatingParser(Parser):
             try:
                 op.verify(verify_nested_ops=False)
             except VerifyException as e:
-                span = self.op_spans.get(op)
+                # a container's check may blame one op inside it (``error.op``)
+                span = self.op_spans.get(getattr(e, "op", op)) or self.op_spans.get(op)
                 if span is None:
                     raise
                 raise ParseError(span, str(e).strip()) from None
