@@ -119,6 +119,7 @@ class EventOp(IRDLOperation):
     name = "task.event"
     triggers = prop_def(IntegerAttr[I64])
     result = result_def(EventType)
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
     assembly_format = "`triggers` $triggers attr-dict"
 
     def __init__(self, triggers: int) -> None:
@@ -140,6 +141,7 @@ class TaskOp(IRDLOperation):
     in_tiles = prop_def(ArrayAttr[DenseArrayBase])
     out_tiles = prop_def(ArrayAttr[DenseArrayBase])
     attrs = prop_def(DictionaryAttr, default_value=DictionaryAttr({}))
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(self, kind: str, ins: Sequence[tuple[SSAValue, Tile]],
@@ -170,11 +172,15 @@ class TaskOp(IRDLOperation):
                                       f"{len(tiles.data)} {what} regions")
             for i, (value, attr) in enumerate(zip(values, tiles.data, strict=True)):
                 assert isa(value.type, MemRefType)
+                if not value.type.has_static_shape():
+                    raise VerifyException(f"task.task {what} {i}: buffers need static shapes")
                 shape = tuple(value.type.get_shape())
-                tile = Tile.of(attr)
-                if len(attr.get_values()) != 2 * len(shape):
-                    raise VerifyException(f"task.task {what} {i}: region [{tile}] does not "
+                values_ = attr.get_values()
+                if len(values_) != 2 * len(shape):
+                    text = str(Tile.of(attr)) if len(values_) % 2 == 0 else list(values_)
+                    raise VerifyException(f"task.task {what} {i}: region [{text}] does not "
                                           f"have rank {len(shape)}")
+                tile = Tile.of(attr)
                 for d, (o, s, n) in enumerate(zip(tile.offsets, tile.sizes, shape,
                                                   strict=True)):
                     if o < 0 or s < 1 or o + s > n:
@@ -186,8 +192,20 @@ class TaskOp(IRDLOperation):
     def parse(cls, parser: Parser) -> TaskOp:
         kind = parser.parse_str_literal("the operator kind of a task")
 
+        def buffer() -> SSAValue:
+            """A buffer operand: defined earlier in the kernel, so its type is known."""
+            unresolved = parser.parse_unresolved_operand()
+            defined = parser.ssa_values.get(unresolved.operand_name)
+            if defined is None or unresolved.index >= len(defined):
+                parser.raise_error("a task's buffers must be defined before the task",
+                                   unresolved.span)
+            return parser.resolve_operand(unresolved, defined[unresolved.index].type)
+
+        def event() -> SSAValue:
+            return parser.parse_operand(EventType())
+
         def tiled() -> tuple[SSAValue, Tile]:
-            value = parser.parse_operand()
+            value = buffer()
             ranges = parser.parse_comma_separated_list(
                 Parser.Delimiter.SQUARE,
                 lambda: (parser.parse_integer(), parser.parse_punctuation(":"),
@@ -202,13 +220,14 @@ class TaskOp(IRDLOperation):
 
         ins = group("ins", tiled)
         outs = group("outs", tiled)
-        waits = group("waits", parser.parse_operand)
-        signal = group("signal", parser.parse_operand)
+        waits = group("waits", event)
+        signal = group("signal", event)
         if len(signal) > 1:
             parser.raise_error("a task signals at most one event")
         attrs = parser.parse_optional_attr_dict_with_keyword()
         op = cls(kind, ins, outs, waits, signal[0] if signal else None,  # type: ignore[arg-type]
                  dict(attrs.data) if attrs else None)
+        op.attributes.update(parser.parse_optional_attr_dict())  # discardable ones
         return op
 
     def print(self, printer: Printer) -> None:
@@ -231,6 +250,9 @@ class TaskOp(IRDLOperation):
         if self.attrs.data:
             printer.print_string(" attributes ")
             printer.print_attr_dict(self.attrs.data)
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
 
 
 @irdl_op_definition
@@ -301,6 +323,11 @@ class KernelOp(IRDLOperation):
                                   "outputs")
         if not isinstance(block.last_op, ReturnOp):
             raise VerifyException("task.kernel must end with task.return")
+        for task in self.tasks():  # the kernel is verified before its tasks: check them first
+            try:
+                task.verify_()
+            except VerifyException as error:
+                raise OpVerifyException(task, str(error)) from None
         self._verify_events()
         self._verify_outputs_written_once()
 
@@ -323,9 +350,10 @@ class KernelOp(IRDLOperation):
             for event in task.waits:
                 last = last_signaller.get(event)
                 if last is not None and last >= index:
+                    who = "it signals itself" if last == index else f"task {last} signals"
                     raise OpVerifyException(
-                        task, f"task {index} ({task.kind.data}) waits on an event that task "
-                        f"{last} signals: tasks must be in a topological order")
+                        task, f"task {index} ({task.kind.data}) waits on an event that {who}: "
+                        "tasks must be in a topological order")
 
     def _verify_outputs_written_once(self) -> None:
         """Every element of every kernel output is written by exactly one task."""
