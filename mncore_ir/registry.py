@@ -78,7 +78,7 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
         return MLIRTarget
 
     def dot() -> type[Target]:
-        from mncore_ir.targets.graph_dot import GraphDotTarget
+        from mncore_ir.targets.dot import GraphDotTarget
 
         return GraphDotTarget
 

@@ -1,5 +1,6 @@
-"""``-t dot``: a Graphviz drawing of each graph-level function (ops as boxes, values as
-edges labelled with their tensor types)."""
+"""``-t dot``: Graphviz drawings of each graph-level function (ops as boxes, values as
+edges labelled with their tensor types) and each task kernel (tasks as boxes labelled
+with their kind and output tiles, events as points between signallers and waiters)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.utils.target import Target
+
+from mncore_ir.dialects.task import KernelOp
 
 
 def _quote(text: str) -> str:
@@ -43,15 +46,35 @@ def function_to_dot(func: FuncOp, out: IO[str], index: int) -> None:
     out.write("  }\n")
 
 
+def kernel_to_dot(kernel: KernelOp, out: IO[str], index: int) -> None:
+    out.write(f"  subgraph cluster_{index} {{\n    label={_quote('@' + kernel.sym_name.data)};\n")
+    events: dict[SSAValue, str] = {}
+    for j, task in enumerate(kernel.tasks()):
+        name = f"k{index}_t{j}"
+        tiles = " ".join(f"[{tile}]" for _, tile in task.writes())
+        label = _quote(f"{j}: {task.kind.data}" + "\n" + tiles)
+        out.write(f"    {name} [shape=box, label={label}];\n")
+        for event in task.waits:
+            out.write(f"    {events[event]} -> {name};\n")
+        if task.signal is not None:
+            if task.signal not in events:
+                events[task.signal] = f"k{index}_e{len(events)}"
+                out.write(f"    {events[task.signal]} [shape=point];\n")
+            out.write(f"    {name} -> {events[task.signal]};\n")
+    out.write("  }\n")
+
+
 @dataclass(frozen=True)
 class GraphDotTarget(Target):
-    """Graphviz ``digraph`` of every ``func.func`` in the module."""
+    """Graphviz ``digraph`` of every ``func.func`` and ``task.kernel`` in the module."""
 
     name = "dot"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         output.write("digraph mncore {\n  node [fontname=monospace];\n")
-        funcs = [op for op in module.ops if isinstance(op, FuncOp)]
-        for i, func in enumerate(funcs):
-            function_to_dot(func, output, i)
+        for i, op in enumerate(module.ops):
+            if isinstance(op, FuncOp):
+                function_to_dot(op, output, i)
+            elif isinstance(op, KernelOp):
+                kernel_to_dot(op, output, i)
         output.write("}\n")
