@@ -175,9 +175,9 @@ class TaskOp(IRDLOperation):
                 if not value.type.has_static_shape():
                     raise VerifyException(f"task.task {what} {i}: buffers need static shapes")
                 shape = tuple(value.type.get_shape())
-                values_ = attr.get_values()
-                if len(values_) != 2 * len(shape):
-                    text = str(Tile.of(attr)) if len(values_) % 2 == 0 else list(values_)
+                flat = attr.get_values()
+                if len(flat) != 2 * len(shape):
+                    text = str(Tile.of(attr)) if len(flat) % 2 == 0 else list(flat)
                     raise VerifyException(f"task.task {what} {i}: region [{text}] does not "
                                           f"have rank {len(shape)}")
                 tile = Tile.of(attr)
