@@ -195,14 +195,7 @@ def infer_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[st
     slow (100-250 µs) and training steps repeat the same calls."""
     by_value = keyed_by_value(op)
     key = (op, meta_key(args, by_value), meta_key(tuple(sorted(kwargs.items())), by_value))
-    try:
-        return _META_CACHE[key]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable argument: compute without caching
-        return _run_meta(op, args, kwargs)
-    out = _META_CACHE[key] = _run_meta(op, args, kwargs)
-    return out
+    return infer_meta_cached(key, op, args, args, kwargs)
 
 
 def infer_meta_cached(key: tuple[Any, ...], op: torch._ops.OpOverload,
@@ -213,7 +206,7 @@ def infer_meta_cached(key: tuple[Any, ...], op: torch._ops.OpOverload,
         return _META_CACHE[key]
     except KeyError:
         pass
-    except TypeError:
+    except TypeError:  # an unhashable argument: compute without caching
         key = None  # type: ignore[assignment]
     meta_args = tuple(torch.empty((), dtype=g.dtype, device="meta") if isinstance(g, Scalar)
                       else a for a, g in zip(args, graph_args, strict=True))
