@@ -5,6 +5,11 @@ operator: it names the operator kind, the region (offset and size per dimension)
 reads from each input and writes to each output, the events it waits on and the event
 it signals. An event fires once its trigger count of tasks have signalled it.
 
+A task of kind ``"elementwise"`` carries a region: the scalar computation (graph ops
+on 0-d tensors, ending in ``task.yield``) applied at every point of its output tiles,
+as ``linalg.generic`` does (written after the keyword ``body``); other kinds name a graph operator and carry its properties.
+Constant tensors live in ``task.constant`` buffers.
+
 Tasks are kept in a topological order and a task waits only on events whose signallers
 all come before it: this is what makes in-order worker queues and a ticket-queue
 megakernel deadlock-free, and the kernel's verifier checks it, with the other
@@ -30,11 +35,13 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
     IntegerAttr,
     MemRefType,
     StringAttr,
+    TensorType,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
@@ -45,6 +52,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     opt_operand_def,
+    opt_region_def,
     prop_def,
     region_def,
     result_def,
@@ -113,6 +121,45 @@ class BufferOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A buffer holding known values: ``%c = task.constant dense<...> : tensor<...>``
+    gives a memref of the literal's shape and element type."""
+
+    name = "task.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(MemRefType)
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+
+    def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
+        typ = value.get_type()
+        super().__init__(properties={"value": value},
+                         result_types=[MemRefType(typ.element_type, typ.get_shape())])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        pos = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error("task.constant expects a dense literal", pos, parser.pos)
+        op = cls(value)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        typ = self.value.get_type()
+        assert isa(self.result.type, MemRefType)
+        if (tuple(typ.get_shape()) != tuple(self.result.type.get_shape())
+                or typ.element_type != self.result.type.element_type):
+            raise VerifyException(f"task.constant of type {typ} cannot fill "
+                                  f"{self.result.type}")
+
+
+@irdl_op_definition
 class EventOp(IRDLOperation):
     """An event that fires after ``triggers`` signals."""
 
@@ -141,14 +188,17 @@ class TaskOp(IRDLOperation):
     in_tiles = prop_def(ArrayAttr[DenseArrayBase])
     out_tiles = prop_def(ArrayAttr[DenseArrayBase])
     attrs = prop_def(DictionaryAttr, default_value=DictionaryAttr({}))
+    body = opt_region_def("single_block")
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(self, kind: str, ins: Sequence[tuple[SSAValue, Tile]],
                  outs: Sequence[tuple[SSAValue, Tile]], waits: Sequence[SSAValue] = (),
                  signal: SSAValue | None = None,
-                 attrs: dict[str, Attribute] | None = None) -> None:
+                 attrs: dict[str, Attribute] | None = None,
+                 body: Region | None = None) -> None:
         super().__init__(
+            regions=[[body] if body is not None else []],
             operands=[[v for v, _ in ins], [v for v, _ in outs], list(waits),
                       [signal] if signal is not None else []],
             properties={
@@ -187,6 +237,26 @@ class TaskOp(IRDLOperation):
                         raise VerifyException(
                             f"task.task {what} {i}: region [{tile}] is out of bounds in "
                             f"dimension {d} (size {n})")
+        if self.body is not None:
+            self._verify_body()
+
+    def _verify_body(self) -> None:
+        """The scalar body: one 0-d tensor argument per input, one yielded value per
+        output, with the buffers' element types."""
+        assert self.body is not None
+        block = self.body.block
+        wanted = [TensorType(v.type.element_type, []) for v in self.ins]  # type: ignore[attr-defined]
+        if [a.type for a in block.args] != wanted:
+            raise VerifyException("task.task body arguments must be 0-d tensors of its "
+                                  f"inputs' element types: ({', '.join(map(str, wanted))})")
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException("task.task body must end with task.yield")
+        yielded = [v.type for v in last.values]
+        expected = [TensorType(v.type.element_type, []) for v in self.outs]  # type: ignore[attr-defined]
+        if yielded != expected:
+            raise VerifyException("task.task body must yield 0-d tensors of its outputs' "
+                                  f"element types: ({', '.join(map(str, expected))})")
 
     @classmethod
     def parse(cls, parser: Parser) -> TaskOp:
@@ -225,9 +295,11 @@ class TaskOp(IRDLOperation):
         if len(signal) > 1:
             parser.raise_error("a task signals at most one event")
         attrs = parser.parse_optional_attr_dict_with_keyword()
+        discardable = parser.parse_optional_attr_dict()
+        body = parser.parse_region() if parser.parse_optional_keyword("body") else None
         op = cls(kind, ins, outs, waits, signal[0] if signal else None,  # type: ignore[arg-type]
-                 dict(attrs.data) if attrs else None)
-        op.attributes.update(parser.parse_optional_attr_dict())  # discardable ones
+                 dict(attrs.data) if attrs else None, body)
+        op.attributes.update(discardable)
         return op
 
     def print(self, printer: Printer) -> None:
@@ -253,6 +325,19 @@ class TaskOp(IRDLOperation):
         if self.attributes:
             printer.print_string(" ")
             printer.print_attr_dict(self.attributes)
+        if self.body is not None:
+            printer.print_string(" body ")
+            printer.print_region(self.body)
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a task body with the values of one point of each output."""
+
+    name = "task.yield"
+    values = var_operand_def(TensorType)
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(TaskOp)))
+    assembly_format = "$values attr-dict `:` type($values)"
 
 
 @irdl_op_definition
@@ -372,4 +457,5 @@ class KernelOp(IRDLOperation):
                     f"is written by {int(count[where])} tasks, not exactly one")
 
 
-Task = Dialect("task", [KernelOp, BufferOp, EventOp, TaskOp, ReturnOp], [EventType])
+Task = Dialect("task", [KernelOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp, ReturnOp],
+               [EventType])

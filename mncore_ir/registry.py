@@ -62,8 +62,14 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return GraphFuseElementwisePass
 
+    def convert_graph_to_task() -> type[ModulePass]:
+        from mncore_ir.transforms.convert_graph_to_task import ConvertGraphToTaskPass
+
+        return ConvertGraphToTaskPass
+
     return {
         "canonicalize": canonicalize,
+        "convert-graph-to-task": convert_graph_to_task,
         "cse": cse,
         "dce": dce,
         "graph-decompose": graph_decompose,

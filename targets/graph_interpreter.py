@@ -24,6 +24,7 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation
 
 from mncore_ir.dialects import graph as g
 
@@ -415,9 +416,11 @@ for _op, _fn in BINARY.items():
 register_impls(GraphFunctions)
 
 
-def find_function(module: ModuleOp, name: str | None = None) -> FuncOp:
-    """The function ``name``, or the module's only (or ``main``) function."""
-    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
+def find_function(module: ModuleOp, name: str | None = None,
+                  kind: type[Operation] = FuncOp) -> Any:
+    """The function (or other symbol op of ``kind``) ``name``, or the module's only
+    (or ``main``) one."""
+    funcs = [op for op in module.ops if isinstance(op, kind)]
     if name is not None:
         for f in funcs:
             if f.sym_name.data == name:
@@ -431,8 +434,9 @@ def find_function(module: ModuleOp, name: str | None = None) -> FuncOp:
     raise InterpretationError("the module has no single entry function: name one")
 
 
-def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
-    """The inputs as arrays of the function's argument types, or a clear error."""
+def check_inputs(func: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
+    """The inputs as arrays of the argument types of ``func`` (a function or kernel:
+    tensor or memref arguments), or a clear error."""
     types = func.function_type.inputs.data
     if len(inputs) != len(types):
         raise InterpretationError(f"@{func.sym_name.data} takes {len(types)} arguments, "
@@ -440,7 +444,7 @@ def check_inputs(func: FuncOp, inputs: Sequence[Any]) -> list[np.ndarray]:
     out = []
     for i, (value, typ) in enumerate(zip(inputs, types, strict=True)):
         arr = np.asarray(value)
-        expected = g.shape_of(typ)
+        expected = tuple(typ.get_shape())
         if arr.shape != expected:
             raise InterpretationError(f"argument {i} of @{func.sym_name.data} has shape "
                                       f"{arr.shape}, expected {expected} ({typ})")

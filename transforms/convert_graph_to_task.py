@@ -1,0 +1,519 @@
+"""``convert-graph-to-task``: each graph function becomes a megakernel task graph.
+
+Every op is cut into tiles of its output, one task per tile:
+
+* elementwise ops, ``graph.fused`` chains and ``graph.expand``: tiles of about
+  ``elementwise_tile`` elements; a task of kind ``"elementwise"`` carries the scalar
+  body, and each input is read over the tile's broadcast image;
+* ``graph.matmul``: ``matmul_tile`` (rows, columns) output tiles reading a row band of
+  the left and a column band of the right operand;
+* row-wise ops (softmax, log-softmax and their backward, layer norm) and reductions
+  (sum, mean, amax): about ``row_tile`` rows per task, the reduced dimensions whole;
+* ``graph.permute`` and ``graph.embedding``: output tiles, the input region mapped back;
+* everything else is one task over whole tensors: reshape, slice, concat, index_put,
+  gather, scatter, conv2d and max-pool (and their backward), layer-norm backward.
+
+A task of kind ``K`` (other than ``elementwise``) computes ``graph.K`` with the op's
+properties on its input regions and yields exactly its output regions.
+
+Dependencies come from region overlap between a task and the earlier tasks that wrote
+what it reads (read-after-write), or read or wrote what it overwrites when a buffer is
+reused (write-after-read, write-after-write). Each op's accesses to a buffer are indexed
+as a grid when they are uniform, so finding the overlapping tiles is arithmetic per
+dimension; other accesses fall back to interval intersection. The edges are reduced
+transitively; producers with the same set of consumers then share one event.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.task import Tile
+
+Shape = tuple[int, ...]
+
+
+class TaskConversionError(DiagnosticException):
+    """A graph function that cannot become a task kernel."""
+
+
+def memref_of(typ: Attribute) -> MemRefType:
+    assert isinstance(typ, TensorType)
+    return MemRefType(typ.element_type, typ.get_shape())
+
+
+# --------------------------------------------------------------------------- tiling
+
+
+def tile_sizes(shape: Shape, budget: int, fixed: dict[int, int] | None = None) -> Shape:
+    """Per-dimension tile sizes: ``fixed`` dimensions as given, the others filled from
+    the innermost outwards until a tile holds about ``budget`` of their points."""
+    fixed = fixed or {}
+    sizes = [0] * len(shape)
+    room = max(budget, 1)
+    for d in reversed(range(len(shape))):
+        if d in fixed:
+            sizes[d] = min(fixed[d], shape[d])
+            continue
+        sizes[d] = max(1, min(shape[d], room))
+        room = max(1, room // max(shape[d], 1))
+    return tuple(sizes)
+
+
+def grid(shape: Shape, sizes: Shape) -> Iterator[Tile]:
+    """The tiles of ``sizes`` covering ``shape`` in row-major order (edges clipped)."""
+    ranges = [range(0, n, s) for n, s in zip(shape, sizes, strict=True)]
+    for offsets in itertools.product(*ranges):
+        yield Tile(offsets, tuple(min(s, n - o)
+                                  for o, s, n in zip(offsets, sizes, shape, strict=True)))
+
+
+def broadcast_region(tile: Tile, shape: Shape) -> Tile:
+    """The region of an operand of ``shape`` that broadcasts onto ``tile``."""
+    lead = len(tile.offsets) - len(shape)
+    offsets, sizes = [], []
+    for d, n in enumerate(shape):
+        o, s = tile.offsets[lead + d], tile.sizes[lead + d]
+        offsets.append(0 if n == 1 else o)
+        sizes.append(1 if n == 1 else s)
+    return Tile(tuple(offsets), tuple(sizes))
+
+
+def whole(shape: Shape) -> Tile:
+    return Tile((0,) * len(shape), tuple(shape))
+
+
+# --------------------------------------------------------------------------- accesses
+
+
+@dataclass
+class AccessGroup:
+    """The regions that one op's tasks access in one buffer, indexed for overlap queries:
+    a grid (one cell per aligned tile) when the regions are uniform, else a list."""
+
+    shape: Shape
+    entries: list[tuple[Tile, int]] = field(default_factory=list)
+    cell: Shape = ()
+    cells: dict[Shape, list[int]] | None = None
+
+    def finish(self) -> None:
+        if not self.entries:
+            return
+        rank = len(self.shape)
+        cell = tuple(max(tile.sizes[d] for tile, _ in self.entries) for d in range(rank))
+        cells: dict[Shape, list[int]] = {}
+        for tile, task in self.entries:
+            for o, s, c, n in zip(tile.offsets, tile.sizes, cell, self.shape, strict=True):
+                if o % c or s != min(c, n - o):
+                    return  # not a uniform grid: keep the list
+            cells.setdefault(tuple(o // c for o, c in zip(tile.offsets, cell, strict=True)),
+                             []).append(task)
+        self.cell, self.cells = cell, cells
+
+    def overlapping(self, region: Tile) -> Iterator[int]:
+        if self.cells is not None:
+            spans = [range(o // c, (o + s - 1) // c + 1)
+                     for o, s, c in zip(region.offsets, region.sizes, self.cell, strict=True)]
+            for index in itertools.product(*spans):
+                yield from self.cells.get(index, ())
+            return
+        for tile, task in self.entries:
+            if all(a < b + m and b < a + s for a, s, b, m in
+                   zip(region.offsets, region.sizes, tile.offsets, tile.sizes, strict=True)):
+                yield task
+
+
+@dataclass
+class Storage:
+    """A memref and the accesses of the value it holds now and of the one before."""
+
+    value: SSAValue
+    reusable: bool
+    writers: list[AccessGroup] = field(default_factory=list)
+    readers: list[AccessGroup] = field(default_factory=list)
+    previous: list[AccessGroup] = field(default_factory=list)
+
+    @property
+    def shape(self) -> Shape:
+        return tuple(self.value.type.get_shape())  # type: ignore[attr-defined]
+
+    def new_version(self) -> None:
+        self.previous = self.writers + self.readers
+        self.writers, self.readers = [], []
+
+
+@dataclass
+class PlannedTask:
+    kind: str
+    ins: list[tuple[Storage, Tile]]
+    outs: list[tuple[Storage, Tile]]
+    attrs: dict[str, Attribute]
+    body: Region | None = None
+    deps: set[int] = field(default_factory=set)
+
+
+# --------------------------------------------------------------------------- scalar bodies
+
+
+def scalar(typ: Attribute) -> TensorType:
+    assert isinstance(typ, TensorType)
+    return TensorType(typ.element_type, [])
+
+
+def is_scalar_constant(value: SSAValue) -> bool:
+    return isinstance(value.owner, g.ConstantOp) and g.shape_of(value) == ()
+
+
+def scalar_body(ops: Sequence[Operation], inputs: Sequence[SSAValue],
+                outputs: Sequence[SSAValue]) -> Region:
+    """The ops (elementwise, on tensors) rewritten on 0-d tensors: one block argument
+    per input, scalar constants copied in, ``task.yield`` of the outputs."""
+    block = Block(arg_types=[scalar(v.type) for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args, strict=True))
+
+    def get(value: SSAValue) -> SSAValue:
+        if value not in mapping:  # a 0-d constant
+            const = value.owner.clone()  # type: ignore[union-attr]
+            block.add_op(const)
+            mapping[value] = const.results[0]
+        return mapping[value]
+
+    for op in ops:
+        if isinstance(op, g.ConstantOp):
+            get(op.result)
+            continue
+        new = type(op).create(operands=[get(o) for o in op.operands],
+                              result_types=[scalar(r.type) for r in op.results],
+                              properties=dict(op.properties), attributes=dict(op.attributes))
+        block.add_op(new)
+        mapping.update(zip(op.results, new.results, strict=True))
+    block.add_op(t.YieldOp.build(operands=[[get(v) for v in outputs]]))
+    return Region(block)
+
+
+# --------------------------------------------------------------------------- the pass
+
+
+@dataclass(frozen=True)
+class ConvertGraphToTaskPass(ModulePass):
+    """Lower every graph ``func.func`` to a ``task.kernel`` of tiles and events."""
+
+    name = "convert-graph-to-task"
+
+    workers: int = 132
+    """Persistent workers the kernel is launched with (an H200 has 132 SMs)."""
+
+    matmul_tile: tuple[int, ...] = (64, 64)
+    """Rows and columns of a matmul output tile."""
+
+    elementwise_tile: int = 4096
+    """Elements per elementwise, permute or copy task."""
+
+    row_tile: int = 16
+    """Rows per task of row-wise ops, reductions and embeddings."""
+
+    reuse_buffers: bool = True
+    """Give dead intermediates' buffers to new values of the same type."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if len(self.matmul_tile) != 2 or min(self.matmul_tile) < 1:
+            raise TaskConversionError("convert-graph-to-task: matmul_tile needs two sizes >= 1")
+        if min(self.workers, self.elementwise_tile, self.row_tile) < 1:
+            raise TaskConversionError("convert-graph-to-task: workers and tile sizes must "
+                                      "be >= 1")
+        for func in [o for o in op.body.block.ops if isinstance(o, FuncOp)]:
+            kernel = KernelBuilder(self, func).build()
+            Rewriter.replace_op(func, kernel)
+
+
+class KernelBuilder:
+    """Lowers one function: plans tasks op by op, then emits buffers, events, tasks."""
+
+    def __init__(self, options: ConvertGraphToTaskPass, func: FuncOp) -> None:
+        self.options = options
+        self.func = func
+        ins = [memref_of(a) for a in func.function_type.inputs.data]
+        outs = [memref_of(r) for r in func.function_type.outputs.data]
+        self.block = Block(arg_types=[*ins, *outs])
+        self.inputs = list(self.block.args[: len(ins)])
+        self.outputs = list(self.block.args[len(ins):])
+        self.head: list[Operation] = []  # buffers and constants
+        self.tasks: list[PlannedTask] = []
+        self.where: dict[SSAValue, Storage] = {}
+        self.free: dict[MemRefType, list[Storage]] = {}
+
+    # --- storage
+
+    def storage_for_result(self, value: SSAValue, direct: dict[SSAValue, int]) -> Storage:
+        if value in direct:
+            return Storage(self.outputs[direct.pop(value)], reusable=False)
+        typ = memref_of(value.type)
+        pool = self.free.get(typ) if self.options.reuse_buffers else None
+        if pool:
+            storage = pool.pop()
+            storage.new_version()
+            return storage
+        buffer = t.BufferOp.build(result_types=[typ])
+        buffer.result.name_hint = value.name_hint
+        self.head.append(buffer)
+        return Storage(buffer.result, reusable=True)
+
+    def storage_of(self, value: SSAValue) -> Storage:
+        if value not in self.where:
+            owner = value.owner
+            assert isinstance(owner, g.ConstantOp), f"{value} has no storage"
+            const = t.ConstantOp(owner.value)  # type: ignore[arg-type]
+            const.result.name_hint = value.name_hint
+            self.head.append(const)
+            self.where[value] = Storage(const.result, reusable=False)
+        return self.where[value]
+
+    # --- planning
+
+    def plan(self, kind: str, ins: Sequence[tuple[SSAValue, Tile]],
+             outs: Sequence[tuple[SSAValue, Tile]], attrs: dict[str, Attribute] | None = None,
+             body: Region | None = None) -> None:
+        self.tasks.append(PlannedTask(
+            kind, [(self.storage_of(v), tile) for v, tile in ins],
+            [(self.where[v], tile) for v, tile in outs], attrs or {}, body))
+
+    def build(self) -> t.KernelOp:
+        body = list(self.func.body.block.ops)
+        if not body or not isinstance(body[-1], ReturnOp):
+            raise TaskConversionError(f"@{self.func.sym_name.data} does not end in func.return")
+        returned = list(body[-1].operands)
+        last_use: dict[SSAValue, int] = {}
+        for index, op in enumerate(body):
+            for o in op.operands:
+                last_use[o] = index
+        # Each op result returned gets written straight into its first output.
+        direct: dict[SSAValue, int] = {}
+        for i, v in enumerate(returned):
+            if isinstance(v.owner, Operation) and not isinstance(v.owner, g.ConstantOp):
+                direct.setdefault(v, i)
+        copies = [(v, i) for i, v in enumerate(returned) if direct.get(v) != i]
+        for arg, value in zip(self.func.body.block.args, self.inputs, strict=True):
+            self.where[arg] = Storage(value, reusable=False)
+
+        for index, op in enumerate(body[:-1]):
+            if isinstance(op, g.ConstantOp):
+                continue  # materialised (or inlined) where used
+            if not isinstance(op, g.GraphOp):
+                raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}")
+            for r in op.results:
+                self.where[r] = self.storage_for_result(r, direct)
+            first = len(self.tasks)
+            self.lower(op)
+            self.record_accesses(first)
+            for value in {*op.operands, *op.results}:
+                storage = self.where.get(value)
+                if (storage is not None and storage.reusable
+                        and last_use.get(value, index) <= index and value not in returned):
+                    self.free.setdefault(memref_of(value.type), []).append(storage)
+        for value, i in copies:
+            first = len(self.tasks)
+            self.where[value] = self.storage_of(value)
+            target = Storage(self.outputs[i], reusable=False)
+            shape = g.shape_of(value)
+            for tile in grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
+                self.tasks.append(PlannedTask(
+                    "elementwise", [(self.where[value], tile)], [(target, tile)], {},
+                    scalar_body([], [value], [value])))
+            self.record_accesses(first)
+        return self.emit()
+
+    def record_accesses(self, first: int) -> None:
+        """Find the new tasks' dependencies, then index their accesses."""
+        groups: dict[tuple[int, bool], AccessGroup] = {}
+        for index in range(first, len(self.tasks)):
+            task = self.tasks[index]
+            for storage, tile in task.ins:
+                for group in storage.writers:
+                    task.deps.update(group.overlapping(tile))
+            for storage, tile in task.outs:
+                for group in storage.previous:
+                    task.deps.update(group.overlapping(tile))
+        for index in range(first, len(self.tasks)):
+            task = self.tasks[index]
+            for writes, accesses in ((False, task.ins), (True, task.outs)):
+                for storage, tile in accesses:
+                    key = (id(storage), writes)
+                    if key not in groups:
+                        groups[key] = AccessGroup(storage.shape)
+                        (storage.writers if writes else storage.readers).append(groups[key])
+                    groups[key].entries.append((tile, index))
+        for group in groups.values():
+            group.finish()
+
+    # --- per-op tiling
+
+    def lower(self, op: g.GraphOp) -> None:
+        o = self.options
+        if isinstance(op, g.FusedOp) or op.has_trait(g.Elementwise) or isinstance(op, g.ExpandOp):
+            self.lower_elementwise(op)
+        elif isinstance(op, g.MatmulOp):
+            shape = g.shape_of(op.result)
+            rank = len(shape)
+            sizes = tile_sizes(shape, 1, {rank - 2: o.matmul_tile[0], rank - 1: o.matmul_tile[1]})
+            k = g.shape_of(op.lhs)[-1]
+            for tile in grid(shape, sizes):
+                lead, (mo, no), (ms, ns) = tile.offsets[:-2], tile.offsets[-2:], tile.sizes[-2:]
+                ones = (1,) * (rank - 2)
+                self.plan("matmul", [(op.lhs, Tile((*lead, mo, 0), (*ones, ms, k))),
+                                     (op.rhs, Tile((*lead, 0, no), (*ones, k, ns)))],
+                          [(op.result, tile)])
+        elif isinstance(op, g.RowOp | g.RowBackwardOp):
+            shape = g.shape_of(op.operands[0])
+            (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
+            for tile in grid(shape, tile_sizes(shape, o.row_tile, {dim: shape[dim]})):
+                self.plan(op.name[6:], [(v, tile) for v in op.operands], [(op.result, tile)],
+                          dict(op.properties))
+        elif isinstance(op, g.LayerNormOp):
+            shape = g.shape_of(op.input)
+            k = op.normalized_dims.value.data
+            lead = len(shape) - k
+            full = {d: shape[d] for d in range(lead, len(shape))}
+            for tile in grid(shape, tile_sizes(shape, o.row_tile, full)):
+                stats = Tile((*tile.offsets[:lead], *[0] * k), (*tile.sizes[:lead], *[1] * k))
+                self.plan("layer_norm", [(op.input, tile), (op.weight, whole(shape[lead:])),
+                                         (op.bias, whole(shape[lead:]))],
+                          [(op.output, tile), (op.mean, stats), (op.rstd, stats)],
+                          dict(op.properties))
+        elif isinstance(op, g.ReduceOp):
+            self.lower_reduce(op)
+        elif isinstance(op, g.PermuteOp):
+            shape = g.shape_of(op.result)
+            perm = op.perm.get_values()
+            for tile in grid(shape, tile_sizes(shape, o.elementwise_tile)):
+                offsets, sizes = [0] * len(perm), [0] * len(perm)
+                for i, p in enumerate(perm):
+                    offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
+                self.plan("permute", [(op.input, Tile(tuple(offsets), tuple(sizes)))],
+                          [(op.result, tile)], dict(op.properties))
+        elif isinstance(op, g.EmbeddingOp):
+            shape = g.shape_of(op.result)
+            rank = len(shape)
+            for tile in grid(shape, tile_sizes(shape, o.row_tile, {rank - 1: shape[-1]})):
+                self.plan("embedding", [(op.weight, whole(g.shape_of(op.weight))),
+                                        (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
+                          [(op.result, tile)])
+        else:  # one task over whole tensors
+            self.plan(op.name[6:], [(v, whole(g.shape_of(v))) for v in op.operands],
+                      [(r, whole(g.shape_of(r))) for r in op.results], dict(op.properties))
+
+    def lower_elementwise(self, op: g.GraphOp) -> None:
+        if isinstance(op, g.FusedOp):
+            inputs, outputs = list(op.inputs), list(op.outputs)
+            inner = list(op.body.block.ops)[:-1]
+            args = list(op.body.block.args)
+            returned = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
+            body = scalar_body(inner, args, returned)
+        else:
+            inputs = list(dict.fromkeys(v for v in op.operands if not is_scalar_constant(v)))
+            outputs = list(op.results)
+            ops = [] if isinstance(op, g.ExpandOp) else [op]
+            yielded = [op.operands[0]] if isinstance(op, g.ExpandOp) else outputs
+            body = scalar_body(ops, inputs, yielded)
+        shape = g.shape_of(outputs[0])
+        if any(g.shape_of(r) != shape for r in outputs):
+            raise TaskConversionError(f"{op.name}: outputs of different shapes")
+        for tile in grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
+            self.plan("elementwise", [(v, broadcast_region(tile, g.shape_of(v))) for v in inputs],
+                      [(r, tile) for r in outputs], {}, body.clone())
+
+    def lower_reduce(self, op: g.ReduceOp) -> None:
+        in_shape = g.shape_of(op.input)
+        dims = set(g.normalize_dims(op.dims.get_values(), len(in_shape)))
+        keep = op.keepdim.value.data
+        out_shape = g.shape_of(op.result)
+        # Which input dimension each output dimension indexes.
+        kept = [d for d in range(len(in_shape)) if keep or d not in dims]
+        fixed = {i: 1 for i, d in enumerate(kept) if d in dims}
+        for tile in grid(out_shape, tile_sizes(out_shape, self.options.row_tile, fixed)):
+            offsets, sizes = [0] * len(in_shape), list(in_shape)
+            for i, d in enumerate(kept):
+                if d not in dims:
+                    offsets[d], sizes[d] = tile.offsets[i], tile.sizes[i]
+            self.plan(op.name[6:], [(op.input, Tile(tuple(offsets), tuple(sizes)))],
+                      [(op.result, tile)], dict(op.properties))
+
+    # --- emission
+
+    def emit(self) -> t.KernelOp:
+        preds = transitive_reduction([task.deps for task in self.tasks])
+        successors: list[list[int]] = [[] for _ in self.tasks]
+        for index, ps in enumerate(preds):
+            for p in ps:
+                successors[p].append(index)
+        event_of: dict[tuple[int, ...], t.EventOp] = {}
+        signal: list[t.EventOp | None] = []
+        for succ in successors:
+            if not succ:
+                signal.append(None)
+                continue
+            key = tuple(succ)
+            if key not in event_of:
+                event_of[key] = t.EventOp(0)
+            signal.append(event_of[key])
+        counts: dict[t.EventOp, int] = {}
+        for event in signal:
+            if event is not None:
+                counts[event] = counts.get(event, 0) + 1
+        for event, count in counts.items():
+            event.triggers = IntegerAttr(count, i64)
+        ops: list[Operation] = [*self.head, *event_of.values()]
+        for index, task in enumerate(self.tasks):
+            waits = list(dict.fromkeys(signal[p].result for p in sorted(preds[index])))  # type: ignore[union-attr]
+            event = signal[index]
+            ops.append(t.TaskOp(task.kind, [(s.value, tile) for s, tile in task.ins],
+                                [(s.value, tile) for s, tile in task.outs], waits,
+                                event.result if event is not None else None, task.attrs,
+                                task.body))
+        ops.append(t.ReturnOp())
+        self.block.add_ops(ops)
+        ftype = self.func.function_type
+        kernel = t.KernelOp(self.func.sym_name.data, [memref_of(a) for a in ftype.inputs.data],
+                            [memref_of(r) for r in ftype.outputs.data], Region(self.block))
+        kernel.attributes["workers"] = IntegerAttr(self.options.workers, i64)
+        for arg, old in zip(self.block.args, self.func.body.block.args, strict=False):
+            arg.name_hint = old.name_hint
+        return kernel
+
+
+def transitive_reduction(deps: Sequence[set[int]]) -> list[list[int]]:
+    """The predecessors of each task that no other predecessor already implies. Tasks
+    are in topological order; ancestor sets are bitsets (Python integers)."""
+    ancestors: list[int] = []
+    reduced: list[list[int]] = []
+    for ds in deps:
+        covered = 0
+        kept: list[int] = []
+        for p in sorted(ds, reverse=True):  # a redundant edge's source is an ancestor of
+            if not covered >> p & 1:         # a later predecessor: check those first
+                kept.append(p)
+                covered |= ancestors[p] | 1 << p
+        ancestors.append(covered)
+        reduced.append(sorted(kept))
+    return reduced
+
+
+
