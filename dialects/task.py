@@ -7,7 +7,8 @@ it signals. An event fires once its trigger count of tasks have signalled it.
 
 A task of kind ``"elementwise"`` carries a region: the scalar computation (graph ops
 on 0-d tensors, ending in ``task.yield``) applied at every point of its output tiles,
-as ``linalg.generic`` does (written after the keyword ``body``); other kinds name a graph operator and carry its properties.
+as ``linalg.generic`` does (written after the keyword ``body``); other kinds name a
+graph operator and carry its properties.
 Constant tensors live in ``task.constant`` buffers.
 
 Tasks are kept in a topological order and a task waits only on events whose signallers

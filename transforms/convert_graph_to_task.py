@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
