@@ -40,7 +40,7 @@ from mncore_ir.frontends.lazy_tensor import (
 aten = torch.ops.aten
 
 DEVICES = ("cpu", "interp", "task", "triton", "mncore")
-AVAILABLE_DEVICES = ("cpu", "interp")
+AVAILABLE_DEVICES = ("cpu", "interp", "task")
 POLICIES = ("error", "warn", "silent")
 
 

@@ -19,6 +19,7 @@ GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fu
 DEVICE_PIPELINES = {
     "cpu": "canonicalize,cse,dce",
     "interp": "canonicalize,cse,dce",
+    "task": "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
 }
 
 Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
@@ -26,16 +27,25 @@ Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
 
 def device_executable(module: ModuleOp, device: str) -> Executable:
     """How ``device`` runs the module's entry function on torch tensors: generated
-    torch code (``cpu``) or the reference interpreter (``interp``)."""
+    torch code (``cpu``), the reference interpreter (``interp``) or the megakernel
+    simulator (``task``)."""
     if device == "cpu":
         from mncore_ir.targets.graph_torch import compile_module
 
         program = compile_module(module)
         return lambda args: program(*args)
-    from mncore_ir.targets.graph_interpreter import run_function
+    if device == "task":
+        from mncore_ir.targets.task_simulator import TileEvaluator, find_kernel, simulate
+
+        kernel, evaluator = find_kernel(module), TileEvaluator()
+        run = lambda arrays: simulate(kernel, arrays, evaluator=evaluator)  # noqa: E731
+    else:
+        from mncore_ir.targets.graph_interpreter import run_function
+
+        run = lambda arrays: run_function(module, arrays)  # noqa: E731
 
     def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        outs = run_function(module, [a.numpy() for a in args])
+        outs = run([a.numpy() for a in args])
         return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
 
     return interpret

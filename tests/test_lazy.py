@@ -229,8 +229,36 @@ def test_execution_error_names_the_source_line(device: str) -> None:
     assert "test_lazy.py" in str(info.value)
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_task_device_trains_the_seed_mlp(optimizer: str) -> None:
+    """The megakernel simulator as a device: losses and weights match eager."""
+    torch_mncore.init("task", implicit_sync="error")
+    make = {"sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+            "adam": lambda p: torch.optim.Adam(p, lr=1e-3)}[optimizer]
+    compare(mlp(), make, mlp_batches(20), F.cross_entropy)
+    torch_mncore.init("cpu")
+
+
+def test_task_device_trains_transformer_and_cnn() -> None:
+    torch_mncore.init("task", implicit_sync="error")
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    tokens = [(torch.randint(0, 64, (2, 16), generator=g),
+               torch.randint(0, 64, (2, 16), generator=g)) for _ in range(3)]
+
+    def loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+    compare(GPT(layers=1), lambda p: torch.optim.SGD(p, lr=0.1), tokens, loss)
+    images = [(torch.randn(4, 3, 16, 16, generator=g), torch.randint(0, 10, (4,), generator=g))
+              for _ in range(3)]
+    compare(CNN(), lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), images,
+            F.cross_entropy)
+    torch_mncore.init("cpu")
+
+
 def test_unavailable_devices_say_so() -> None:
-    for name in ("task", "triton", "mncore"):
+    for name in ("triton", "mncore"):
         with pytest.raises(torch_mncore.LazyError, match="not available yet"):
             torch_mncore.init(name)
     with pytest.raises(torch_mncore.LazyError, match="unknown device"):

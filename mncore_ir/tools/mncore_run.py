@@ -1,16 +1,29 @@
-"""``mncore-run FILE``: run the entry function of an IR file and print its outputs."""
+"""``mncore-run FILE``: run the entry function of an IR file and print its outputs.
+
+A graph ``func.func`` runs on the reference interpreter; a ``task.kernel`` runs on the
+megakernel simulator, optionally in a random topological order, with a timing report
+and a Perfetto trace from the timing model."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation
 from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import task as t
 from mncore_ir.parsing import LocatingParser
 from mncore_ir.registry import get_all_dialects, get_all_frontends
 from mncore_ir.targets.graph_interpreter import (
@@ -20,6 +33,8 @@ from mncore_ir.targets.graph_interpreter import (
     numpy_dtype,
     run_function,
 )
+from mncore_ir.targets.task_simulator import simulate
+from mncore_ir.targets.task_timing import MachineModel, chrome_trace, estimate
 from mncore_ir.tools.errors import cli_errors
 
 
@@ -76,6 +91,16 @@ class MNCoreRunMain(CommandLineTool):
                                 help="random integer inputs are drawn from [0, INT_HIGH)")
         arg_parser.add_argument("--save-outputs", metavar="FILE.npz",
                                 help="also save the outputs as result0, result1, ...")
+        kernels = arg_parser.add_argument_group("task kernels (the megakernel simulator)")
+        kernels.add_argument("--random-order", type=int, metavar="SEED",
+                             help="run the tasks in a random topological order")
+        kernels.add_argument("--timing", action="store_true",
+                             help="print the timing model's report after the outputs")
+        kernels.add_argument("--machine", default="", metavar="K=V,...",
+                             help="timing model parameters: workers, dispatch_s, launch_s, "
+                                  "peak_flops, bandwidth (defaults: an H200)")
+        kernels.add_argument("--trace", metavar="FILE.json",
+                             help="write a Chrome/Perfetto trace of the megakernel schedule")
 
     def parse_literal(self, text: str, index: int, expected: TensorType | None) -> np.ndarray:
         parser = LocatingParser(self.ctx, text, f"--args[{index}]")
@@ -89,12 +114,28 @@ class MNCoreRunMain(CommandLineTool):
                                       f"the function expects {expected}")
         return constant_value(attr)
 
+    def entry(self, module: ModuleOp) -> Operation:
+        """The function or kernel to run."""
+        kernels = [op for op in module.ops if isinstance(op, t.KernelOp)]
+        funcs = [op for op in module.ops if not isinstance(op, t.KernelOp)]
+        name = self.args.function
+        if kernels and (not funcs or any(k.sym_name.data == name for k in kernels)):
+            return find_function(module, name, t.KernelOp)
+        return find_function(module, name)
+
     def run(self) -> None:
         stream, ext = self.get_input_stream()
         module = self.parse_chunk(stream, ext)
         assert isinstance(module, ModuleOp)
-        func = find_function(module, self.args.function)
-        types = list(func.function_type.inputs.data)
+        func = self.entry(module)
+        is_kernel = isinstance(func, t.KernelOp)
+        if not is_kernel:
+            for flag in ("random_order", "trace"):
+                if getattr(self.args, flag) is not None:
+                    raise InterpretationError(f"--{flag.replace('_', '-')} needs a task.kernel")
+            if self.args.timing or self.args.machine:
+                raise InterpretationError("--timing and --machine need a task.kernel")
+        types = [as_tensor(typ) for typ in func.function_type.inputs.data]
         if self.args.args is not None:
             if len(self.args.args) != len(types):
                 raise InterpretationError(f"@{func.sym_name.data} takes {len(types)} arguments, "
@@ -108,12 +149,42 @@ class MNCoreRunMain(CommandLineTool):
                                       f"give --args or --random-inputs")
         else:
             inputs = []
-        outputs = run_function(module, inputs, func.sym_name.data)
-        result_types = func.function_type.outputs.data
+        if is_kernel:
+            machine = self.machine(func)
+            outputs = simulate(func, inputs, self.args.random_order)
+        else:
+            outputs = run_function(module, inputs, func.sym_name.data)
+        result_types = [as_tensor(typ) for typ in func.function_type.outputs.data]
         for i, (value, typ) in enumerate(zip(outputs, result_types, strict=True)):
             print(f"result{i} = {format_value(value, typ)}")
         if self.args.save_outputs:
             np.savez(self.args.save_outputs, **{f"result{i}": v for i, v in enumerate(outputs)})
+        if is_kernel and (self.args.timing or self.args.trace):
+            report, timeline = estimate(func, machine)
+            if self.args.timing:
+                print(report.format())
+            if self.args.trace:
+                with open(self.args.trace, "w") as f:
+                    f.write(chrome_trace(func, timeline, report))
+
+    def machine(self, kernel: t.KernelOp) -> MachineModel:
+        """``--machine``; the worker count defaults to the kernel's ``workers``."""
+        try:
+            machine = MachineModel.from_options(self.args.machine)
+        except ValueError as error:
+            raise InterpretationError(f"--machine: {error}") from None
+        workers = kernel.attributes.get("workers")
+        if "workers=" not in self.args.machine and isinstance(workers, IntegerAttr):
+            machine = replace(machine, workers=workers.value.data)
+        return machine
+
+
+def as_tensor(typ: Attribute) -> TensorType:
+    """Kernel arguments are memrefs; literals and random inputs are drawn as tensors."""
+    if isinstance(typ, MemRefType):
+        return TensorType(typ.element_type, typ.get_shape())
+    assert isinstance(typ, TensorType)
+    return typ
 
 
 def main(argv: Sequence[str] | None = None) -> None:
