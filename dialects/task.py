@@ -5,11 +5,11 @@ operator: it names the operator kind, the region (offset and size per dimension)
 reads from each input and writes to each output, the events it waits on and the event
 it signals. An event fires once its trigger count of tasks have signalled it.
 
-A task of kind ``"elementwise"`` carries a region: the scalar computation (graph ops
-on 0-d tensors, ending in ``task.yield``) applied at every point of its output tiles,
-as ``linalg.generic`` does (written after the keyword ``body``); other kinds name a
-graph operator and carry its properties.
-Constant tensors live in ``task.constant`` buffers.
+A task of kind ``"elementwise"`` names a ``task.body``: the scalar computation (graph
+ops on 0-d tensors, ending in ``task.yield``) applied at every point of its output
+tiles, as ``linalg.generic``'s region is; the tiles of one operator share one body.
+Other kinds name a graph operator and carry its properties. Constant tensors live in
+``task.constant`` buffers.
 
 Tasks are kept in a topological order and a task waits only on events whose signallers
 all come before it: this is what makes in-order worker queues and a ticket-queue
@@ -17,17 +17,22 @@ megakernel deadlock-free, and the kernel's verifier checks it, with the other
 invariants the later levels rely on.
 
     task.kernel @k(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+      task.body @neg(%a: tensor<f32>) {
+        %r = graph.neg %a : tensor<f32>
+        task.yield %r : tensor<f32>
+      }
       %t = task.buffer : memref<8x16xf32>
       %e = task.event triggers 2
       task.task "exp" ins(%x[0:4, 0:16]) outs(%t[0:4, 0:16]) signal(%e)
       task.task "exp" ins(%x[4:8, 0:16]) outs(%t[4:8, 0:16]) signal(%e)
-      task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
+      task.task "elementwise" @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
       task.return
     }
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +47,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     i64,
 )
@@ -53,7 +59,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     opt_operand_def,
-    opt_region_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -67,6 +73,7 @@ from xdsl.traits import (
     IsolatedFromAbove,
     IsTerminator,
     SymbolOpInterface,
+    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
@@ -97,18 +104,29 @@ class Tile:
 
     @staticmethod
     def of(attr: DenseArrayBase) -> Tile:
-        values = tuple(attr.get_values())
-        rank = len(values) // 2
-        return Tile(values[:rank], values[rank:])
+        return _tile_of(attr)
 
     def attr(self) -> DenseArrayBase:
-        return DenseArrayBase.from_list(i64, [*self.offsets, *self.sizes])
+        return _tile_attr(self)
 
     def slices(self) -> tuple[slice, ...]:
         return tuple(slice(o, o + s) for o, s in zip(self.offsets, self.sizes, strict=True))
 
     def __str__(self) -> str:
         return ", ".join(f"{o}:{o + s}" for o, s in zip(self.offsets, self.sizes, strict=True))
+
+
+# Kernels repeat few distinct regions many times: decoding and encoding are cached.
+@functools.lru_cache(maxsize=1 << 16)
+def _tile_of(attr: DenseArrayBase) -> Tile:
+    values = tuple(attr.get_values())
+    rank = len(values) // 2
+    return Tile(values[:rank], values[rank:])  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tile_attr(tile: Tile) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [*tile.offsets, *tile.sizes])
 
 
 @irdl_op_definition
@@ -189,7 +207,7 @@ class TaskOp(IRDLOperation):
     in_tiles = prop_def(ArrayAttr[DenseArrayBase])
     out_tiles = prop_def(ArrayAttr[DenseArrayBase])
     attrs = prop_def(DictionaryAttr, default_value=DictionaryAttr({}))
-    body = opt_region_def("single_block")
+    body = opt_prop_def(SymbolRefAttr)
     traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -197,9 +215,8 @@ class TaskOp(IRDLOperation):
                  outs: Sequence[tuple[SSAValue, Tile]], waits: Sequence[SSAValue] = (),
                  signal: SSAValue | None = None,
                  attrs: dict[str, Attribute] | None = None,
-                 body: Region | None = None) -> None:
+                 body: str | None = None) -> None:
         super().__init__(
-            regions=[[body] if body is not None else []],
             operands=[[v for v, _ in ins], [v for v, _ in outs], list(waits),
                       [signal] if signal is not None else []],
             properties={
@@ -207,6 +224,7 @@ class TaskOp(IRDLOperation):
                 "in_tiles": ArrayAttr([t.attr() for _, t in ins]),
                 "out_tiles": ArrayAttr([t.attr() for _, t in outs]),
                 "attrs": DictionaryAttr(attrs or {}),
+                **({"body": SymbolRefAttr(body)} if body is not None else {}),
             })
 
     def reads(self) -> list[tuple[SSAValue, Tile]]:
@@ -238,30 +256,11 @@ class TaskOp(IRDLOperation):
                         raise VerifyException(
                             f"task.task {what} {i}: region [{tile}] is out of bounds in "
                             f"dimension {d} (size {n})")
-        if self.body is not None:
-            self._verify_body()
-
-    def _verify_body(self) -> None:
-        """The scalar body: one 0-d tensor argument per input, one yielded value per
-        output, with the buffers' element types."""
-        assert self.body is not None
-        block = self.body.block
-        wanted = [TensorType(v.type.element_type, []) for v in self.ins]  # type: ignore[attr-defined]
-        if [a.type for a in block.args] != wanted:
-            raise VerifyException("task.task body arguments must be 0-d tensors of its "
-                                  f"inputs' element types: ({', '.join(map(str, wanted))})")
-        last = block.last_op
-        if not isinstance(last, YieldOp):
-            raise VerifyException("task.task body must end with task.yield")
-        yielded = [v.type for v in last.values]
-        expected = [TensorType(v.type.element_type, []) for v in self.outs]  # type: ignore[attr-defined]
-        if yielded != expected:
-            raise VerifyException("task.task body must yield 0-d tensors of its outputs' "
-                                  f"element types: ({', '.join(map(str, expected))})")
 
     @classmethod
     def parse(cls, parser: Parser) -> TaskOp:
         kind = parser.parse_str_literal("the operator kind of a task")
+        body = parser.parse_optional_symbol_name()
 
         def buffer() -> SSAValue:
             """A buffer operand: defined earlier in the kernel, so its type is known."""
@@ -296,16 +295,17 @@ class TaskOp(IRDLOperation):
         if len(signal) > 1:
             parser.raise_error("a task signals at most one event")
         attrs = parser.parse_optional_attr_dict_with_keyword()
-        discardable = parser.parse_optional_attr_dict()
-        body = parser.parse_region() if parser.parse_optional_keyword("body") else None
         op = cls(kind, ins, outs, waits, signal[0] if signal else None,  # type: ignore[arg-type]
-                 dict(attrs.data) if attrs else None, body)
-        op.attributes.update(discardable)
+                 dict(attrs.data) if attrs else None, body.data if body else None)
+        op.attributes.update(parser.parse_optional_attr_dict())  # discardable ones
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.kind.data)
+        if self.body is not None:
+            printer.print_string(" ")
+            printer.print_attribute(self.body)
         for keyword, pairs in (("ins", self.reads()), ("outs", self.writes())):
             if pairs:
                 printer.print_string(f" {keyword}(")
@@ -326,9 +326,58 @@ class TaskOp(IRDLOperation):
         if self.attributes:
             printer.print_string(" ")
             printer.print_attr_dict(self.attributes)
-        if self.body is not None:
-            printer.print_string(" body ")
-            printer.print_region(self.body)
+
+
+@irdl_op_definition
+class BodyOp(IRDLOperation):
+    """The scalar computation of elementwise tasks: ``task.body @name(%a: tensor<f32>,
+    ...) { graph ops on 0-d tensors; task.yield ... }``."""
+
+    name = "task.body"
+    sym_name = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove(),
+                                      HasParent(KernelOp)))
+
+    def __init__(self, name: str, body: Region) -> None:
+        super().__init__(properties={"sym_name": StringAttr(name)}, regions=[body])
+
+    @property
+    def arg_types(self) -> list[Attribute]:
+        return [a.type for a in self.body.block.args]
+
+    @property
+    def result_types(self) -> list[Attribute]:
+        last = self.body.block.last_op
+        return [v.type for v in last.values] if isinstance(last, YieldOp) else []
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BodyOp:
+        name = parser.parse_symbol_name().data
+        args = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_argument)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(name, parser.parse_region(args))  # type: ignore[arg-type]
+        if attrs:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.sym_name.data}(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        if self.attributes:
+            printer.print_string(" attributes ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_(self) -> None:
+        for typ in [*self.arg_types, *self.result_types]:
+            if not isinstance(typ, TensorType) or typ.get_shape():
+                raise VerifyException(f"task.body @{self.sym_name.data} works on 0-d tensors, "
+                                      f"not {typ}")
+        if not isinstance(self.body.block.last_op, YieldOp):
+            raise VerifyException(f"task.body @{self.sym_name.data} must end with task.yield")
 
 
 @irdl_op_definition
@@ -337,7 +386,7 @@ class YieldOp(IRDLOperation):
 
     name = "task.yield"
     values = var_operand_def(TensorType)
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(TaskOp)))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(BodyOp)))
     assembly_format = "$values attr-dict `:` type($values)"
 
 
@@ -356,7 +405,7 @@ class KernelOp(IRDLOperation):
     sym_name = prop_def(StringAttr)
     function_type = prop_def(FunctionType)
     body = region_def("single_block")
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove())
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove())
 
     def __init__(self, name: str, inputs: Sequence[MemRefType], outputs: Sequence[MemRefType],
                  body: Region) -> None:
@@ -375,6 +424,9 @@ class KernelOp(IRDLOperation):
 
     def tasks(self) -> list[TaskOp]:
         return [op for op in self.body.block.ops if isinstance(op, TaskOp)]
+
+    def bodies(self) -> dict[str, BodyOp]:
+        return {op.sym_name.data: op for op in self.body.block.ops if isinstance(op, BodyOp)}
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
@@ -409,13 +461,34 @@ class KernelOp(IRDLOperation):
                                   "outputs")
         if not isinstance(block.last_op, ReturnOp):
             raise VerifyException("task.kernel must end with task.return")
+        bodies = self.bodies()
         for task in self.tasks():  # the kernel is verified before its tasks: check them first
             try:
                 task.verify_()
+                if task.body is not None:
+                    self._verify_body_use(task, bodies)
             except VerifyException as error:
                 raise OpVerifyException(task, str(error)) from None
         self._verify_events()
         self._verify_outputs_written_once()
+
+    @staticmethod
+    def _verify_body_use(task: TaskOp, bodies: dict[str, BodyOp]) -> None:
+        """A task's body takes one 0-d tensor per input and yields one per output, of
+        the buffers' element types."""
+        assert task.body is not None
+        name = task.body.root_reference.data
+        body = bodies.get(name)
+        if body is None:
+            raise VerifyException(f"task.task refers to @{name}, which is no task.body of "
+                                  "this kernel")
+        for what, values, types in (("takes", task.ins, body.arg_types),
+                                    ("yields", task.outs, body.result_types)):
+            wanted = [TensorType(v.type.element_type, []) for v in values]  # type: ignore[attr-defined]
+            if list(types) != wanted:
+                raise VerifyException(
+                    f"task.body @{name} {what} ({', '.join(map(str, types))}) but the task "
+                    f"needs ({', '.join(map(str, wanted))})")
 
     def _verify_events(self) -> None:
         """Trigger counts equal signal counts; waits follow every signaller."""
@@ -458,5 +531,5 @@ class KernelOp(IRDLOperation):
                     f"is written by {int(count[where])} tasks, not exactly one")
 
 
-Task = Dialect("task", [KernelOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp, ReturnOp],
-               [EventType])
+Task = Dialect("task", [KernelOp, BodyOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp,
+                       ReturnOp], [EventType])

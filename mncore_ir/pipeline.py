@@ -37,7 +37,8 @@ def device_executable(module: ModuleOp, device: str) -> Executable:
     if device == "task":
         from mncore_ir.targets.task_simulator import TileEvaluator, find_kernel, simulate
 
-        kernel, evaluator = find_kernel(module), TileEvaluator()
+        kernel = find_kernel(module)
+        evaluator = TileEvaluator(kernel)
         run = lambda arrays: simulate(kernel, arrays, evaluator=evaluator)  # noqa: E731
     else:
         from mncore_ir.targets.graph_interpreter import run_function

@@ -1,7 +1,7 @@
 """The megakernel simulator: runs a ``task.kernel`` task by task with numpy.
 
-A task's meaning comes from the graph level: an ``elementwise`` task runs its scalar
-body on whole tiles (numpy broadcasts the inputs' regions), any other task of kind
+A task's meaning comes from the graph level: an ``elementwise`` task runs its
+``task.body`` on whole tiles (numpy broadcasts the inputs' regions), any other task of kind
 ``K`` runs the reference interpreter's ``graph.K`` on its input regions. So a kernel is
 right exactly when its tiling and dependencies are.
 
@@ -99,7 +99,8 @@ def poisoned(typ: Attribute, poison: bool) -> np.ndarray:
 class TileEvaluator:
     """Runs one task's computation on numpy tiles, with the graph interpreter."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel: t.KernelOp) -> None:
+        self.bodies = kernel.bodies()
         self.interpreter = Interpreter(ModuleOp([]))
         self.interpreter.register_implementations(GraphFunctions())
         self.interpreter.register_implementations(TaskBodyFunctions())
@@ -124,7 +125,8 @@ class TileEvaluator:
 
     def __call__(self, task: t.TaskOp, args: Sequence[np.ndarray]) -> PythonValues:
         if task.body is not None:
-            return self.interpreter.run_ssacfg_region(task.body, tuple(args), "task.task")
+            body = self.bodies[task.body.root_reference.data]
+            return self.interpreter.run_ssacfg_region(body.body, tuple(args), "task.body")
         return self.interpreter.run_op(self.graph_op(task, args), tuple(args))
 
 
@@ -141,7 +143,7 @@ def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None =
         elif isinstance(op, t.ConstantOp):
             memory[op.result] = constant_value(op.value)  # type: ignore[arg-type]
     tasks = kernel.tasks()
-    evaluate = evaluator or TileEvaluator()
+    evaluate = evaluator or TileEvaluator(kernel)
     for index in execution_order(predecessors(kernel), order_seed):
         task = tasks[index]
         tiles = [memory[v][tile.slices()] for v, tile in task.reads()]

@@ -74,7 +74,7 @@ _ROW_FLOPS = {"softmax": 5, "log_softmax": 5, "softmax_backward": 4,
               "log_softmax_backward": 4, "layer_norm": 8}
 
 
-def task_work(task: t.TaskOp) -> tuple[float, float]:
+def task_work(task: t.TaskOp, bodies: dict[str, t.BodyOp]) -> tuple[float, float]:
     """(FLOPs, bytes moved) of one task."""
     reads, writes = task.reads(), task.writes()
 
@@ -88,7 +88,8 @@ def task_work(task: t.TaskOp) -> tuple[float, float]:
         (_, a), (_, b) = reads
         flops = 2 * math.prod(a.sizes) * b.sizes[-1]
     elif kind == "elementwise" and task.body is not None:
-        flops = out_elems * max(1, len(task.body.block.ops) - 1)
+        body = bodies[task.body.root_reference.data]
+        flops = out_elems * max(1, len(body.body.block.ops) - 1)
     elif kind in _ROW_FLOPS:
         flops = out_elems * _ROW_FLOPS[kind]
     else:  # reductions, data movement and the rest: one operation per element read
@@ -96,9 +97,10 @@ def task_work(task: t.TaskOp) -> tuple[float, float]:
     return float(flops), float(moved)
 
 
-def task_seconds(task: t.TaskOp, machine: MachineModel) -> float:
+def task_seconds(task: t.TaskOp, bodies: dict[str, t.BodyOp], machine: MachineModel
+                 ) -> float:
     """Compute or memory time of one task on one worker, whichever is longer."""
-    flops, moved = task_work(task)
+    flops, moved = task_work(task, bodies)
     share = machine.workers
     return max(flops / (machine.peak_flops / share), moved / (machine.bandwidth / share))
 
@@ -165,7 +167,7 @@ def _spread(durations: Sequence[float], workers: int) -> float:
 
 def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
                         preds: Sequence[Sequence[int]]) -> Timeline:
-    tasks = kernel.tasks()
+    tasks, bodies = kernel.tasks(), kernel.bodies()
     free = [(0.0, w) for w in range(machine.workers)]
     heapq.heapify(free)
     start, end, worker = [0.0] * len(tasks), [0.0] * len(tasks), [0] * len(tasks)
@@ -173,7 +175,7 @@ def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
         at, w = heapq.heappop(free)
         ready = max((end[p] for p in preds[index]), default=0.0)
         start[index] = max(at, ready)
-        end[index] = start[index] + machine.dispatch_s + task_seconds(task, machine)
+        end[index] = start[index] + machine.dispatch_s + task_seconds(task, bodies, machine)
         worker[index] = w
         heapq.heappush(free, (end[index], w))
     return Timeline(start, end, worker)
@@ -185,13 +187,13 @@ def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
     from mncore_ir.targets.task_simulator import predecessors
 
     machine = machine or MachineModel()
-    tasks = kernel.tasks()
+    tasks, bodies = kernel.tasks(), kernel.bodies()
     timeline = megakernel_schedule(kernel, machine, predecessors(kernel))
     makespan = max(timeline.end, default=0.0)
     busy = sum(e - s for s, e in zip(timeline.start, timeline.end, strict=True))
     runs = operators(tasks)
     per_operator = sum(
-        machine.launch_s + _spread([task_seconds(tasks[i], machine) for i in run],
+        machine.launch_s + _spread([task_seconds(tasks[i], bodies, machine) for i in run],
                                    machine.workers)
         for run in runs)
     events = sum(1 for op in kernel.body.block.ops if isinstance(op, t.EventOp))

@@ -3,8 +3,8 @@
 Every op is cut into tiles of its output, one task per tile:
 
 * elementwise ops, ``graph.fused`` chains and ``graph.expand``: tiles of about
-  ``elementwise_tile`` elements; a task of kind ``"elementwise"`` carries the scalar
-  body, and each input is read over the tile's broadcast image;
+  ``elementwise_tile`` elements; tasks of kind ``"elementwise"`` share the op's scalar
+  ``task.body``, and each input is read over the tile's broadcast image;
 * ``graph.matmul``: ``matmul_tile`` (rows, columns) output tiles reading a row band of
   the left and a column band of the right operand;
 * row-wise ops (softmax, log-softmax and their backward, layer norm) and reductions
@@ -166,7 +166,7 @@ class PlannedTask:
     ins: list[tuple[Storage, Tile]]
     outs: list[tuple[Storage, Tile]]
     attrs: dict[str, Attribute]
-    body: Region | None = None
+    body: str | None = None
     deps: set[int] = field(default_factory=set)
 
 
@@ -182,8 +182,8 @@ def is_scalar_constant(value: SSAValue) -> bool:
     return isinstance(value.owner, g.ConstantOp) and g.shape_of(value) == ()
 
 
-def scalar_body(ops: Sequence[Operation], inputs: Sequence[SSAValue],
-                outputs: Sequence[SSAValue]) -> Region:
+def scalar_body(name: str, ops: Sequence[Operation], inputs: Sequence[SSAValue],
+                outputs: Sequence[SSAValue]) -> t.BodyOp:
     """The ops (elementwise, on tensors) rewritten on 0-d tensors: one block argument
     per input, scalar constants copied in, ``task.yield`` of the outputs."""
     block = Block(arg_types=[scalar(v.type) for v in inputs])
@@ -206,7 +206,7 @@ def scalar_body(ops: Sequence[Operation], inputs: Sequence[SSAValue],
         block.add_op(new)
         mapping.update(zip(op.results, new.results, strict=True))
     block.add_op(t.YieldOp.build(operands=[[get(v) for v in outputs]]))
-    return Region(block)
+    return t.BodyOp(name, Region(block))
 
 
 # --------------------------------------------------------------------------- the pass
@@ -255,7 +255,8 @@ class KernelBuilder:
         self.block = Block(arg_types=[*ins, *outs])
         self.inputs = list(self.block.args[: len(ins)])
         self.outputs = list(self.block.args[len(ins):])
-        self.head: list[Operation] = []  # buffers and constants
+        self.head: list[Operation] = []  # bodies, buffers and constants
+        self.bodies: dict[str, str] = {}  # printed body -> its symbol
         self.tasks: list[PlannedTask] = []
         self.where: dict[SSAValue, Storage] = {}
         self.free: dict[MemRefType, list[Storage]] = {}
@@ -290,7 +291,7 @@ class KernelBuilder:
 
     def plan(self, kind: str, ins: Sequence[tuple[SSAValue, Tile]],
              outs: Sequence[tuple[SSAValue, Tile]], attrs: dict[str, Attribute] | None = None,
-             body: Region | None = None) -> None:
+             body: str | None = None) -> None:
         self.tasks.append(PlannedTask(
             kind, [(self.storage_of(v), tile) for v, tile in ins],
             [(self.where[v], tile) for v, tile in outs], attrs or {}, body))
@@ -333,10 +334,10 @@ class KernelBuilder:
             self.where[value] = self.storage_of(value)
             target = Storage(self.outputs[i], reusable=False)
             shape = g.shape_of(value)
+            body = self.body([], [value], [value])
             for tile in grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
                 self.tasks.append(PlannedTask(
-                    "elementwise", [(self.where[value], tile)], [(target, tile)], {},
-                    scalar_body([], [value], [value])))
+                    "elementwise", [(self.where[value], tile)], [(target, tile)], {}, body))
             self.record_accesses(first)
         return self.emit()
 
@@ -425,19 +426,29 @@ class KernelBuilder:
             inner = list(op.body.block.ops)[:-1]
             args = list(op.body.block.args)
             returned = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
-            body = scalar_body(inner, args, returned)
+            body = self.body(inner, args, returned)
         else:
             inputs = list(dict.fromkeys(v for v in op.operands if not is_scalar_constant(v)))
             outputs = list(op.results)
             ops = [] if isinstance(op, g.ExpandOp) else [op]
             yielded = [op.operands[0]] if isinstance(op, g.ExpandOp) else outputs
-            body = scalar_body(ops, inputs, yielded)
+            body = self.body(ops, inputs, yielded)
         shape = g.shape_of(outputs[0])
         if any(g.shape_of(r) != shape for r in outputs):
             raise TaskConversionError(f"{op.name}: outputs of different shapes")
         for tile in grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
             self.plan("elementwise", [(v, broadcast_region(tile, g.shape_of(v))) for v in inputs],
-                      [(r, tile) for r in outputs], {}, body.clone())
+                      [(r, tile) for r in outputs], {}, body)
+
+    def body(self, ops: Sequence[Operation], inputs: Sequence[SSAValue],
+             outputs: Sequence[SSAValue]) -> str:
+        """The symbol of the scalar body of ``ops``; equal bodies are made once."""
+        op = scalar_body(f"ew{len(self.bodies)}", ops, inputs, outputs)
+        key = str(op.body)
+        if key not in self.bodies:
+            self.bodies[key] = op.sym_name.data
+            self.head.insert(len(self.bodies) - 1, op)
+        return self.bodies[key]
 
     def lower_reduce(self, op: g.ReduceOp) -> None:
         in_shape = g.shape_of(op.input)
