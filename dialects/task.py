@@ -347,7 +347,7 @@ class BodyOp(IRDLOperation):
         return [a.type for a in self.body.block.args]
 
     @property
-    def result_types(self) -> list[Attribute]:
+    def yield_types(self) -> list[Attribute]:
         last = self.body.block.last_op
         return [v.type for v in last.values] if isinstance(last, YieldOp) else []
 
@@ -372,7 +372,7 @@ class BodyOp(IRDLOperation):
         printer.print_region(self.body, print_entry_block_args=False)
 
     def verify_(self) -> None:
-        for typ in [*self.arg_types, *self.result_types]:
+        for typ in [*self.arg_types, *self.yield_types]:
             if not isinstance(typ, TensorType) or typ.get_shape():
                 raise VerifyException(f"task.body @{self.sym_name.data} works on 0-d tensors, "
                                       f"not {typ}")
@@ -483,7 +483,7 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"task.task refers to @{name}, which is no task.body of "
                                   "this kernel")
         for what, values, types in (("takes", task.ins, body.arg_types),
-                                    ("yields", task.outs, body.result_types)):
+                                    ("yields", task.outs, body.yield_types)):
             wanted = [TensorType(v.type.element_type, []) for v in values]  # type: ignore[attr-defined]
             if list(types) != wanted:
                 raise VerifyException(

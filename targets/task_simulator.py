@@ -12,6 +12,7 @@ so a task that runs before the data it reads shows up as a wrong result.
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -64,24 +65,28 @@ def predecessors(kernel: t.KernelOp) -> list[list[int]]:
 
 
 def execution_order(preds: Sequence[Sequence[int]], seed: int | None) -> list[int]:
-    """Program order, or a uniformly drawn ready task at each step (Kahn's algorithm)."""
+    """Program order, or a random topological order: each task draws a random priority
+    and the ready task of highest priority runs next. (Picking uniformly among ready
+    tasks instead almost never lets a long-ready task wait for a late one.)"""
     if seed is None:
         return list(range(len(preds)))
     rng = random.Random(seed)
+    priority = [rng.random() for _ in preds]
     waiting = [len(ps) for ps in preds]
     successors: list[list[int]] = [[] for _ in preds]
     for index, ps in enumerate(preds):
         for p in ps:
             successors[p].append(index)
-    ready = [i for i, n in enumerate(waiting) if n == 0]
+    ready = [(-priority[i], i) for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
     order = []
     while ready:
-        pick = ready.pop(rng.randrange(len(ready)))
+        _, pick = heapq.heappop(ready)
         order.append(pick)
         for s in successors[pick]:
             waiting[s] -= 1
             if waiting[s] == 0:
-                ready.append(s)
+                heapq.heappush(ready, (-priority[s], s))
     return order
 
 
