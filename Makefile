@@ -31,6 +31,7 @@ pytest: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/compile_scaling.py
 	$(BIN)/python bench/lazy_overhead.py
+	$(BIN)/python bench/task_graph.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -462,6 +462,11 @@ class KernelOp(IRDLOperation):
         if not isinstance(block.last_op, ReturnOp):
             raise VerifyException("task.kernel must end with task.return")
         bodies = self.bodies()
+        for body in bodies.values():  # before the tasks that use them
+            try:
+                body.verify_()
+            except VerifyException as error:
+                raise OpVerifyException(body, str(error)) from None
         for task in self.tasks():  # the kernel is verified before its tasks: check them first
             try:
                 task.verify_()

@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    StringAttr,
     TensorType,
     i64,
 )
@@ -422,9 +423,12 @@ class KernelBuilder:
 
     def lower_elementwise(self, op: g.GraphOp) -> None:
         if isinstance(op, g.FusedOp):
-            inputs, outputs = list(op.inputs), list(op.outputs)
             inner = list(op.body.block.ops)[:-1]
-            args = list(op.body.block.args)
+            # Constants with a shape are read from task.constant buffers like inputs.
+            tables = [c.result for c in inner
+                      if isinstance(c, g.ConstantOp) and not is_scalar_constant(c.result)]
+            inputs, outputs = [*op.inputs, *tables], list(op.outputs)
+            args = [*op.body.block.args, *tables]
             returned = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
             body = self.body(inner, args, returned)
         else:
@@ -443,10 +447,11 @@ class KernelBuilder:
     def body(self, ops: Sequence[Operation], inputs: Sequence[SSAValue],
              outputs: Sequence[SSAValue]) -> str:
         """The symbol of the scalar body of ``ops``; equal bodies are made once."""
-        op = scalar_body(f"ew{len(self.bodies)}", ops, inputs, outputs)
-        key = str(op.body)
+        op = scalar_body("body", ops, inputs, outputs)
+        key = str(op)
         if key not in self.bodies:
-            self.bodies[key] = op.sym_name.data
+            self.bodies[key] = name = f"ew{len(self.bodies)}"
+            op.sym_name = StringAttr(name)
             self.head.insert(len(self.bodies) - 1, op)
         return self.bodies[key]
 

@@ -1,9 +1,10 @@
 // Verifier failures of the task dialect, one chunk per failure (chunks are split on
-// the dashed separator lines): every check of TaskOp.verify_ and KernelOp.verify_
-// (dialects/task.py), the parent-op traits, the operand types and the one parse error
-// of the custom syntax. mncore-opt reports each as a parse error at the first token of
-// the op to blame (a task, an event, or the kernel for its own checks): `file:line:col`,
-// the source line, a caret and the message.
+// the dashed separator lines): every check of TaskOp.verify_, KernelOp.verify_,
+// ConstantOp.verify_ and BodyOp.verify_ (dialects/task.py), the parent-op traits, the
+// symbol table, the operand types and the parse errors of the custom syntax.
+// mncore-opt reports each as a parse error at the first token of the op to blame (a
+// task, a body, a constant, an event, or the kernel for its own checks):
+// `file:line:col`, the source line, a caret and the message.
 // RUN: mncore-opt %s --parsing-diagnostics --split-input-file | filecheck %s
 
 // An input region with a negative offset (the syntax takes negative integers).
@@ -406,3 +407,298 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   // CHECK-NEXT: task.task has 1 inputs but 0 input regions
   "task.return"() : () -> ()
 }) : () -> ()
+
+// -----
+
+// Generic form (the custom form takes the memref from the literal): a task.constant
+// whose literal has another shape than its memref.
+"task.kernel"() <{sym_name = "constant_shape", function_type = () -> ()}> ({
+  %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<3xf32>
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<3xf32>
+  // CHECK-NEXT: ^^
+  // CHECK-NEXT: task.constant of type tensor<2xf32> cannot fill memref<3xf32>
+  "task.return"() : () -> ()
+}) : () -> ()
+
+// -----
+
+// Generic form: a task.constant whose literal has another element type than its memref.
+"task.kernel"() <{sym_name = "constant_element", function_type = () -> ()}> ({
+  %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<2xf64>
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<2xf64>
+  // CHECK-NEXT: ^^
+  // CHECK-NEXT: task.constant of type tensor<2xf32> cannot fill memref<2xf64>
+  "task.return"() : () -> ()
+}) : () -> ()
+
+// -----
+
+// A task.constant of a literal that is not dense: a parse error at the literal.
+task.kernel @constant_not_dense() -> () {
+  %c = task.constant 1.0 : f32
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:22
+  // CHECK-NEXT: %c = task.constant 1.0 : f32
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.constant expects a dense literal
+  task.return
+}
+
+// -----
+
+// Generic form: a task.constant whose value is not dense (the property's constraint).
+"task.kernel"() <{sym_name = "constant_not_dense_generic", function_type = () -> ()}> ({
+  %c = "task.constant"() <{value = 1.0 : f32}> : () -> memref<f32>
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: %c = "task.constant"() <{value = 1.0 : f32}> : () -> memref<f32>
+  // CHECK-NEXT: ^^
+  // CHECK-NEXT: 1.000000e+00 : f32 should be of base attribute dense
+  "task.return"() : () -> ()
+}) : () -> ()
+
+// -----
+
+// A body whose argument has another element type than the task's input.
+task.kernel @body_arg_type(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  task.body @f(%a: tensor<f64>) {
+    task.yield %a : tensor<f64>
+  }
+  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f takes (tensor<f64>) but the task needs (tensor<f32>)
+  task.return
+}
+
+// -----
+
+// A body with fewer arguments than the task has inputs.
+task.kernel @body_arg_count(%x: memref<4xf32>, %w: memref<4xi32>) -> (%y: memref<4xf32>) {
+  task.body @f(%a: tensor<f32>) {
+    task.yield %a : tensor<f32>
+  }
+  task.task "elementwise" @f ins(%x[0:4], %w[0:4]) outs(%y[0:4])
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4], %w[0:4]) outs(%y[0:4])
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f takes (tensor<f32>) but the task needs (tensor<f32>, tensor<i32>)
+  task.return
+}
+
+// -----
+
+// A body argument that is not 0-d (no task needs to use the body).
+task.kernel @body_arg_shape() -> () {
+  task.body @f(%a: tensor<4xf32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: tensor<4xf32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f works on 0-d tensors, not tensor<4xf32>
+    %n = graph.neg %a : tensor<4xf32>
+    task.yield %n : tensor<4xf32>
+  }
+  task.return
+}
+
+// -----
+
+// A body argument that is a memref.
+task.kernel @body_arg_memref() -> () {
+  task.body @f(%a: memref<f32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: memref<f32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f works on 0-d tensors, not memref<f32>
+    %one = graph.constant dense<1.0> : tensor<f32>
+    task.yield %one : tensor<f32>
+  }
+  task.return
+}
+
+// -----
+
+// A body that yields a value that is not 0-d.
+task.kernel @yield_shape() -> () {
+  task.body @f(%a: tensor<f32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f works on 0-d tensors, not tensor<4xf32>
+    %e = graph.expand %a : tensor<f32> -> tensor<4xf32>
+    task.yield %e : tensor<4xf32>
+  }
+  task.return
+}
+
+// -----
+
+// A body that does not end with task.yield (no terminator at all).
+task.kernel @no_yield() -> () {
+  task.body @f(%a: tensor<f32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f must end with task.yield
+    %n = graph.neg %a : tensor<f32>
+  }
+  task.return
+}
+
+// -----
+
+// An empty body.
+task.kernel @empty_body_region() -> () {
+  task.body @f() {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f() {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f must end with task.yield
+  }
+  task.return
+}
+
+// -----
+
+// A body whose task.yield is not its last op.
+task.kernel @yield_not_last() -> () {
+  task.body @f(%a: tensor<f32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f must end with task.yield
+    task.yield %a : tensor<f32>
+    %n = graph.neg %a : tensor<f32>
+  }
+  task.return
+}
+
+// -----
+
+// A body of two blocks.
+task.kernel @body_two_blocks() -> () {
+  task.body @f(%a: tensor<f32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: Region 'body' at position 0 expected a single block, but got 2 blocks
+    task.yield %a : tensor<f32>
+  ^bb1:
+    task.yield %a : tensor<f32>
+  }
+  task.return
+}
+
+// -----
+
+// A body yielding values of other element types than the task's outputs.
+task.kernel @yield_types(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4xi1>) {
+  task.body @f(%a: tensor<f32>) {
+    task.yield %a, %a : tensor<f32>, tensor<f32>
+  }
+  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f yields (tensor<f32>, tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)
+  task.return
+}
+
+// -----
+
+// A body yielding fewer values than the task has outputs.
+task.kernel @yield_count(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4xi1>) {
+  task.body @f(%a: tensor<f32>) {
+    task.yield %a : tensor<f32>
+  }
+  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.body @f yields (tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)
+  task.return
+}
+
+// -----
+
+// A task naming a body that does not exist.
+task.kernel @unknown_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  task.task "elementwise" @nowhere ins(%x[0:4]) outs(%y[0:4])
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.task "elementwise" @nowhere ins(%x[0:4]) outs(%y[0:4])
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.task refers to @nowhere, which is no task.body of this kernel
+  task.return
+}
+
+// -----
+
+// A task naming a symbol that is not a body (its own kernel).
+task.kernel @kernel_as_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  task.task "elementwise" @kernel_as_body ins(%x[0:4]) outs(%y[0:4])
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.task "elementwise" @kernel_as_body ins(%x[0:4]) outs(%y[0:4])
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: task.task refers to @kernel_as_body, which is no task.body of this kernel
+  task.return
+}
+
+// -----
+
+// Two bodies of the same name: the kernel is a symbol table.
+task.kernel @same_name(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
+  // CHECK-NEXT: task.kernel @same_name(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  // CHECK-NEXT: ^^^^^^^^^^^
+  // CHECK-NEXT: Redefinition of symbol "f"
+  task.body @f(%a: tensor<f32>) {
+    task.yield %a : tensor<f32>
+  }
+  task.body @f(%a: tensor<f32>) {
+    %n = graph.neg %a : tensor<f32>
+    task.yield %n : tensor<f32>
+  }
+  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
+  task.return
+}
+
+// -----
+
+// task.body outside a kernel.
+func.func @body_outside() {
+  task.body @f(%a: tensor<f32>) {
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
+  // CHECK-NEXT: ^^^^^^^^^
+  // CHECK-NEXT: 'task.body' expects parent op 'task.kernel'
+    task.yield %a : tensor<f32>
+  }
+  func.return
+}
+
+// -----
+
+// task.yield outside a body.
+func.func @yield_outside(%a: tensor<f32>) {
+  task.yield %a : tensor<f32>
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: task.yield %a : tensor<f32>
+  // CHECK-NEXT: ^^^^^^^^^^
+  // CHECK-NEXT: 'task.yield' expects parent op 'task.body'
+}
+
+// -----
+
+// task.buffer inside a body (its parent must be the kernel).
+task.kernel @buffer_in_body() -> () {
+  task.body @f(%a: tensor<f32>) {
+    %t = task.buffer : memref<4xf32>
+    // CHECK:      invalid.mlir:[[# @LINE - 1]]:5
+    // CHECK-NEXT: %t = task.buffer : memref<4xf32>
+    // CHECK-NEXT: ^^
+    // CHECK-NEXT: 'task.buffer' expects parent op 'task.kernel'
+    task.yield %a : tensor<f32>
+  }
+  task.return
+}

@@ -1,6 +1,7 @@
 // Every op of the task dialect in its custom syntax: printing, and parsing back both
 // the custom and the generic form (which must give the same text). Tasks are shown
-// with and without ins, outs, waits, signal and attributes; regions of rank 0 to 3.
+// with and without ins, outs, waits, signal, attributes and a body symbol; regions of
+// rank 0 to 3; constants of several element types; scalar bodies.
 // RUN: mncore-opt %s | filecheck %s
 // RUN: mncore-opt %s --print-op-generic | mncore-opt | filecheck %s
 // RUN: mncore-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
@@ -124,3 +125,129 @@ task.kernel @empty() -> () {
 // CHECK-LABEL: task.kernel @empty() -> () {
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
+
+// task.constant: splat and non-splat literals, floats (f32, f64), integers (i64, i32,
+// i1), 0-d; a list of equal values prints as a splat; a discardable attribute. The
+// buffer has the literal's shape and element type, and tasks read it like any other.
+task.kernel @constants(%x: memref<2x3xf32>) -> (%y: memref<2x3xf32>) {
+  %splat = task.constant dense<1.5> : tensor<2x3xf32>
+  %full = task.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %ints = task.constant dense<[0, 2, -1]> : tensor<3xi64>
+  %same = task.constant dense<[4, 4]> : tensor<2xi32>
+  %bools = task.constant dense<[true, false]> : tensor<2xi1>
+  %scalar = task.constant dense<7> : tensor<i32>
+  %f64 = task.constant dense<-0.25> : tensor<f64> {note = "scale"}
+  task.task "add" ins(%x[0:2, 0:3], %full[0:2, 0:3], %splat[0:1, 0:3], %f64[]) outs(%y[0:2, 0:3])
+  task.return
+}
+
+// CHECK-LABEL: task.kernel @constants(
+// CHECK-SAME:  [[X:%\w+]]: memref<2x3xf32>) -> ([[Y:%\w+]]: memref<2x3xf32>) {
+// CHECK-NEXT:  [[SPLAT:%\w+]] = task.constant dense<1.500000e+00> : tensor<2x3xf32>{{$}}
+// CHECK-NEXT:  [[FULL:%\w+]] = task.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>{{$}}
+// CHECK-NEXT:  [[INTS:%\w+]] = task.constant dense<[0, 2, -1]> : tensor<3xi64>{{$}}
+// CHECK-NEXT:  [[SAME:%\w+]] = task.constant dense<4> : tensor<2xi32>{{$}}
+// CHECK-NEXT:  [[BOOLS:%\w+]] = task.constant dense<[true, false]> : tensor<2xi1>{{$}}
+// CHECK-NEXT:  [[SCALAR:%\w+]] = task.constant dense<7> : tensor<i32>{{$}}
+// CHECK-NEXT:  [[F64:%\w+]] = task.constant dense<-2.500000e-01> : tensor<f64> {note = "scale"}{{$}}
+// CHECK-NEXT:  task.task "add" ins([[X]][0:2, 0:3], [[FULL]][0:2, 0:3], [[SPLAT]][0:1, 0:3], [[F64]][]) outs([[Y]][0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.return
+// CHECK-NEXT:  }
+
+// The generic form: the literal is the `value` property, the result the memref.
+// GENERIC-LABEL: "task.kernel"() <{sym_name = "constants", function_type = (memref<2x3xf32>) -> memref<2x3xf32>}> ({
+// GENERIC-NEXT:  ^bb0([[X:%\w+]]: memref<2x3xf32>, [[Y:%\w+]]: memref<2x3xf32>):
+// GENERIC-NEXT:  [[SPLAT:%\w+]] = "task.constant"() <{value = dense<1.500000e+00> : tensor<2x3xf32>}> : () -> memref<2x3xf32>
+// GENERIC-NEXT:  [[FULL:%\w+]] = "task.constant"() <{value = dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>}> : () -> memref<2x3xf32>
+// GENERIC-NEXT:  [[INTS:%\w+]] = "task.constant"() <{value = dense<[0, 2, -1]> : tensor<3xi64>}> : () -> memref<3xi64>
+// GENERIC-NEXT:  [[SAME:%\w+]] = "task.constant"() <{value = dense<4> : tensor<2xi32>}> : () -> memref<2xi32>
+// GENERIC-NEXT:  [[BOOLS:%\w+]] = "task.constant"() <{value = dense<[true, false]> : tensor<2xi1>}> : () -> memref<2xi1>
+// GENERIC-NEXT:  [[SCALAR:%\w+]] = "task.constant"() <{value = dense<7> : tensor<i32>}> : () -> memref<i32>
+// GENERIC-NEXT:  [[F64:%\w+]] = "task.constant"() <{value = dense<-2.500000e-01> : tensor<f64>}> {note = "scale"} : () -> memref<f64>
+// GENERIC-NEXT:  "task.task"([[X]], [[FULL]], [[SPLAT]], [[F64]], [[Y]]) <{kind = "add", in_tiles = [array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 1, 3>, array<i64>], out_tiles = [array<i64: 0, 0, 2, 3>], attrs = {}, operandSegmentSizes = array<i32: 4, 1, 0, 0>}> : (memref<2x3xf32>, memref<2x3xf32>, memref<2x3xf32>, memref<f64>, memref<2x3xf32>) -> ()
+// GENERIC-NEXT:  "task.return"() : () -> ()
+// GENERIC-NEXT:  }) : () -> ()
+
+// task.body: the scalar computation of elementwise tasks, a symbol of the kernel that
+// all the tiles of an operator name (printed right after the kind). One with two
+// arguments, a graph.constant, several elementwise ops on 0-d tensors and two yielded
+// values (f32 and i1) for tasks with two outputs; one with no arguments (a fill); one
+// yielding its argument (a copy) with a discardable attribute, used by a task with a
+// discardable attribute. The tasks of @step read a row band and a broadcast row.
+task.kernel @bodies(%x: memref<4x3xf32>, %r: memref<1x3xf32>) -> (%y: memref<4x3xf32>, %m: memref<4x3xi1>, %z: memref<2xf32>, %c: memref<4x3xf32>) {
+  task.body @step(%a: tensor<f32>, %b: tensor<f32>) {
+    %two = graph.constant dense<2.0> : tensor<f32>
+    %mul = graph.mul %a, %two : tensor<f32>, tensor<f32> -> tensor<f32>
+    %sum = graph.add %mul, %b : tensor<f32>, tensor<f32> -> tensor<f32>
+    %relu = graph.relu %sum : tensor<f32>
+    %pos = graph.gt %relu, %two : tensor<f32>, tensor<f32> -> tensor<i1>
+    task.yield %relu, %pos : tensor<f32>, tensor<i1>
+  }
+  task.body @fill() {
+    %one = graph.constant dense<1.0> : tensor<f32>
+    task.yield %one : tensor<f32>
+  }
+  task.body @copy(%a: tensor<f32>) attributes {note = "copy"} {
+    task.yield %a : tensor<f32>
+  }
+  %e = task.event triggers 2
+  task.task "elementwise" @step ins(%x[0:2, 0:3], %r[0:1, 0:3]) outs(%y[0:2, 0:3], %m[0:2, 0:3]) signal(%e)
+  task.task "elementwise" @step ins(%x[2:4, 0:3], %r[0:1, 0:3]) outs(%y[2:4, 0:3], %m[2:4, 0:3]) signal(%e)
+  task.task "elementwise" @fill outs(%z[0:2])
+  task.task "elementwise" @copy ins(%y[0:4, 0:3]) outs(%c[0:4, 0:3]) waits(%e) {note = "y"}
+  task.return
+}
+
+// CHECK-LABEL: task.kernel @bodies(
+// CHECK-SAME:  [[X:%\w+]]: memref<4x3xf32>, [[R:%\w+]]: memref<1x3xf32>) -> ([[Y:%\w+]]: memref<4x3xf32>, [[M:%\w+]]: memref<4x3xi1>, [[Z:%\w+]]: memref<2xf32>, [[C:%\w+]]: memref<4x3xf32>) {
+// CHECK-NEXT:  task.body @step([[A:%\w+]]: tensor<f32>, [[B:%\w+]]: tensor<f32>) {
+// CHECK-NEXT:  [[TWO:%\w+]] = graph.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT:  [[MUL:%\w+]] = graph.mul [[A]], [[TWO]] : tensor<f32>, tensor<f32> -> tensor<f32>
+// CHECK-NEXT:  [[SUM:%\w+]] = graph.add [[MUL]], [[B]] : tensor<f32>, tensor<f32> -> tensor<f32>
+// CHECK-NEXT:  [[RELU:%\w+]] = graph.relu [[SUM]] : tensor<f32>
+// CHECK-NEXT:  [[POS:%\w+]] = graph.gt [[RELU]], [[TWO]] : tensor<f32>, tensor<f32> -> tensor<i1>
+// CHECK-NEXT:  task.yield [[RELU]], [[POS]] : tensor<f32>, tensor<i1>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @fill() {
+// CHECK-NEXT:  [[ONE:%\w+]] = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:  task.yield [[ONE]] : tensor<f32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @copy([[A:%\w+]]: tensor<f32>) attributes {note = "copy"} {
+// CHECK-NEXT:  task.yield [[A]] : tensor<f32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  [[E:%\w+]] = task.event triggers 2
+// CHECK-NEXT:  task.task "elementwise" @step ins([[X]][0:2, 0:3], [[R]][0:1, 0:3]) outs([[Y]][0:2, 0:3], [[M]][0:2, 0:3]) signal([[E]]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @step ins([[X]][2:4, 0:3], [[R]][0:1, 0:3]) outs([[Y]][2:4, 0:3], [[M]][2:4, 0:3]) signal([[E]]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @fill outs([[Z]][0:2]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @copy ins([[Y]][0:4, 0:3]) outs([[C]][0:4, 0:3]) waits([[E]]) {note = "y"}{{$}}
+// CHECK-NEXT:  task.return
+// CHECK-NEXT:  }
+
+// The generic form: a body is a "task.body" op with a region of one block and no
+// results; a task names it in its `body` property.
+// GENERIC-LABEL: "task.kernel"() <{sym_name = "bodies", function_type = (memref<4x3xf32>, memref<1x3xf32>) -> (memref<4x3xf32>, memref<4x3xi1>, memref<2xf32>, memref<4x3xf32>)}> ({
+// GENERIC-NEXT:  ^bb0([[X:%\w+]]: memref<4x3xf32>, [[R:%\w+]]: memref<1x3xf32>, [[Y:%\w+]]: memref<4x3xf32>, [[M:%\w+]]: memref<4x3xi1>, [[Z:%\w+]]: memref<2xf32>, [[C:%\w+]]: memref<4x3xf32>):
+// GENERIC-NEXT:  "task.body"() <{sym_name = "step"}> ({
+// GENERIC-NEXT:  ^bb0([[A:%\w+]]: tensor<f32>, [[B:%\w+]]: tensor<f32>):
+// GENERIC-NEXT:  [[TWO:%\w+]] = "graph.constant"() <{value = dense<2.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+// GENERIC-NEXT:  [[MUL:%\w+]] = "graph.mul"([[A]], [[TWO]]) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// GENERIC-NEXT:  [[SUM:%\w+]] = "graph.add"([[MUL]], [[B]]) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// GENERIC-NEXT:  [[RELU:%\w+]] = "graph.relu"([[SUM]]) : (tensor<f32>) -> tensor<f32>
+// GENERIC-NEXT:  [[POS:%\w+]] = "graph.gt"([[RELU]], [[TWO]]) : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// GENERIC-NEXT:  "task.yield"([[RELU]], [[POS]]) : (tensor<f32>, tensor<i1>) -> ()
+// GENERIC-NEXT:  }) : () -> ()
+// GENERIC-NEXT:  "task.body"() <{sym_name = "fill"}> ({
+// GENERIC-NEXT:  [[ONE:%\w+]] = "graph.constant"() <{value = dense<1.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+// GENERIC-NEXT:  "task.yield"([[ONE]]) : (tensor<f32>) -> ()
+// GENERIC-NEXT:  }) : () -> ()
+// GENERIC-NEXT:  "task.body"() <{sym_name = "copy"}> ({
+// GENERIC-NEXT:  ^bb0([[A:%\w+]]: tensor<f32>):
+// GENERIC-NEXT:  "task.yield"([[A]]) : (tensor<f32>) -> ()
+// GENERIC-NEXT:  }) {note = "copy"} : () -> ()
+// GENERIC-NEXT:  [[E:%\w+]] = "task.event"() <{triggers = 2 : i64}> : () -> !task.event
+// GENERIC-NEXT:  "task.task"([[X]], [[R]], [[Y]], [[M]], [[E]]) <{kind = "elementwise", in_tiles = [array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 1, 3>], out_tiles = [array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 2, 3>], attrs = {}, body = @step, operandSegmentSizes = array<i32: 2, 2, 0, 1>}> : (memref<4x3xf32>, memref<1x3xf32>, memref<4x3xf32>, memref<4x3xi1>, !task.event) -> ()
+// GENERIC-NEXT:  "task.task"([[X]], [[R]], [[Y]], [[M]], [[E]]) <{kind = "elementwise", in_tiles = [array<i64: 2, 0, 2, 3>, array<i64: 0, 0, 1, 3>], out_tiles = [array<i64: 2, 0, 2, 3>, array<i64: 2, 0, 2, 3>], attrs = {}, body = @step, operandSegmentSizes = array<i32: 2, 2, 0, 1>}> : (memref<4x3xf32>, memref<1x3xf32>, memref<4x3xf32>, memref<4x3xi1>, !task.event) -> ()
+// GENERIC-NEXT:  "task.task"([[Z]]) <{kind = "elementwise", in_tiles = [], out_tiles = [array<i64: 0, 2>], attrs = {}, body = @fill, operandSegmentSizes = array<i32: 0, 1, 0, 0>}> : (memref<2xf32>) -> ()
+// GENERIC-NEXT:  "task.task"([[Y]], [[C]], [[E]]) <{kind = "elementwise", in_tiles = [array<i64: 0, 0, 4, 3>], out_tiles = [array<i64: 0, 0, 4, 3>], attrs = {}, body = @copy, operandSegmentSizes = array<i32: 1, 1, 1, 0>}> {note = "y"} : (memref<4x3xf32>, memref<4x3xf32>, !task.event) -> ()
+// GENERIC-NEXT:  "task.return"() : () -> ()
+// GENERIC-NEXT:  }) : () -> ()
