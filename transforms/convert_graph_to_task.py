@@ -9,9 +9,10 @@ Every op is cut into tiles of its output, one task per tile:
   the left and a column band of the right operand;
 * row-wise ops (softmax, log-softmax and their backward, layer norm) and reductions
   (sum, mean, amax): about ``row_tile`` rows per task, the reduced dimensions whole;
-* ``graph.permute`` and ``graph.embedding``: output tiles, the input region mapped back;
-* everything else is one task over whole tensors: reshape, slice, concat, index_put,
-  gather, scatter, conv2d and max-pool (and their backward), layer-norm backward.
+* ``graph.permute``, ``graph.slice`` and ``graph.embedding``: output tiles, the input
+  region mapped back; ``graph.reshape``: bands of output rows that are whole input rows;
+* everything else is one task over whole tensors: concat, index_put, gather, scatter,
+  conv2d and max-pool (and their backward), layer-norm backward.
 
 A task of kind ``K`` (other than ``elementwise``) computes ``graph.K`` with the op's
 properties on its input regions and yields exactly its output regions.
@@ -27,6 +28,7 @@ transitively; producers with the same set of consumers then share one event.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -410,6 +412,18 @@ class KernelBuilder:
                     offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
                 self.plan("permute", [(op.input, Tile(tuple(offsets), tuple(sizes)))],
                           [(op.result, tile)], dict(op.properties))
+        elif isinstance(op, g.ReshapeOp):
+            self.lower_reshape(op)
+        elif isinstance(op, g.SliceOp):
+            shape = g.shape_of(op.result)
+            (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
+            full = g.shape_of(op.input)[dim]
+            budget = o.elementwise_tile // max(shape[dim], 1)  # elements, not rows
+            for tile in grid(shape, tile_sizes(shape, budget, {dim: shape[dim]})):
+                region = Tile((*tile.offsets[:dim], 0, *tile.offsets[dim + 1:]),
+                              (*tile.sizes[:dim], full, *tile.sizes[dim + 1:]))
+                self.plan("slice", [(op.input, region)], [(op.result, tile)],
+                          dict(op.properties))
         elif isinstance(op, g.EmbeddingOp):
             shape = g.shape_of(op.result)
             rank = len(shape)
@@ -454,6 +468,24 @@ class KernelBuilder:
             op.sym_name = StringAttr(name)
             self.head.insert(len(self.bodies) - 1, op)
         return self.bodies[key]
+
+    def lower_reshape(self, op: g.ReshapeOp) -> None:
+        """Row bands of the output whose elements are whole rows of the input: a band
+        of ``r`` rows is ``r * inner_out`` contiguous elements, so ``r`` must be a
+        multiple of ``inner_in / gcd(inner_in, inner_out)``."""
+        src, dst = g.shape_of(op.input), g.shape_of(op.result)
+        if not src or not dst:
+            self.plan("reshape", [(op.input, whole(src))], [(op.result, whole(dst))])
+            return
+        inner_in, inner_out = math.prod(src[1:]), math.prod(dst[1:])
+        step = inner_in // math.gcd(inner_in, inner_out) if inner_in and inner_out else dst[0]
+        rows = max(step, self.options.elementwise_tile // max(inner_out, 1) // step * step)
+        for start in range(0, dst[0], rows):
+            count = min(rows, dst[0] - start)
+            first, last = start * inner_out // inner_in, (start + count) * inner_out // inner_in
+            self.plan("reshape", [(op.input, Tile((first, *[0] * (len(src) - 1)),
+                                                  (last - first, *src[1:])))],
+                      [(op.result, Tile((start, *[0] * (len(dst) - 1)), (count, *dst[1:])))])
 
     def lower_reduce(self, op: g.ReduceOp) -> None:
         in_shape = g.shape_of(op.input)

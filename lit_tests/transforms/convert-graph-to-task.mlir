@@ -217,8 +217,9 @@ func.func @permute(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
-// Ops without a tiling run as one task over whole tensors (concat, reshape); concat
-// waits on both neg tiles through one event of 2 triggers.
+// Ops without a tiling run as one task over whole tensors (concat): it waits on both
+// neg tiles through one event of 2 triggers. A reshape is cut into bands of output rows
+// that are whole input rows (here 2 output rows of 4 = 1 input row of 8).
 func.func @fallback(%x: tensor<2x6xf32>, %y: tensor<2x2xf32>) -> tensor<4x4xf32> {
   %n = graph.neg %x : tensor<2x6xf32>
   %c = graph.concat %n, %y dim 1 : tensor<2x6xf32>, tensor<2x2xf32> -> tensor<2x8xf32>
@@ -239,7 +240,8 @@ func.func @fallback(%x: tensor<2x6xf32>, %y: tensor<2x2xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[N]][0:1, 0:6]) signal([[E1]]){{$}}
 // CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[N]][1:2, 0:6]) signal([[E1]]){{$}}
 // CHECK-NEXT:  task.task "concat" ins([[N]][0:2, 0:6], [[Y]][0:2, 0:2]) outs([[C]][0:2, 0:8]) waits([[E1]]) signal([[E2]]) attributes {dim = 1 : i64}{{$}}
-// CHECK-NEXT:  task.task "reshape" ins([[C]][0:2, 0:8]) outs([[OUT]][0:4, 0:4]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task "reshape" ins([[C]][0:1, 0:8]) outs([[OUT]][0:2, 0:4]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task "reshape" ins([[C]][1:2, 0:8]) outs([[OUT]][2:4, 0:4]) waits([[E2]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -559,3 +561,20 @@ func.func @fused_table(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:  }
 // RUN: mncore-run %s --function fused_table --random-inputs 2 > %t.table
 // RUN: mncore-run %t.task.mlir --function fused_table --random-inputs 2 | diff - %t.table
+
+// A slice is cut along its other dimensions; each task reads the whole sliced extent.
+func.func @slice_rows(%x: tensor<4x6xf32>) -> tensor<4x2xf32> {
+  %s = graph.slice %x dim 1 [1:5:2] : tensor<4x6xf32> -> tensor<4x2xf32>
+  func.return %s : tensor<4x2xf32>
+}
+
+// CHECK-LABEL: task.kernel @slice_rows(
+// CHECK-SAME:  [[X:%\w+]]: memref<4x6xf32>) -> ([[OUT:%\w+]]: memref<4x2xf32>) attributes {workers = 4 : i64} {
+// CHECK-NEXT:  task.task "slice" ins([[X]][0:3, 0:6]) outs([[OUT]][0:3, 0:2]) attributes {dim = 1 : i64, start = 1 : i64, end = 5 : i64, step = 2 : i64}{{$}}
+// CHECK-NEXT:  task.task "slice" ins([[X]][3:4, 0:6]) outs([[OUT]][3:4, 0:2]) attributes {dim = 1 : i64, start = 1 : i64, end = 5 : i64, step = 2 : i64}{{$}}
+// CHECK-NEXT:  task.return
+// CHECK-NEXT:  }
+// RUN: mncore-run %s --function slice_rows --random-inputs 2 > %t.slice
+// RUN: mncore-run %t.task.mlir --function slice_rows --random-inputs 2 | diff - %t.slice
+// RUN: mncore-run %s --function fallback --random-inputs 2 > %t.fallback
+// RUN: mncore-run %t.task.mlir --function fallback --random-inputs 2 --random-order 4 | diff - %t.fallback
