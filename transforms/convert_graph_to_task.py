@@ -10,7 +10,8 @@ Every op is cut into tiles of its output, one task per tile:
 * row-wise ops (softmax, log-softmax and their backward, layer norm) and reductions
   (sum, mean, amax): about ``row_tile`` rows per task, the reduced dimensions whole;
 * ``graph.permute``, ``graph.slice`` and ``graph.embedding``: output tiles, the input
-  region mapped back; ``graph.reshape``: bands of output rows that are whole input rows;
+  region mapped back; ``graph.reshape``: bands of output rows that are whole input rows
+  (along the first dimension larger than 1);
 * everything else is one task over whole tensors: concat, index_put, gather, scatter,
   conv2d and max-pool (and their backward), layer-norm backward.
 
@@ -470,22 +471,30 @@ class KernelBuilder:
         return self.bodies[key]
 
     def lower_reshape(self, op: g.ReshapeOp) -> None:
-        """Row bands of the output whose elements are whole rows of the input: a band
-        of ``r`` rows is ``r * inner_out`` contiguous elements, so ``r`` must be a
-        multiple of ``inner_in / gcd(inner_in, inner_out)``."""
+        """Bands along the first dimension of size > 1 of the output whose elements are
+        whole "rows" along the same dimension of the input: a band of ``r`` output rows
+        is ``r * inner_out`` contiguous elements, so ``r`` must be a multiple of
+        ``inner_in / gcd(inner_in, inner_out)``."""
         src, dst = g.shape_of(op.input), g.shape_of(op.result)
-        if not src or not dst:
+        a_in = next((d for d, n in enumerate(src) if n > 1), None)
+        a_out = next((d for d, n in enumerate(dst) if n > 1), None)
+        if a_in is None or a_out is None:
             self.plan("reshape", [(op.input, whole(src))], [(op.result, whole(dst))])
             return
-        inner_in, inner_out = math.prod(src[1:]), math.prod(dst[1:])
-        step = inner_in // math.gcd(inner_in, inner_out) if inner_in and inner_out else dst[0]
-        rows = max(step, self.options.elementwise_tile // max(inner_out, 1) // step * step)
-        for start in range(0, dst[0], rows):
-            count = min(rows, dst[0] - start)
+        inner_in, inner_out = math.prod(src[a_in + 1:]), math.prod(dst[a_out + 1:])
+        step = inner_in // math.gcd(inner_in, inner_out)
+        rows = max(step, self.options.elementwise_tile // inner_out // step * step)
+
+        def band(shape: Shape, axis: int, start: int, count: int) -> Tile:
+            offsets, sizes = [0] * len(shape), list(shape)
+            offsets[axis], sizes[axis] = start, count
+            return Tile(tuple(offsets), tuple(sizes))
+
+        for start in range(0, dst[a_out], rows):
+            count = min(rows, dst[a_out] - start)
             first, last = start * inner_out // inner_in, (start + count) * inner_out // inner_in
-            self.plan("reshape", [(op.input, Tile((first, *[0] * (len(src) - 1)),
-                                                  (last - first, *src[1:])))],
-                      [(op.result, Tile((start, *[0] * (len(dst) - 1)), (count, *dst[1:])))])
+            self.plan("reshape", [(op.input, band(src, a_in, first, last - first))],
+                      [(op.result, band(dst, a_out, start, count))])
 
     def lower_reduce(self, op: g.ReduceOp) -> None:
         in_shape = g.shape_of(op.input)
