@@ -88,7 +88,12 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return GraphDotTarget
 
-    return {"mlir": mlir, "dot": dot}
+    def triton() -> type[Target]:
+        from mncore_ir.targets.triton_megakernel import TritonTarget
+
+        return TritonTarget
+
+    return {"mlir": mlir, "dot": dot, "triton": triton}
 
 
 def get_all_frontends() -> dict[str, Callable[[], type[Frontend]]]:
