@@ -28,8 +28,9 @@ PREPARE = "canonicalize,cse,dce,graph-fuse-elementwise"
 
 
 def inference(model: torch.nn.Module, x: torch.Tensor) -> Any:
-    """The model's forward pass with its parameters as graph inputs."""
-    params = {k: v.detach() for k, v in model.named_parameters()}
+    """The model's forward pass with its parameters and buffers as graph inputs."""
+    params = {k: v.detach().clone() for k, v in [*model.named_parameters(),
+                                                 *model.named_buffers()]}
 
     def forward(params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():

@@ -9,8 +9,9 @@ The generated Python module holds the kernel's tables and code:
   its tile's origin and 6 element strides, then extras of some types) and event tables;
 * one ``@triton.jit`` device function per task type: elementwise bodies (also copies,
   reshapes, permutes, slices), matmul tiles with ``tl.dot``, reductions (sum, mean,
-  amax), row ops (softmax, log-softmax and their backward, layer norm), embedding,
-  gather and scatter;
+  amax), row ops (softmax, log-softmax and their backward, layer norm and its
+  backward), embedding, gather, scatter, index_put, and direct conv2d and max-pool
+  (forward only: their backward ops have no device function yet);
 * the megakernel: each program takes the next task from an atomic ticket, waits on its
   events (acquire loads, at most ``spin_bound`` polls, after which the task is recorded
   as an error instead of hanging), runs it, and signals after a barrier (release add).
@@ -312,12 +313,83 @@ def scatter_view(task: t.TaskOp, layout: Layout) -> Descriptor:
         layout.operand(out, ot.offsets, so)], extras=[math.prod(shape), along])
 
 
+def index_put_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+    """``out = input`` (a flat copy of ``extras[0]`` elements), then
+    ``out[index[i], j...] (+)= values[i, j...]`` over ``(*index.shape, *x.shape[1:])``."""
+    (x, xt), (idx, it), (val, vt) = task.reads()
+    (out, ot), = task.writes()
+    shape = out.type.get_shape()  # type: ignore[attr-defined]
+    index_shape = idx.type.get_shape()  # type: ignore[attr-defined]
+    space = [*index_shape, *shape[1:]]
+    if len(space) > RANK:
+        raise TritonTargetError(f"index_put over {len(space)} dimensions")
+    so = strides_of(shape)
+    si = strides_of(index_shape)
+    sv = strides_of(val.type.get_shape())  # type: ignore[attr-defined]
+    vshape = val.type.get_shape()  # type: ignore[attr-defined]
+    lead = len(space) - len(vshape)
+    v_strides = [0] * lead + [0 if n == 1 and space[lead + d] != 1 else sv[d]
+                              for d, n in enumerate(vshape)]
+    return Descriptor(space, [
+        layout.operand(x, xt.offsets, [0] * len(space)),
+        layout.operand(idx, it.offsets, [*si, *[0] * (len(shape) - 1)]),
+        layout.operand(val, vt.offsets, v_strides),
+        layout.operand(out, ot.offsets, [*[0] * len(index_shape), *so[1:]])],
+        extras=[math.prod(shape), so[0]])
+
+
+def layer_norm_backward_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+    (grad, gt), (x, xt), (mean, mt), (rstd, rt), (w, wt) = task.reads()
+    (gi, git), (gw, gwt), (gb, gbt) = task.writes()
+    shape = x.type.get_shape()  # type: ignore[attr-defined]
+    k = task.attrs.data["normalized_dims"].value.data  # type: ignore[attr-defined]
+    rows, red = list(range(len(shape) - k)), list(range(len(shape) - k, len(shape)))
+    split_dims(rows, red, "task kind layer_norm_backward")
+    sizes = _right([shape[d] for d in rows], 3, 1) + _right([shape[d] for d in red], 3, 1)
+
+    def view(value: SSAValue, tile: t.Tile, row: bool, col: bool) -> Operand:
+        st = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
+        r = _right([st[d] for d in rows], 3) if row else [0, 0, 0]
+        c = _right(st[len(st) - k:], 3) if col else [0, 0, 0]
+        return layout.operand(value, tile.offsets, r + c)
+
+    return Descriptor(sizes, [
+        view(grad, gt, True, True), view(x, xt, True, True), view(mean, mt, True, False),
+        view(rstd, rt, True, False), view(w, wt, False, True), view(gi, git, True, True),
+        view(gw, gwt, False, True), view(gb, gbt, False, True)])
+
+
+def window_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+    """conv2d and max-pool over whole NCHW tensors: the space is the output; extras
+    carry the geometry."""
+    reads, writes = task.reads(), task.writes()
+    x = reads[0][0]
+    n, c, h, wd = x.type.get_shape()  # type: ignore[attr-defined]
+    out = writes[0][0]
+    _, o, oh, ow = out.type.get_shape()  # type: ignore[attr-defined]
+    attrs = task.attrs.data
+    stride, padding, dilation = (attrs[k].get_values()  # type: ignore[attr-defined]
+                                 for k in ("stride", "padding", "dilation"))
+    if task.kind.data == "conv2d":
+        kh, kw = reads[1][0].type.get_shape()[2:]  # type: ignore[attr-defined]
+        groups_attr = attrs.get("groups")
+        groups = groups_attr.value.data if groups_attr is not None else 1  # type: ignore[attr-defined]
+    else:
+        kh, kw = attrs["kernel"].get_values()  # type: ignore[attr-defined]
+        groups = 1
+    extras = [c, h, wd, kh, kw, *stride, *padding, *dilation, groups, o]
+    operands = [layout.operand(v, tile.offsets, [0] * 4) for v, tile in [*reads, *writes]]
+    return Descriptor([n, o, oh, ow], operands, extras)
+
+
 VIEWS = {
     "elementwise": elementwise_view, "permute": permute_view, "slice": slice_view,
     "reshape": reshape_view, "sum": reduce_view, "mean": reduce_view, "amax": reduce_view,
     "softmax": row_view, "log_softmax": row_view, "softmax_backward": row_view,
     "log_softmax_backward": row_view, "layer_norm": row_view, "matmul": matmul_view,
     "embedding": embedding_view, "gather": gather_view, "scatter": scatter_view,
+    "index_put": index_put_view, "layer_norm_backward": layer_norm_backward_view,
+    "conv2d": window_view, "max_pool2d": window_view,
 }
 
 
@@ -463,6 +535,12 @@ def device_source(tt: TaskType, bodies: dict[str, t.BodyOp]) -> list[str]:
         return _embedding_source(tt)
     if kind == "gather":
         return _gather_source(tt)
+    if kind == "index_put":
+        return _index_put_source(tt)
+    if kind == "layer_norm_backward":
+        return _layer_norm_backward_source(tt)
+    if kind in ("conv2d", "max_pool2d"):
+        return _window_source(tt)
     if kind == "scatter":
         return _scatter_source(tt)
     if kind == "matmul":
@@ -510,6 +588,111 @@ def _scatter_source(tt: TaskType) -> list[str]:
             f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
             "    " + _store(3, dt[3], _addr6(3) + " + where * x1",
                           f"tl.full([{block}], 0, value.dtype) + value", "mask")]
+
+
+def _index_put_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    accumulate = tt.example.attrs.data.get("accumulate")
+    add = accumulate is not None and accumulate.value.data  # type: ignore[attr-defined]
+    target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
+    write = (f"tl.atomic_add({target}, value, mask=mask)" if add
+             else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
+    return [*_load_desc(4, 2),
+            f"for start in range(0, x0, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < x0",
+            f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
+            "    " + _store(3, dt[3], "flat", "a0", "mask"),
+            "tl.debug_barrier()",
+            "n = s0 * s1 * s2 * s3 * s4 * s5",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
+            f"    value = {_load(2, dt[2], _addr6(2), 'mask')}",
+            "    " + write]
+
+
+def _layer_norm_backward_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    bl = pow2(tt.largest[2])
+    if bl > 16384:
+        raise TritonTargetError("layer_norm_backward rows longer than 16384 elements")
+    br = max(1, min(pow2(tt.largest[1]), 8192 // bl))
+    ty = TYPES[dt[0].name][1]
+
+    def at(k: int) -> str:
+        return f"{_rows(k, 'rows')}[:, None] + {_cols(k, 'cols')}[None, :]"
+
+    return [*_load_desc(8), "R = s0 * s1 * s2", "L = s3 * s4 * s5",
+            f"cols = tl.arange(0, {bl})", "cmask = cols < L",
+            f"dw = tl.zeros([{bl}], {ty})", f"db = tl.zeros([{bl}], {ty})",
+            f"w = {_load(4, dt[4], _cols(4, 'cols'), 'cmask')}",
+            f"for r0 in range(0, R, {br}):",
+            f"    rows = r0 + tl.arange(0, {br})", "    rmask = rows < R",
+            "    m2 = rmask[:, None] & cmask[None, :]",
+            f"    gr = {_load(0, dt[0], at(0), 'm2')}",
+            f"    x = {_load(1, dt[1], at(1), 'm2')}",
+            f"    mean = {_load(2, dt[2], _rows(2, 'rows'), 'rmask')}",
+            f"    rstd = {_load(3, dt[3], _rows(3, 'rows'), 'rmask')}",
+            "    xhat = tl.where(m2, (x - mean[:, None]) * rstd[:, None], 0.0)",
+            "    gx = tl.where(m2, gr * w[None, :], 0.0)",
+            "    total = tl.sum(gx, axis=1)[:, None]",
+            "    dot = tl.sum(gx * xhat, axis=1)[:, None]",
+            "    gi = rstd[:, None] / L * (L * gx - total - xhat * dot)",
+            "    " + _store(5, dt[5], at(5), "gi", "m2"),
+            "    dw += tl.sum(tl.where(m2, gr * xhat, 0.0), axis=0)",
+            "    db += tl.sum(tl.where(m2, gr, 0.0), axis=0)",
+            _store(6, dt[6], _cols(6, "cols"), "dw", "cmask"),
+            _store(7, dt[7], _cols(7, "cols"), "db", "cmask")]
+
+
+def _window_source(tt: TaskType) -> list[str]:
+    """Direct convolution / max-pool: each output element loops over its window."""
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 256)
+    conv = tt.kind == "conv2d"
+    ty = TYPES[dt[0].name][1]
+    lines = [*_load_desc(4 if conv else 3, 14),
+             "C = x0", "H = x1", "W = x2", "KH = x3", "KW = x4", "SH = x5", "SW = x6",
+             "PH = x7", "PW = x8", "DH = x9", "DW = x10", "G = x11", "O = x12",
+             "n = s2 * s3 * s4 * s5",
+             f"for start in range(0, n, {block}):",
+             f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+             "    ow = flat % s5", "    oh = (flat // s5) % s4",
+             "    oc = (flat // (s5 * s4)) % s3",
+             "    nb = flat // (s5 * s4 * s3)"]
+    if conv:
+        lines += ["    CG = C // G", "    group = oc // (O // G)",
+                  f"    acc = {_load(2, dt[2], 'oc', 'mask')}",
+                  "    for cg in range(0, CG):",
+                  "        ci = group * CG + cg",
+                  "        for kh in range(0, KH):",
+                  "            ih = oh * SH - PH + kh * DH",
+                  "            for kw in range(0, KW):",
+                  "                iw = ow * SW - PW + kw * DW",
+                  "                inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+                  "                xv = " + _load(0, dt[0], "((nb * C + ci) * H + ih) * W + iw",
+                                                 "inside"),
+                  "                wv = " + _load(1, dt[1], "((oc * CG + cg) * KH + kh) * KW + kw",
+                                                 "mask"),
+                  "                acc += xv * wv",
+                  "    " + _store(3, dt[3], "flat", "acc", "mask")]
+    else:
+        lines += [f"    best = tl.full([{block}], float('-inf'), {ty})",
+                  f"    arg = tl.zeros([{block}], tl.int64)",
+                  "    for kh in range(0, KH):",
+                  "        ih = oh * SH - PH + kh * DH",
+                  "        for kw in range(0, KW):",
+                  "            iw = ow * SW - PW + kw * DW",
+                  "            inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+                  "            xv = " + _load(0, dt[0], "((nb * C + oc) * H + ih) * W + iw",
+                                             "inside", "float('-inf')"),
+                  "            better = xv > best",
+                  "            best = tl.where(better, xv, best)",
+                  "            arg = tl.where(better, (ih * W + iw).to(tl.int64), arg)",
+                  "    " + _store(1, dt[1], "flat", "best", "mask"),
+                  "    " + _store(2, dt[2], "flat", "arg", "mask")]
+    return lines
 
 
 def _matmul_source(tt: TaskType) -> list[str]:

@@ -11,9 +11,10 @@ Every op is cut into tiles of its output, one task per tile:
   (sum, mean, amax): about ``row_tile`` rows per task, the reduced dimensions whole;
 * ``graph.permute``, ``graph.slice`` and ``graph.embedding``: output tiles, the input
   region mapped back; ``graph.reshape``: bands of output rows that are whole input rows
-  (along the first dimension larger than 1);
-* everything else is one task over whole tensors: concat, index_put, gather, scatter,
-  conv2d and max-pool (and their backward), layer-norm backward.
+  (along the first dimension larger than 1); ``graph.concat``: elementwise copies of
+  each input's tiles into its slab of the output;
+* everything else is one task over whole tensors: index_put, gather, scatter, conv2d
+  and max-pool (and their backward), layer-norm backward.
 
 A task of kind ``K`` (other than ``elementwise``) computes ``graph.K`` with the op's
 properties on its input regions and yields exactly its output regions.
@@ -413,6 +414,19 @@ class KernelBuilder:
                     offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
                 self.plan("permute", [(op.input, Tile(tuple(offsets), tuple(sizes)))],
                           [(op.result, tile)], dict(op.properties))
+        elif isinstance(op, g.ConcatOp):  # copies of each input into its slab
+            shape = g.shape_of(op.result)
+            (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
+            start = 0
+            for value in op.inputs:
+                part = g.shape_of(value)
+                body = self.body([], [value], [value])
+                for tile in grid(part, tile_sizes(part, o.elementwise_tile)):
+                    offsets = list(tile.offsets)
+                    offsets[dim] += start
+                    self.plan("elementwise", [(value, tile)],
+                              [(op.result, Tile(tuple(offsets), tile.sizes))], {}, body)
+                start += part[dim]
         elif isinstance(op, g.ReshapeOp):
             self.lower_reshape(op)
         elif isinstance(op, g.SliceOp):

@@ -217,9 +217,10 @@ func.func @permute(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
-// Ops without a tiling run as one task over whole tensors (concat): it waits on both
-// neg tiles through one event of 2 triggers. A reshape is cut into bands of output rows
-// that are whole input rows (here 2 output rows of 4 = 1 input row of 8).
+// A concat becomes copies of each input's tiles into its slab of the output (sharing
+// one identity body). A reshape is cut into bands of output rows that are whole input
+// rows (here 2 output rows of 4 = 1 input row of 8); each band waits on the copies of
+// its row and on the copy of %y.
 func.func @fallback(%x: tensor<2x6xf32>, %y: tensor<2x2xf32>) -> tensor<4x4xf32> {
   %n = graph.neg %x : tensor<2x6xf32>
   %c = graph.concat %n, %y dim 1 : tensor<2x6xf32>, tensor<2x2xf32> -> tensor<2x8xf32>
@@ -233,15 +234,23 @@ func.func @fallback(%x: tensor<2x6xf32>, %y: tensor<2x2xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT:  [[V1:%\w+]] = graph.neg [[ARG0]] : tensor<f32>
 // CHECK-NEXT:  task.yield [[V1]] : tensor<f32>
 // CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @ew1([[ARG0:%\w+]]: tensor<f32>) {
+// CHECK-NEXT:  task.yield [[ARG0]] : tensor<f32>
+// CHECK-NEXT:  }
 // CHECK-NEXT:  [[N:%\w+]] = task.buffer : memref<2x6xf32>{{$}}
 // CHECK-NEXT:  [[C:%\w+]] = task.buffer : memref<2x8xf32>{{$}}
-// CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 2{{$}}
+// CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
+// CHECK-NEXT:  [[E3:%\w+]] = task.event triggers 1{{$}}
+// CHECK-NEXT:  [[E4:%\w+]] = task.event triggers 1{{$}}
+// CHECK-NEXT:  [[E5:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[N]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[N]][1:2, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "concat" ins([[N]][0:2, 0:6], [[Y]][0:2, 0:2]) outs([[C]][0:2, 0:8]) waits([[E1]]) signal([[E2]]) attributes {dim = 1 : i64}{{$}}
-// CHECK-NEXT:  task.task "reshape" ins([[C]][0:1, 0:8]) outs([[OUT]][0:2, 0:4]) waits([[E2]]){{$}}
-// CHECK-NEXT:  task.task "reshape" ins([[C]][1:2, 0:8]) outs([[OUT]][2:4, 0:4]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[N]][1:2, 0:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[N]][0:1, 0:6]) outs([[C]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[N]][1:2, 0:6]) outs([[C]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
+// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[Y]][0:2, 0:2]) outs([[C]][0:2, 6:8]) signal([[E5]]){{$}}
+// CHECK-NEXT:  task.task "reshape" ins([[C]][0:1, 0:8]) outs([[OUT]][0:2, 0:4]) waits([[E3]], [[E5]]){{$}}
+// CHECK-NEXT:  task.task "reshape" ins([[C]][1:2, 0:8]) outs([[OUT]][2:4, 0:4]) waits([[E4]], [[E5]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
