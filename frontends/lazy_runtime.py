@@ -40,7 +40,7 @@ from mncore_ir.frontends.lazy_tensor import (
 aten = torch.ops.aten
 
 DEVICES = ("cpu", "interp", "task", "triton", "mncore")
-AVAILABLE_DEVICES = ("cpu", "interp", "task")
+AVAILABLE_DEVICES = ("cpu", "interp", "task", "triton")
 POLICIES = ("error", "warn", "silent")
 
 
@@ -676,6 +676,10 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     if device not in AVAILABLE_DEVICES:
         raise LazyError(f"device {device!r} is not available yet (it lands with its "
                         f"issue); available: {', '.join(AVAILABLE_DEVICES)}")
+    if device == "triton" and not torch.cuda.is_available():
+        # Triton picks interpreter or compiler per function when it is decorated, and
+        # make_fx imports triton.language: choose before any tracing.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     if _RUNTIME is not None:
         _RUNTIME.worker.wait_all()
         _RUNTIME.worker.stop()

@@ -20,6 +20,7 @@ DEVICE_PIPELINES = {
     "cpu": "canonicalize,cse,dce",
     "interp": "canonicalize,cse,dce",
     "task": "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
+    "triton": "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
 }
 
 Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
@@ -27,13 +28,16 @@ Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
 
 def device_executable(module: ModuleOp, device: str) -> Executable:
     """How ``device`` runs the module's entry function on torch tensors: generated
-    torch code (``cpu``), the reference interpreter (``interp``) or the megakernel
-    simulator (``task``)."""
+    torch code (``cpu``), the reference interpreter (``interp``), the megakernel
+    simulator (``task``) or the Triton megakernel (``triton``: on a GPU when there is
+    one, else in Triton's interpreter)."""
     if device == "cpu":
         from mncore_ir.targets.graph_torch import compile_module
 
         program = compile_module(module)
         return lambda args: program(*args)
+    if device == "triton":
+        return triton_executable(module)
     if device == "task":
         from mncore_ir.targets.task_simulator import TileEvaluator, find_kernel, simulate
 
@@ -71,3 +75,21 @@ def apply_pipeline(module: ModuleOp, spec: str, ctx: Context | None = None,
 
     PassPipeline.parse_spec(get_all_passes(), spec, callback).apply(ctx or make_context(), module)
     return module
+
+
+def triton_executable(module: ModuleOp) -> Executable:
+    """Generate and load the module's megakernel; without a GPU, Triton runs it in its
+    interpreter (``TRITON_INTERPRET=1`` is set for this process, which works only if
+    ``triton.language`` has not been imported yet: set it before tracing)."""
+    import os
+    import tempfile
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from mncore_ir.targets.task_simulator import find_kernel
+    from mncore_ir.targets.triton_megakernel import generate, load
+
+    directory = os.environ.get("MNCORE_CACHE_DIR") or tempfile.gettempdir()
+    os.makedirs(directory, exist_ok=True)
+    megakernel = load(generate(find_kernel(module)), directory)
+    return lambda args: [out.cpu() for out in megakernel.run(*args)]

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# Triton decides between its interpreter and its compiler per function as it is
+# decorated, and tracing imports triton.language: this machine has no GPU, so choose
+# the interpreter before anything is imported.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 from collections.abc import Callable, Sequence
 
 import numpy as np

@@ -258,7 +258,7 @@ def test_task_device_trains_transformer_and_cnn() -> None:
 
 
 def test_unavailable_devices_say_so() -> None:
-    for name in ("triton", "mncore"):
+    for name in ("mncore",):
         with pytest.raises(torch_mncore.LazyError, match="not available yet"):
             torch_mncore.init(name)
     with pytest.raises(torch_mncore.LazyError, match="unknown device"):

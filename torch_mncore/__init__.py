@@ -47,8 +47,9 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     """Select the device that runs compiled graphs.
 
     ``device``: ``"cpu"`` (generated torch CPU code, the default), ``"interp"`` (the
-    reference interpreter), ``"task"`` (the megakernel simulator); ``"triton"`` and
-    ``"mncore"`` are not available yet. ``implicit_sync``: what reading a value before
+    reference interpreter), ``"task"`` (the megakernel simulator), ``"triton"`` (the
+    Triton megakernel: on a GPU, or in Triton's interpreter without one); ``"mncore"``
+    is not available yet. ``implicit_sync``: what reading a value before
     ``sync()`` does — ``"error"``, ``"warn"`` (default, or ``$MNCORE_IMPLICIT_SYNC``) or
     ``"silent"``.
     ``asynchronous=False`` runs each graph inside ``sync()``; ``gate=False`` lets tracing

@@ -1,0 +1,188 @@
+"""The Triton megakernel target, run in Triton's interpreter (``TRITON_INTERPRET=1``,
+set by conftest before anything imports Triton).
+
+Forward passes of the three models match eager PyTorch; the MLP (SGD, Adam) and GPT-2
+(AdamW) training steps match the graph interpreter; both launch modes agree; a dropped
+wait shows up as a wrong result through the NaN-poisoned arena when tasks run level by
+level; an event that never fires is an error after the spin bound instead of a hang.
+Every kernel generated here is also compiled for ``GPUTarget("cuda", 90, 32)`` — in one
+subprocess at the end of the session, because Triton compiles only outside interpreter
+mode."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import assert_all_close
+from torch.func import functional_call
+
+from mncore_ir.dialects import task as t
+from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.model_zoo import CNN, GPT, MLP
+from mncore_ir.pipeline import apply_pipeline
+from mncore_ir.targets.graph_interpreter import run_function
+from mncore_ir.targets.task_simulator import find_kernel
+from mncore_ir.targets.triton_megakernel import TritonTargetError, generate, load
+
+FUSE = "canonicalize,cse,dce,graph-fuse-elementwise"
+CONVERT = "convert-graph-to-task{matmul_tile=16,32 elementwise_tile=512 row_tile=8}"
+
+COMPILE_ALL = """
+import importlib.util, sys
+for path in sys.argv[1:]:
+    spec = importlib.util.spec_from_file_location("megakernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.compile_for_gpu(90, 32)
+print(f"compiled {len(sys.argv) - 1} megakernels for sm_90")
+"""
+
+
+@pytest.fixture(scope="session")
+def megakernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[t.KernelOp], Any]]:
+    """``make(kernel)``: generate and load the kernel's megakernel module. At the end of
+    the session every generated module is compiled for sm_90 (without a GPU)."""
+    directory = tmp_path_factory.mktemp("megakernels")
+    paths: list[str] = []
+
+    def make(kernel: t.KernelOp) -> Any:
+        module = load(generate(kernel), str(directory))
+        paths.append(module.__file__)
+        return module
+
+    yield make
+    if not paths:
+        return
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_DEFAULT_FP_FUSION"] = "1"
+    result = subprocess.run([sys.executable, "-c", COMPILE_ALL, *sorted(set(paths))],
+                            env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def inference_capture(model: torch.nn.Module, x: torch.Tensor) -> Any:
+    state = {k: v.detach().clone() for k, v in [*model.named_parameters(),
+                                                *model.named_buffers()]}
+
+    def forward(state: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return functional_call(model, state, (x,))
+
+    return capture(forward, state, x)
+
+
+def lower(captured: Any, pipeline: str = FUSE, convert: str = CONVERT) -> Any:
+    module = import_captured(captured)
+    apply_pipeline(module, f"{pipeline},{convert}")
+    return module
+
+
+FORWARD = {
+    "mlp": lambda: (MLP(), torch.randn(4, 16)),
+    "gpt": lambda: (GPT(layers=1), torch.randint(0, 64, (2, 16))),
+    "cnn": lambda: (CNN(), torch.randn(2, 3, 16, 16)),
+}
+
+
+@pytest.mark.parametrize("name", list(FORWARD))
+def test_forward_pass_matches_eager(name: str, megakernel: Callable[..., Any]) -> None:
+    torch.manual_seed(0)
+    model, x = FORWARD[name]()
+    model.eval()
+    with torch.no_grad():
+        expected = model(x)
+    captured = inference_capture(model, x)
+    kernel = megakernel(find_kernel(lower(captured)))
+    for mode in ("megakernel", "levels"):
+        (out,) = kernel.run(*captured.example_inputs, mode=mode)
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5, msg=mode)
+
+
+@pytest.mark.parametrize("name", ["mlp_sgd", "mlp_adam", "gpt_adamw"])
+def test_training_step_matches_graph_level(name: str, captured_steps: Callable[..., Any],
+                                           megakernel: Callable[..., Any]) -> None:
+    _, captured = captured_steps(name)
+    graph = import_captured(captured)
+    apply_pipeline(graph, FUSE)
+    inputs = [x.numpy() for x in captured.example_inputs]
+    expected = run_function(graph, inputs)
+    apply_pipeline(graph, CONVERT)
+    kernel = megakernel(find_kernel(graph))
+    modes = ("megakernel",) if name == "gpt_adamw" else ("megakernel", "levels")
+    for mode in modes:
+        outs = kernel.run(*captured.example_inputs, mode=mode)
+        assert_all_close([o.numpy() for o in outs], expected)
+
+
+def test_cnn_training_step_names_the_missing_device_functions(
+        captured_steps: Callable[..., Any]) -> None:
+    _, captured = captured_steps("cnn_sgd")
+    kernel = find_kernel(lower(captured))
+    with pytest.raises(TritonTargetError, match="conv2d_backward, max_pool2d_backward"):
+        generate(kernel)
+
+
+def small_chain() -> tuple[Any, list[np.ndarray]]:
+    """x -> matmul -> relu -> softmax: a kernel with a few levels."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Softmax(dim=-1))
+    captured = inference_capture(model, torch.randn(4, 8))
+    return captured, [x.numpy() for x in captured.example_inputs]
+
+
+def test_dropped_wait_reads_the_poisoned_arena(megakernel: Callable[..., Any]) -> None:
+    """With a consumer's wait removed, per-level launches put it beside its producer,
+    before the data exists: it reads NaN poison. One launch in ticket order still works
+    (the interpreter runs programs one at a time), which is why the table and the
+    poison are what tests check."""
+    captured, inputs = small_chain()
+    module = lower(captured, convert="convert-graph-to-task{elementwise_tile=16 row_tile=2}")
+    kernel = find_kernel(module)
+    expected = run_function(lower(captured, convert="canonicalize"), inputs)
+    last = kernel.tasks()[-1]
+    assert last.waits, "the last task should wait on its producers"
+    mk = megakernel(kernel)
+    (good,) = mk.run(*captured.example_inputs, mode="levels")
+    np.testing.assert_allclose(good.numpy(), expected[0], rtol=1e-5, atol=1e-6)
+    index = len(kernel.tasks()) - 1
+    row = mk.TASKS[index * 5: index * 5 + 5]
+    mk.TASKS[index * 5 + 3] = 0  # the last task waits on nothing now
+    launches, order = mk.LEVELS, mk.LEVEL_ORDER
+    mk.LEVELS = [(0, len(order))]  # one level: the consumer is in the same launch
+    mk.LEVEL_ORDER = [index, *[i for i in order if i != index]]  # and runs first
+    try:
+        (bad,) = mk.run(*captured.example_inputs, mode="levels")
+    finally:
+        mk.TASKS[index * 5: index * 5 + 5] = row
+        mk.LEVELS, mk.LEVEL_ORDER = launches, order
+    assert np.isnan(bad.numpy()).any(), "the consumer should have read NaN poison"
+
+
+def test_event_that_never_fires_is_an_error_not_a_hang(megakernel: Callable[..., Any]) -> None:
+    captured, _ = small_chain()
+    kernel = find_kernel(lower(captured, convert="convert-graph-to-task{row_tile=2}"))
+    mk = megakernel(kernel)
+    waiting = next(i for i in range(mk.NUM_TASKS) if mk.TASKS[i * 5 + 3] > 0)
+    event = mk.WAITS[mk.TASKS[waiting * 5 + 2]]
+    mk.TARGETS[event] += 1  # one more signal than any task sends
+    try:
+        with pytest.raises(mk.MegakernelError, match=f"task {waiting} waited more than 50"):
+            mk.run(*captured.example_inputs, spin_bound=50)
+    finally:
+        mk.TARGETS[event] -= 1
+
+
+def test_bad_inputs_are_reported(megakernel: Callable[..., Any]) -> None:
+    captured, _ = small_chain()
+    mk = megakernel(find_kernel(lower(captured)))
+    with pytest.raises(TypeError, match="takes 3 inputs, got 1"):
+        mk.run(torch.zeros(4, 8))
+    with pytest.raises(TypeError, match=r"expected torch.float32 of shape \(4, 8\)"):
+        mk.run(*captured.example_inputs[:-1], torch.zeros(4, 9))
