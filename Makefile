@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	$(BIN)/python examples/mlp_seed.py
+	$(BIN)/python examples/mlp_megakernel.py
 
 test: lint lit pytest
 
@@ -32,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/compile_scaling.py
 	$(BIN)/python bench/lazy_overhead.py
 	$(BIN)/python bench/task_graph.py
+	$(BIN)/python bench/triton_megakernel.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
