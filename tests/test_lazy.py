@@ -239,6 +239,14 @@ def test_task_device_trains_the_seed_mlp(optimizer: str) -> None:
     torch_mncore.init("cpu")
 
 
+def test_triton_device_trains_the_seed_mlp() -> None:
+    """The Triton megakernel as a device (Triton's interpreter here)."""
+    torch_mncore.init("triton", implicit_sync="error")
+    compare(mlp(), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), mlp_batches(4),
+            F.cross_entropy)
+    torch_mncore.init("cpu")
+
+
 def test_task_device_trains_transformer_and_cnn() -> None:
     torch_mncore.init("task", implicit_sync="error")
     torch.manual_seed(0)
