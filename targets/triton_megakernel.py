@@ -11,7 +11,7 @@ The generated Python module holds the kernel's tables and code:
   reshapes, permutes, slices), matmul tiles with ``tl.dot``, reductions (sum, mean,
   amax), row ops (softmax, log-softmax and their backward, layer norm and its
   backward), embedding, gather, scatter, index_put, and direct conv2d and max-pool
-  (forward only: their backward ops have no device function yet);
+  and their backward ops;
 * the megakernel: each program takes the next task from an atomic ticket, waits on its
   events (acquire loads, at most ``spin_bound`` polls, after which the task is recorded
   as an error instead of hanging), runs it, and signals after a barrier (release add).
@@ -382,6 +382,27 @@ def window_view(task: t.TaskOp, layout: Layout) -> Descriptor:
     return Descriptor([n, o, oh, ow], operands, extras)
 
 
+def window_backward_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+    """conv2d and max-pool backward over whole NCHW tensors; extras carry the geometry
+    (for max-pool: only the input's and the gradient's shapes)."""
+    reads, writes = task.reads(), task.writes()
+    grad, x = reads[0][0], reads[1][0]
+    n, c, h, wd = x.type.get_shape()  # type: ignore[attr-defined]
+    _, o, oh, ow = grad.type.get_shape()  # type: ignore[attr-defined]
+    if task.kind.data == "conv2d_backward":
+        attrs = task.attrs.data
+        stride, padding, dilation = (attrs[k].get_values()  # type: ignore[attr-defined]
+                                     for k in ("stride", "padding", "dilation"))
+        kh, kw = reads[2][0].type.get_shape()[2:]  # type: ignore[attr-defined]
+        groups_attr = attrs.get("groups")
+        groups = groups_attr.value.data if groups_attr is not None else 1  # type: ignore[attr-defined]
+    else:
+        stride, padding, dilation, kh, kw, groups = (1, 1), (0, 0), (1, 1), 1, 1, 1
+    extras = [c, h, wd, kh, kw, *stride, *padding, *dilation, groups, o, n, oh, ow]
+    operands = [layout.operand(v, tile.offsets, [0] * 4) for v, tile in [*reads, *writes]]
+    return Descriptor([n, c, h, wd], operands, extras)
+
+
 VIEWS = {
     "elementwise": elementwise_view, "permute": permute_view, "slice": slice_view,
     "reshape": reshape_view, "sum": reduce_view, "mean": reduce_view, "amax": reduce_view,
@@ -390,6 +411,7 @@ VIEWS = {
     "embedding": embedding_view, "gather": gather_view, "scatter": scatter_view,
     "index_put": index_put_view, "layer_norm_backward": layer_norm_backward_view,
     "conv2d": window_view, "max_pool2d": window_view,
+    "conv2d_backward": window_backward_view, "max_pool2d_backward": window_backward_view,
 }
 
 
@@ -541,6 +563,10 @@ def device_source(tt: TaskType, bodies: dict[str, t.BodyOp]) -> list[str]:
         return _layer_norm_backward_source(tt)
     if kind in ("conv2d", "max_pool2d"):
         return _window_source(tt)
+    if kind == "conv2d_backward":
+        return _conv_backward_source(tt)
+    if kind == "max_pool2d_backward":
+        return _pool_backward_source(tt)
     if kind == "scatter":
         return _scatter_source(tt)
     if kind == "matmul":
@@ -693,6 +719,88 @@ def _window_source(tt: TaskType) -> list[str]:
                   "    " + _store(1, dt[1], "flat", "best", "mask"),
                   "    " + _store(2, dt[2], "flat", "arg", "mask")]
     return lines
+
+
+_GEOMETRY = ["C = x0", "H = x1", "W = x2", "KH = x3", "KW = x4", "SH = x5", "SW = x6",
+             "PH = x7", "PW = x8", "DH = x9", "DW = x10", "G = x11", "O = x12", "NB = x13",
+             "OH = x14", "OW = x15"]
+
+
+def _conv_backward_source(tt: TaskType) -> list[str]:
+    """grad_input (over the input's elements, gathering from the output positions that
+    used each one), grad_weight (over the weight's elements, summing over batch and
+    output positions) and grad_bias (over the output channels)."""
+    dt = tt.dtypes
+    block = 256
+    ty = TYPES[dt[0].name][1]
+    g_at = "((nb * O + oc) * OH + oh) * OW + ow"
+    return [*_load_desc(6, 16), *_GEOMETRY, "CG = C // G", "OG = O // G",
+            "n = NB * C * H * W",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            "    iw = flat % W", "    ih = (flat // W) % H", "    ci = (flat // (W * H)) % C",
+            "    nb = flat // (W * H * C)", "    group = ci // CG", "    cg = ci % CG",
+            f"    acc = tl.zeros([{block}], {ty})",
+            "    for oo in range(0, OG):",
+            "        oc = group * OG + oo",
+            "        for kh in range(0, KH):",
+            "            th = ih + PH - kh * DH",
+            "            oh = th // SH",
+            "            for kw in range(0, KW):",
+            "                tw = iw + PW - kw * DW",
+            "                ow = tw // SW",
+            "                used = mask & (th >= 0) & (th % SH == 0) & (oh < OH) & (tw >= 0)"
+            " & (tw % SW == 0) & (ow < OW)",
+            f"                gv = {_load(0, dt[0], g_at, 'used')}",
+            "                wv = " + _load(2, dt[2], "((oc * CG + cg) * KH + kh) * KW + kw",
+                                          "mask"),
+            "                acc += gv * wv",
+            "    " + _store(3, dt[3], "flat", "acc", "mask"),
+            "n = O * CG * KH * KW",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            "    kw = flat % KW", "    kh = (flat // KW) % KH", "    cg = (flat // (KW * KH)) % CG",
+            "    oc = flat // (KW * KH * CG)", "    ci = (oc // OG) * CG + cg",
+            f"    acc = tl.zeros([{block}], {ty})",
+            "    for nb in range(0, NB):",
+            "        for oh in range(0, OH):",
+            "            ih = oh * SH - PH + kh * DH",
+            "            for ow in range(0, OW):",
+            "                iw = ow * SW - PW + kw * DW",
+            "                inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+            "                xv = " + _load(1, dt[1], "((nb * C + ci) * H + ih) * W + iw",
+                                          "inside"),
+            f"                gv = {_load(0, dt[0], g_at, 'mask')}",
+            "                acc += xv * gv",
+            "    " + _store(4, dt[4], "flat", "acc", "mask"),
+            f"for start in range(0, O, {block}):",
+            f"    oc = start + tl.arange(0, {block})", "    mask = oc < O",
+            f"    acc = tl.zeros([{block}], {ty})",
+            "    for nb in range(0, NB):",
+            "        for oh in range(0, OH):",
+            "            for ow in range(0, OW):",
+            f"                acc += {_load(0, dt[0], g_at, 'mask')}",
+            "    " + _store(5, dt[5], "oc", "acc", "mask")]
+
+
+def _pool_backward_source(tt: TaskType) -> list[str]:
+    """Zero the input gradient, then add each output gradient at its argmax."""
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    ty = TYPES[dt[3].name][1]
+    target = f"{_ptr(3, dt[3])} + (flat // (OH * OW)) * (H * W) + where"
+    return [*_load_desc(4, 16), *_GEOMETRY,
+            "n = NB * C * H * W",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})",
+            "    " + _store(3, dt[3], "flat", f"tl.zeros([{block}], {ty})", "flat < n"),
+            "tl.debug_barrier()",
+            "n = NB * C * OH * OW",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    where = {_load(2, dt[2], 'flat', 'mask')}",
+            f"    gv = {_load(0, dt[0], 'flat', 'mask')}",
+            f"    tl.atomic_add({target}, gv, mask=mask)"]
 
 
 def _matmul_source(tt: TaskType) -> list[str]:

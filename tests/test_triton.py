@@ -1,8 +1,8 @@
 """The Triton megakernel target, run in Triton's interpreter (``TRITON_INTERPRET=1``,
 set by conftest before anything imports Triton).
 
-Forward passes of the three models match eager PyTorch; the MLP (SGD, Adam) and GPT-2
-(AdamW) training steps match the graph interpreter; both launch modes agree; a dropped
+Forward passes of the three models match eager PyTorch; the MLP (SGD, Adam), GPT-2
+(AdamW) and CNN (SGD) training steps match the graph interpreter; both launch modes agree; a dropped
 wait shows up as a wrong result through the NaN-poisoned arena when tasks run level by
 level; an event that never fires is an error after the spin bound instead of a hang.
 Every kernel generated here is also compiled for ``GPUTarget("cuda", 90, 32)`` — in one
@@ -26,7 +26,8 @@ from torch.func import functional_call
 from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.model_zoo import CNN, GPT, MLP
-from mncore_ir.pipeline import apply_pipeline
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import run_function
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.triton_megakernel import TritonTargetError, generate, load
@@ -105,7 +106,7 @@ def test_forward_pass_matches_eager(name: str, megakernel: Callable[..., Any]) -
         torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5, msg=mode)
 
 
-@pytest.mark.parametrize("name", ["mlp_sgd", "mlp_adam", "gpt_adamw"])
+@pytest.mark.parametrize("name", ["mlp_sgd", "mlp_adam", "gpt_adamw", "cnn_sgd"])
 def test_training_step_matches_graph_level(name: str, captured_steps: Callable[..., Any],
                                            megakernel: Callable[..., Any]) -> None:
     _, captured = captured_steps(name)
@@ -115,18 +116,20 @@ def test_training_step_matches_graph_level(name: str, captured_steps: Callable[.
     expected = run_function(graph, inputs)
     apply_pipeline(graph, CONVERT)
     kernel = megakernel(find_kernel(graph))
-    modes = ("megakernel",) if name == "gpt_adamw" else ("megakernel", "levels")
+    modes = ("megakernel", "levels") if name.startswith("mlp") else ("megakernel",)
     for mode in modes:
         outs = kernel.run(*captured.example_inputs, mode=mode)
         assert_all_close([o.numpy() for o in outs], expected)
 
 
-def test_cnn_training_step_names_the_missing_device_functions(
-        captured_steps: Callable[..., Any]) -> None:
-    _, captured = captured_steps("cnn_sgd")
-    kernel = find_kernel(lower(captured))
-    with pytest.raises(TritonTargetError, match="conv2d_backward, max_pool2d_backward"):
-        generate(kernel)
+def test_unknown_task_kind_is_refused() -> None:
+    module = parse_module(make_context(), """
+    task.kernel @k(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+      task.task "frobnicate" ins(%x[0:4]) outs(%y[0:4])
+      task.return
+    }""", "k.mlir")
+    with pytest.raises(TritonTargetError, match="no device function for task kinds: frobnicate"):
+        generate(find_kernel(module))
 
 
 def small_chain() -> tuple[Any, list[np.ndarray]]:
