@@ -21,13 +21,16 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_all_close
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_random_graphs import Program, build, make_inputs, programs
 from torch.func import functional_call
 
 from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.model_zoo import CNN, GPT, MLP
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import apply_pipeline, make_context
+from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import run_function
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.triton_megakernel import TritonTargetError, generate, load
@@ -120,6 +123,31 @@ def test_training_step_matches_graph_level(name: str, captured_steps: Callable[.
     for mode in modes:
         outs = kernel.run(*captured.example_inputs, mode=mode)
         assert_all_close([o.numpy() for o in outs], expected)
+
+
+@st.composite
+def tile_options(draw: st.DrawFn) -> str:
+    rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    return (f"convert-graph-to-task{{matmul_tile={rows},{cols} "
+            f"elementwise_tile={draw(st.integers(1, 24))} row_tile={draw(st.integers(1, 3))} "
+            f"reuse_buffers={str(draw(st.booleans())).lower()}}}")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(program=programs(), pipeline=st.sampled_from([FUSE, GRAPH_PIPELINE]),
+       convert=tile_options(), mode=st.sampled_from(["megakernel", "levels"]))
+def test_random_program_megakernel_matches_graph(program: Program, pipeline: str, convert: str,
+                                                 mode: str,
+                                                 megakernel: Callable[..., Any]) -> None:
+    """Random graphs x tilings x launch modes: the megakernel equals the graph level."""
+    inputs = make_inputs(program)
+    module = import_captured(capture(build(program), *[x.clone() for x in inputs]))
+    apply_pipeline(module, pipeline)
+    expected = run_function(module, [x.numpy() for x in inputs])
+    apply_pipeline(module, convert)
+    outs = megakernel(find_kernel(module)).run(*inputs, mode=mode)
+    assert_all_close([o.numpy() for o in outs], expected)
 
 
 def test_unknown_task_kind_is_refused() -> None:
