@@ -21,6 +21,11 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Task
 
+    def mncore() -> Dialect:
+        from mncore_ir.dialects.mncore import MNCore
+
+        return MNCore
+
     def builtin() -> Dialect:
         from xdsl.dialects.builtin import Builtin
 
@@ -31,7 +36,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Func
 
-    return {"builtin": builtin, "func": func, "graph": graph, "task": task}
+    return {"builtin": builtin, "func": func, "graph": graph, "task": task, "mncore": mncore}
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -93,7 +98,12 @@ def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
 
         return TritonTarget
 
-    return {"mlir": mlir, "dot": dot, "triton": triton}
+    def mncore_asm() -> type[Target]:
+        from mncore_ir.targets.mncore_asm import MNCoreAsmTarget
+
+        return MNCoreAsmTarget
+
+    return {"mlir": mlir, "dot": dot, "triton": triton, "mncore-asm": mncore_asm}
 
 
 def get_all_frontends() -> dict[str, Callable[[], type[Frontend]]]:

@@ -2,7 +2,8 @@
 
 A graph ``func.func`` runs on the reference interpreter; a ``task.kernel`` runs on the
 megakernel simulator, optionally in a random topological order, with a timing report
-and a Perfetto trace from the timing model."""
+and a Perfetto trace from the timing model; an ``mncore.program`` runs on the cycle
+simulator, with its report and a trace of its slots."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import mncore as mn
 from mncore_ir.dialects import task as t
 from mncore_ir.parsing import LocatingParser
 from mncore_ir.registry import get_all_dialects, get_all_frontends
@@ -33,6 +35,8 @@ from mncore_ir.targets.graph_interpreter import (
     numpy_dtype,
     run_function,
 )
+from mncore_ir.targets.mncore_simulator import chrome_trace as program_trace
+from mncore_ir.targets.mncore_simulator import simulate as simulate_program
 from mncore_ir.targets.task_simulator import simulate
 from mncore_ir.targets.task_timing import MachineModel, chrome_trace, estimate
 from mncore_ir.tools.errors import cli_errors
@@ -95,7 +99,8 @@ class MNCoreRunMain(CommandLineTool):
         kernels.add_argument("--random-order", type=int, metavar="SEED",
                              help="run the tasks in a random topological order")
         kernels.add_argument("--timing", action="store_true",
-                             help="print the timing model's report after the outputs")
+                             help="print the timing model's report after the outputs (for "
+                                  "an mncore.program: the cycle simulator's report)")
         kernels.add_argument("--machine", default="", metavar="K=V,...",
                              help="timing model parameters: workers, dispatch_s, launch_s, "
                                   "peak_flops, bandwidth (defaults: an H200)")
@@ -115,19 +120,58 @@ class MNCoreRunMain(CommandLineTool):
         return constant_value(attr)
 
     def entry(self, module: ModuleOp) -> Operation:
-        """The function or kernel to run."""
-        kernels = [op for op in module.ops if isinstance(op, t.KernelOp)]
-        funcs = [op for op in module.ops if not isinstance(op, t.KernelOp)]
+        """The function, kernel or program to run."""
         name = self.args.function
-        if kernels and (not funcs or any(k.sym_name.data == name for k in kernels)):
-            return find_function(module, name, t.KernelOp)
+        for kind in (mn.ProgramOp, t.KernelOp):
+            ops = [op for op in module.ops if isinstance(op, kind)]
+            others = [op for op in module.ops if not isinstance(op, kind)]
+            if ops and (not others or any(op.sym_name.data == name for op in ops)):
+                return find_function(module, name, kind)
         return find_function(module, name)
+
+    def run_program(self, program: mn.ProgramOp) -> None:
+        """An mncore program on the cycle simulator."""
+        for flag in ("random_order",):
+            if getattr(self.args, flag) is not None:
+                raise InterpretationError(f"--{flag.replace('_', '-')} needs a task.kernel")
+        if self.args.machine:
+            raise InterpretationError("--machine applies to task kernels; an mncore.program "
+                                      "names its machine")
+        ins = program.tensors("input")
+        types = [tensor.type for tensor in ins]
+        if self.args.args is not None:
+            if len(self.args.args) != len(types):
+                raise InterpretationError(f"@{program.sym_name.data} takes {len(types)} "
+                                          f"inputs, got {len(self.args.args)}")
+            inputs = [self.parse_literal(text, i, typ) for i, (text, typ) in
+                      enumerate(zip(self.args.args, types, strict=True))]
+        elif self.args.random_inputs is not None:
+            inputs = random_inputs(types, self.args.random_inputs, self.args.int_high)
+        elif types:
+            raise InterpretationError(f"@{program.sym_name.data} takes {len(types)} inputs: "
+                                      "give --args or --random-inputs")
+        else:
+            inputs = []
+        events: list[dict[str, object]] | None = [] if self.args.trace else None
+        outputs, report = simulate_program(program, inputs, events)
+        for i, (value, tensor) in enumerate(zip(outputs, program.tensors("output"),
+                                                strict=True)):
+            print(f"result{i} = {format_value(value, tensor.type)}")
+        if self.args.save_outputs:
+            np.savez(self.args.save_outputs, **{f"result{i}": v for i, v in enumerate(outputs)})
+        if self.args.timing:
+            print(report.format())
+        if self.args.trace:
+            with open(self.args.trace, "w") as f:
+                f.write(program_trace(program, events or []))
 
     def run(self) -> None:
         stream, ext = self.get_input_stream()
         module = self.parse_chunk(stream, ext)
         assert isinstance(module, ModuleOp)
         func = self.entry(module)
+        if isinstance(func, mn.ProgramOp):
+            return self.run_program(func)
         is_kernel = isinstance(func, t.KernelOp)
         if not is_kernel:
             for flag in ("random_order", "trace"):

@@ -1,0 +1,533 @@
+"""The ``mncore`` dialect: a static program for an MN-Core-like machine.
+
+A ``mncore.program`` is bound to a machine (``dialects/mncore_machines.py``) and is one
+straight-line instruction stream: every instruction names the step (VLIW bundle) that
+issues it and its slot — ALU, MAU (matrix unit), L1 transfer, L2 transfer, DMA or
+control — and reads and writes words of the memories through ``#mncore.ref``s such as
+``lm0[16]`` (PE memories ``lm0``, ``lm1``, ``grf0``, ``grf1``; block memories ``l1bm``,
+``l2bm``; ``dram``; ``fwd`` is the previous step's ALU/MAU result). All PEs run the
+same instruction (SIMD); a step covers 4 cycles, so PE operands are 4 words.
+
+    mncore.program @p machine "tiny" {
+      mncore.tensor @x input dram[0] : tensor<4xf32>
+      mncore.tensor @y output dram[64] : tensor<4xf32>
+      mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+      mncore.wait 1 tag 1
+      mncore.l2 2 "bcast" l2bm[0] -> l1bm[0] words 4
+      mncore.l1 6 "bcast" l1bm[0] -> lm0[0]
+      mncore.alu 9 "fadd" lm0[0], lm0[0] -> lm1[0]
+      mncore.l1 12 "gather" lm1[0] -> l1bm[16]
+      ...
+    }
+
+The program's verifier applies the rules an assembler would: one instruction per slot
+per step, steps in order, operands in the spaces their slot can reach and inside the
+machine's memories, and the port rules (an LM is read *or* written in a step and not
+read for two steps after a write; a GRF is read once and written once per step; ``fwd``
+only right after an ALU or MAU result). Timing hazards — reading a value before it is
+ready, using DMA data before its wait — are the cycle simulator's to detect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    param_def,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    NoTerminator,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+from mncore_ir.dialects.mncore_machines import MACHINES, PE_SPACES, SPACES, Machine
+from mncore_ir.dialects.task import OpVerifyException
+
+
+@irdl_attr_definition
+class RefAttr(ParametrizedAttribute):
+    """A word address in a memory space: ``#mncore.ref<lm0[16]>``, written ``lm0[16]``
+    in instructions."""
+
+    name = "mncore.ref"
+    space: StringAttr = param_def()
+    address: IntAttr = param_def()
+
+    def __init__(self, space: str, address: int) -> None:
+        super().__init__(StringAttr(space), IntAttr(address))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        parser.parse_punctuation("<")
+        space, address = parse_ref(parser)
+        parser.parse_punctuation(">")
+        return (StringAttr(space), IntAttr(address))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self}>")
+
+    def __str__(self) -> str:
+        return f"{self.space.data}[{self.address.data}]"
+
+
+def parse_ref(parser: AttrParser) -> tuple[str, int]:
+    pos = parser.pos
+    space = parser.parse_identifier(context_msg=": a memory space")
+    if space not in (*SPACES, "fwd"):
+        parser.raise_error(f"unknown memory space {space!r}; spaces: "
+                           f"{', '.join((*SPACES, 'fwd'))}", pos, parser.pos)
+    parser.parse_punctuation("[")
+    address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    parser.parse_punctuation("]")
+    return space, address
+
+
+# --------------------------------------------------------------------------- instructions
+
+
+class InstructionOp(IRDLOperation):
+    """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (words N)? (tag N)?``."""
+
+    SLOT: ClassVar[str]
+    KINDS: ClassVar[tuple[str, ...]]
+    step = prop_def(IntegerAttr[I64])
+    kind = prop_def(StringAttr)
+    srcs = prop_def(ArrayAttr[RefAttr], default_value=ArrayAttr([]))
+    dst = opt_prop_def(RefAttr)
+    words = opt_prop_def(IntegerAttr[I64])
+    tag = opt_prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (HasParent(ProgramOp),))
+
+    def __init__(self, step: int, kind: str, srcs: Sequence[RefAttr] = (),
+                 dst: RefAttr | None = None, words: int | None = None,
+                 tag: int | None = None) -> None:
+        props: dict[str, Attribute] = {"step": IntegerAttr(step, i64), "kind": StringAttr(kind),
+                                       "srcs": ArrayAttr(list(srcs))}
+        if dst is not None:
+            props["dst"] = dst
+        if words is not None:
+            props["words"] = IntegerAttr(words, i64)
+        if tag is not None:
+            props["tag"] = IntegerAttr(tag, i64)
+        super().__init__(properties=props)
+
+    @property
+    def at(self) -> int:
+        return self.step.value.data
+
+    @property
+    def count(self) -> int:
+        return self.words.value.data if self.words is not None else 4
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InstructionOp:
+        step = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        kind = parser.parse_optional_str_literal() or ""
+        srcs: list[RefAttr] = []
+        dst = words = tag = None
+        token = parser._current_token  # a source starts with a memory space's name
+        if token.kind == MLIRTokenKind.BARE_IDENT and token.text in (*SPACES, "fwd"):
+            srcs = parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, lambda: RefAttr(*parse_ref(parser)))
+        if parser.parse_optional_punctuation("->") is not None:
+            dst = RefAttr(*parse_ref(parser))
+        if parser.parse_optional_keyword("words") is not None:
+            words = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        if parser.parse_optional_keyword("tag") is not None:
+            tag = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        op = cls(step, kind, srcs, dst, words, tag)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.at}")
+        if self.kind.data:
+            printer.print_string(" ")
+            printer.print_string_literal(self.kind.data)
+        if self.srcs.data:
+            printer.print_string(" " + ", ".join(str(r) for r in self.srcs.data))
+        if self.dst is not None:
+            printer.print_string(f" -> {self.dst}")
+        if self.words is not None:
+            printer.print_string(f" words {self.words.value.data}")
+        if self.tag is not None:
+            printer.print_string(f" tag {self.tag.value.data}")
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+
+    def verify_(self) -> None:
+        if self.KINDS and self.kind.data not in self.KINDS:
+            raise VerifyException(f"{self.name} has no kind {self.kind.data!r}; kinds: "
+                                  f"{', '.join(self.KINDS)}")
+
+    def operands_of(self, machine: Machine) -> tuple[list[tuple[RefAttr, int]],
+                                                      list[tuple[RefAttr, int]]]:
+        """(reads, writes) as (reference, words) pairs on ``machine``."""
+        raise NotImplementedError
+
+
+def _spaces(ref: RefAttr, allowed: Sequence[str], what: str, op: InstructionOp) -> None:
+    if ref.space.data not in allowed:
+        raise VerifyException(f"{op.name} {op.kind.data!r}: {what} must be in "
+                              f"{'/'.join(allowed)}, not {ref.space.data}")
+
+
+@irdl_op_definition
+class AluOp(InstructionOp):
+    """Elementwise on 4 words per PE: ``dst = kind(srcs...)``."""
+
+    name = "mncore.alu"
+    SLOT: ClassVar[str] = "alu"
+    ARITY: ClassVar[dict[str, int]] = {
+        "fadd": 2, "fsub": 2, "fmul": 2, "fmax": 2, "fmin": 2, "fmadd": 3, "fpass": 1,
+        "fneg": 1, "fexp": 1, "flog": 1, "frsqrt": 1, "frecip": 1, "fzero": 0}
+    KINDS: ClassVar[tuple[str, ...]] = tuple(ARITY)
+
+    def verify_(self) -> None:
+        super().verify_()
+        want = self.ARITY[self.kind.data]
+        if len(self.srcs.data) != want or self.dst is None:
+            raise VerifyException(f"mncore.alu {self.kind.data!r} takes {want} sources and "
+                                  "a destination")
+        for ref in self.srcs.data:
+            _spaces(ref, (*PE_SPACES, "fwd"), "sources", self)
+        _spaces(self.dst, PE_SPACES, "the destination", self)
+
+    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+        return [(r, 4) for r in self.srcs.data], [(self.dst, 4)]
+
+
+@irdl_op_definition
+class MauOp(InstructionOp):
+    """Matrix unit, per PE: ``dst(4) = A(4x4, row-major) . b(4) + c(4)``."""
+
+    name = "mncore.mau"
+    SLOT: ClassVar[str] = "mau"
+    KINDS: ClassVar[tuple[str, ...]] = ("mma",)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.srcs.data) != 3 or self.dst is None:
+            raise VerifyException("mncore.mau 'mma' takes a matrix, a vector and an addend "
+                                  "and a destination")
+        for ref in self.srcs.data:
+            _spaces(ref, (*PE_SPACES, "fwd"), "sources", self)
+        if self.srcs.data[0].space.data == "fwd":
+            raise VerifyException("mncore.mau: the matrix cannot be forwarded")
+        _spaces(self.dst, PE_SPACES, "the destination", self)
+
+    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+        a, b, c = self.srcs.data
+        return [(a, 16), (b, 4), (c, 4)], [(self.dst, 4)]
+
+
+@irdl_op_definition
+class L1Op(InstructionOp):
+    """L1BM <-> the PEs of each L1B: ``bcast`` (the same 4 words to every PE),
+    ``scatter`` (4 words per PE, PE-major), ``gather`` (inverse) and ``reduce`` (sum
+    over the PEs of the block into 4 words)."""
+
+    name = "mncore.l1"
+    SLOT: ClassVar[str] = "l1"
+    KINDS: ClassVar[tuple[str, ...]] = ("bcast", "scatter", "gather", "reduce")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.srcs.data) != 1 or self.dst is None:
+            raise VerifyException("mncore.l1 takes one source and a destination")
+        inward = self.kind.data in ("bcast", "scatter")
+        _spaces(self.srcs.data[0], ("l1bm",) if inward else PE_SPACES, "the source", self)
+        _spaces(self.dst, PE_SPACES if inward else ("l1bm",), "the destination", self)
+
+    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+        block = 4 * machine.pes_per_l1b if self.kind.data in ("scatter", "gather") else 4
+        (src,) = self.srcs.data
+        if self.kind.data in ("bcast", "scatter"):
+            return [(src, block)], [(self.dst, 4)]
+        return [(src, 4)], [(self.dst, block)]
+
+
+@irdl_op_definition
+class L2Op(InstructionOp):
+    """L2BM <-> the L1BMs of each L2B, ``words`` per L1BM: ``bcast``, ``scatter``,
+    ``gather``, ``reduce`` (sum over the L1BMs)."""
+
+    name = "mncore.l2"
+    SLOT: ClassVar[str] = "l2"
+    KINDS: ClassVar[tuple[str, ...]] = ("bcast", "scatter", "gather", "reduce")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.srcs.data) != 1 or self.dst is None or self.words is None:
+            raise VerifyException("mncore.l2 takes one source, a destination and words")
+        inward = self.kind.data in ("bcast", "scatter")
+        _spaces(self.srcs.data[0], ("l2bm",) if inward else ("l1bm",), "the source", self)
+        _spaces(self.dst, ("l1bm",) if inward else ("l2bm",), "the destination", self)
+
+    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+        n = self.count
+        block = n * machine.l1b_per_l2b if self.kind.data in ("scatter", "gather") else n
+        (src,) = self.srcs.data
+        if self.kind.data in ("bcast", "scatter"):
+            return [(src, block)], [(self.dst, n)]
+        return [(src, n)], [(self.dst, block)]
+
+
+@irdl_op_definition
+class DmaOp(InstructionOp):
+    """Asynchronous DRAM <-> L2BM transfer of ``words`` (``load`` broadcasts to every
+    L2BM, ``store`` writes L2B 0's words), finished when ``mncore.wait`` on its tag
+    returns."""
+
+    name = "mncore.dma"
+    SLOT: ClassVar[str] = "dma"
+    KINDS: ClassVar[tuple[str, ...]] = ("load", "store")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if len(self.srcs.data) != 1 or self.dst is None or self.words is None \
+                or self.tag is None:
+            raise VerifyException("mncore.dma takes one source, a destination, words and a tag")
+        load = self.kind.data == "load"
+        _spaces(self.srcs.data[0], ("dram",) if load else ("l2bm",), "the source", self)
+        _spaces(self.dst, ("l2bm",) if load else ("dram",), "the destination", self)
+
+    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+        return [(self.srcs.data[0], self.count)], [(self.dst, self.count)]
+
+
+@irdl_op_definition
+class WaitOp(InstructionOp):
+    """Blocks issue until every DMA with ``tag`` has finished."""
+
+    name = "mncore.wait"
+    SLOT: ClassVar[str] = "ctrl"
+    KINDS: ClassVar[tuple[str, ...]] = ()
+
+    def verify_(self) -> None:
+        if self.tag is None or self.srcs.data or self.dst is not None:
+            raise VerifyException("mncore.wait takes only a tag")
+
+    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+        return [], []
+
+
+INSTRUCTIONS = (AluOp, MauOp, L1Op, L2Op, DmaOp, WaitOp)
+
+
+# --------------------------------------------------------------------------- placement
+
+
+@irdl_op_definition
+class TensorOp(IRDLOperation):
+    """A program input or output in DRAM, row-major:
+    ``mncore.tensor @x input dram[0] : tensor<8x8xf32>``."""
+
+    name = "mncore.tensor"
+    sym_name = prop_def(StringAttr)
+    role = prop_def(StringAttr)
+    at = prop_def(RefAttr)
+    type = prop_def(TensorType)
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), HasParent(ProgramOp)))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TensorOp:
+        name = parser.parse_symbol_name().data
+        role = parser.parse_identifier(context_msg=": input or output")
+        if role not in ("input", "output"):
+            parser.raise_error("a tensor is an input or an output")
+        at = RefAttr(*parse_ref(parser))
+        parser.parse_punctuation(":")
+        typ = parser.parse_type()
+        return cls.create(properties={"sym_name": StringAttr(name), "role": StringAttr(role),
+                                      "at": at, "type": typ})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.sym_name.data} {self.role.data} {self.at} : ")
+        printer.print_attribute(self.type)
+
+    def verify_(self) -> None:
+        if self.at.space.data != "dram":
+            raise VerifyException("mncore.tensor lives in dram")
+
+
+@irdl_op_definition
+class BufferOp(IRDLOperation):
+    """A named region of a memory, as the compiler placed it:
+    ``mncore.buffer @h lm0[0] words 16``."""
+
+    name = "mncore.buffer"
+    sym_name = prop_def(StringAttr)
+    at = prop_def(RefAttr)
+    words = prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), HasParent(ProgramOp)))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BufferOp:
+        name = parser.parse_symbol_name().data
+        at = RefAttr(*parse_ref(parser))
+        parser.parse_keyword("words")
+        words = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return cls.create(properties={"sym_name": StringAttr(name), "at": at,
+                                      "words": IntegerAttr(words, i64)})
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.sym_name.data} {self.at} words {self.words.value.data}")
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """A static program for one machine: ``mncore.program @p machine "tiny" { ... }``."""
+
+    name = "mncore.program"
+    sym_name = prop_def(StringAttr)
+    machine = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove(), NoTerminator())
+
+    def __init__(self, name: str, machine: str, body: Region) -> None:
+        super().__init__(properties={"sym_name": StringAttr(name),
+                                     "machine": StringAttr(machine)}, regions=[body])
+
+    @property
+    def target(self) -> Machine:
+        return MACHINES[self.machine.data]
+
+    def instructions(self) -> list[InstructionOp]:
+        return [op for op in self.body.block.ops if isinstance(op, InstructionOp)]
+
+    def tensors(self, role: str) -> list[TensorOp]:
+        return [op for op in self.body.block.ops
+                if isinstance(op, TensorOp) and op.role.data == role]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_keyword("machine")
+        pos = parser.pos
+        machine = parser.parse_str_literal("a machine name")
+        if machine not in MACHINES:
+            parser.raise_error(f"unknown machine {machine!r}; machines: "
+                               f"{', '.join(MACHINES)}", pos, parser.pos)
+        return cls(name, machine, parser.parse_region())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" @{self.sym_name.data} machine ")
+        printer.print_string_literal(self.machine.data)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+    def verify_(self) -> None:
+        if self.machine.data not in MACHINES:
+            raise VerifyException(f"unknown machine {self.machine.data!r}")
+        machine = self.target
+        for op in self.body.block.ops:
+            if isinstance(op, TensorOp | BufferOp):
+                self._check_bounds(op, [(op.at, _extent(op))], machine)
+        for op in self.instructions():
+            try:
+                op.verify_()
+            except VerifyException as error:
+                raise OpVerifyException(op, str(error)) from None
+        self._check_issue(machine)
+
+    @staticmethod
+    def _check_bounds(op: IRDLOperation, refs: Sequence[tuple[RefAttr, int]],
+                      machine: Machine) -> None:
+        for ref, words in refs:
+            if ref.space.data == "fwd":
+                continue
+            size = machine.size(ref.space.data)
+            if ref.address.data + words > size:
+                raise OpVerifyException(
+                    op, f"{ref} + {words} words is beyond {ref.space.data} "
+                    f"({size} words on {machine.name})")
+
+    def _check_issue(self, machine: Machine) -> None:
+        """Steps in order, one instruction per slot per step, the port rules."""
+        last_step = -1
+        used: dict[tuple[int, str], InstructionOp] = {}
+        lm_written: dict[str, int] = {}  # LM -> last step that wrote it
+        ports: dict[tuple[int, str], list[str]] = {}
+        producers: set[int] = set()
+        for op in self.instructions():
+            step = op.at
+            if step < last_step:
+                raise OpVerifyException(op, f"step {step} comes after step {last_step}: "
+                                            "instructions must be in issue order")
+            last_step = step
+            if (step, op.SLOT) in used:
+                raise OpVerifyException(op, f"step {step} already has an instruction in the "
+                                            f"{op.SLOT} slot")
+            used[(step, op.SLOT)] = op
+            reads, writes = op.operands_of(machine)
+            self._check_bounds(op, [*reads, *writes], machine)
+            for ref, _ in reads:
+                space = ref.space.data
+                if space == "fwd" and step - 1 not in producers:
+                    raise OpVerifyException(op, f"step {step} reads fwd but step {step - 1} "
+                                                "has no ALU or MAU result")
+                if space in ("lm0", "lm1") and step - lm_written.get(space, -99) <= \
+                        machine.lm_write_blocks_reads:
+                    raise OpVerifyException(
+                        op, f"step {step} reads {space}, written at step {lm_written[space]}: "
+                        f"an LM cannot be read for {machine.lm_write_blocks_reads} steps "
+                        "after a write")
+            for ref, direction in [*((r, "read") for r, _ in reads),
+                                   *((r, "write") for r, _ in writes)]:
+                space = ref.space.data
+                if space not in PE_SPACES:
+                    continue
+                seen = ports.setdefault((step, space), [])
+                seen.append(direction)
+                if space.startswith("lm") and len(seen) > 1:
+                    raise OpVerifyException(op, f"step {step} uses {space} twice: an LM is "
+                                                "read or written once per step")
+                if space.startswith("grf") and seen.count(direction) > 1:
+                    raise OpVerifyException(op, f"step {step} has two {direction}s of "
+                                                f"{space}: a GRF has one read and one write "
+                                                "port")
+            for ref, _ in writes:
+                if ref.space.data in ("lm0", "lm1"):
+                    lm_written[ref.space.data] = step
+            if op.SLOT in ("alu", "mau"):
+                producers.add(step)
+
+
+def _extent(op: TensorOp | BufferOp) -> int:
+    if isinstance(op, BufferOp):
+        return op.words.value.data
+    size = 1
+    for n in op.type.get_shape():
+        size *= n
+    return size
+
+
+MNCore = Dialect("mncore", [ProgramOp, TensorOp, BufferOp, *INSTRUCTIONS], [RefAttr])

@@ -1,0 +1,266 @@
+"""The cycle simulator of ``mncore`` programs, vectorised over PEs with numpy.
+
+The machine is SIMD, so one instruction is a few numpy operations over arrays indexed
+by PE (or by L1B/L2B block). Steps run in order; within a step every slot reads the
+state before any slot writes it (VLIW). Timing is the compiler's job, as on the real
+machine: the simulator does not stall on data, it *detects* hazards and reports them
+with the step — reading a word before its writer's latency has passed, using DMA data
+before the wait on its tag, addressing beyond a memory. Only ``mncore.wait`` stalls,
+until its DMAs finish. Reported: steps, cycles (4 per step plus DMA stalls), per-slot
+utilisation, FLOPs and achieved vs peak FLOP/cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import VerifyException
+
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects.mncore_machines import Machine
+from mncore_ir.targets.graph_interpreter import InterpretationError, find_function
+
+SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
+
+ALU: dict[str, Callable[..., np.ndarray]] = {
+    "fadd": np.add, "fsub": np.subtract, "fmul": np.multiply, "fmax": np.maximum,
+    "fmin": np.minimum, "fmadd": lambda a, b, c: a * b + c, "fpass": lambda a: a,
+    "fneg": np.negative, "fexp": np.exp, "flog": np.log, "frsqrt": lambda a: 1 / np.sqrt(a),
+    "frecip": lambda a: 1 / a, "fzero": None,  # type: ignore[dict-item]
+}
+ALU_FLOPS = {"fmadd": 2, "fpass": 0, "fzero": 0}
+
+
+class HazardError(InterpretationError):
+    """A program that would compute garbage on the machine."""
+
+    def __init__(self, step: int, op: m.InstructionOp, message: str) -> None:
+        super().__init__(f"step {step}: {op.name} {op.kind.data!r}: {message}".replace(
+            " '':", ":"))
+        self.step = step
+
+
+@dataclass
+class Report:
+    machine: Machine
+    steps: int
+    cycles: int
+    stall_cycles: int
+    issued: dict[str, int]
+    flops: int
+
+    def utilisation(self, slot: str) -> float:
+        return self.issued.get(slot, 0) / self.steps if self.steps else 0.0
+
+    def format(self) -> str:
+        achieved = self.flops / self.cycles if self.cycles else 0.0
+        peak = self.machine.peak_flops_per_cycle
+        slots = "  ".join(f"{s} {self.utilisation(s):.1%}" for s in SLOTS)
+        return "\n".join([
+            f"machine: {self.machine.describe()}",
+            f"steps: {self.steps}  cycles: {self.cycles} (DMA stalls {self.stall_cycles})",
+            f"slot utilisation: {slots}",
+            f"FLOPs: {self.flops}  achieved {achieved:.1f} FLOP/cycle of peak {peak} "
+            f"({achieved / peak:.1%})",
+        ])
+
+
+@dataclass
+class State:
+    machine: Machine
+    memory: dict[str, np.ndarray] = field(default_factory=dict)
+    ready: dict[str, np.ndarray] = field(default_factory=dict)
+    writer: dict[str, np.ndarray] = field(default_factory=dict)
+    pending: list[tuple[int, str, int, int, int]] = field(default_factory=list)
+    """In-flight DMA writes: (tag, space, first word, words, finishing cycle)."""
+
+    def array(self, space: str) -> np.ndarray:
+        if space not in self.memory:
+            rows = {"l1bm": self.machine.l1bs, "l2bm": self.machine.l2bs,
+                    "dram": 1}.get(space, self.machine.pes)
+            size = self.machine.size(space) if space != "dram" else self.dram_words
+            self.memory[space] = np.zeros((rows, size), np.float32)
+            self.ready[space] = np.zeros(size, np.int64)
+            self.writer[space] = np.full(size, -1, np.int64)
+        return self.memory[space]
+
+    dram_words: int = 0
+
+
+def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
+             = None) -> tuple[list[np.ndarray], Report]:
+    """Run ``program`` on numpy inputs (its ``input`` tensors in order); returns the
+    ``output`` tensors and the report. ``trace`` collects Chrome trace events."""
+    try:  # the assembler's rules, also when the IR was not verified when parsed
+        program.verify_()
+    except VerifyException as error:
+        raise InterpretationError(str(error)) from None
+    machine = program.target
+    ins, outs = program.tensors("input"), program.tensors("output")
+    if len(inputs) != len(ins):
+        raise InterpretationError(f"@{program.sym_name.data} takes {len(ins)} inputs, "
+                                  f"got {len(inputs)}")
+    state = State(machine)
+    state.dram_words = max([t.at.address.data + math.prod(t.type.get_shape())
+                            for t in [*ins, *outs]] + [
+        op.srcs.data[0].address.data + op.count if op.kind.data == "load"
+        else op.dst.address.data + op.count  # type: ignore[union-attr]
+        for op in program.instructions() if isinstance(op, m.DmaOp)] + [1])
+    dram = state.array("dram")
+    for tensor, value in zip(ins, inputs, strict=True):
+        arr = np.asarray(value, np.float32)
+        shape = tuple(tensor.type.get_shape())
+        if arr.shape != shape:
+            raise InterpretationError(f"input @{tensor.sym_name.data} has shape {arr.shape}, "
+                                      f"expected {shape}")
+        at = tensor.at.address.data
+        dram[0, at:at + arr.size] = arr.reshape(-1)
+
+    instructions = program.instructions()
+    issued: dict[str, int] = {}
+    flops = stall = 0
+    fwd: dict[int, np.ndarray] = {}
+    index = 0
+    last = instructions[-1].at if instructions else -1
+    while index < len(instructions):
+        step = instructions[index].at
+        bundle = []
+        while index < len(instructions) and instructions[index].at == step:
+            bundle.append(instructions[index])
+            index += 1
+        cycle = 4 * step + stall
+        for op in bundle:
+            if isinstance(op, m.WaitOp):
+                done = [p for p in state.pending if p[0] == op.tag.value.data]  # type: ignore[union-attr]
+                finish = max((p[4] for p in done), default=cycle)
+                stall += max(0, finish - cycle)
+                state.pending = [p for p in state.pending if p[0] != op.tag.value.data]  # type: ignore[union-attr]
+        writes = []
+        for op in bundle:
+            issued[op.SLOT] = issued.get(op.SLOT, 0) + 1
+            if isinstance(op, m.WaitOp):
+                continue
+            values = [read(state, op, ref, n, step, fwd) for ref, n in
+                      op.operands_of(machine)[0]]
+            writes.append((op, execute(op, values, machine)))
+            flops += op_flops(op, machine)
+            if trace is not None:
+                trace.append({"name": f"{op.kind.data or op.name}", "ph": "X", "pid": 0,
+                              "tid": SLOTS.index(op.SLOT), "ts": cycle, "dur": 4,
+                              "args": {"step": step, "asm": str(op)}})
+        fwd = {}
+        for op, result in writes:
+            ((dst, n),) = op.operands_of(machine)[1]
+            write(state, op, dst, n, result, step, 4 * step + stall)
+            if op.SLOT in ("alu", "mau") and (op.SLOT == "alu" or step not in fwd):
+                fwd[step] = result
+    report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
+    if state.pending:
+        tags = sorted({p[0] for p in state.pending})
+        raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
+    results = []
+    for tensor in outs:
+        shape = tuple(tensor.type.get_shape())
+        at = tensor.at.address.data
+        results.append(dram[0, at:at + math.prod(shape)].reshape(shape).copy())
+    return results, report
+
+
+def read(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, step: int,
+         fwd: dict[int, np.ndarray]) -> np.ndarray:
+    space, at = ref.space.data, ref.address.data
+    if space == "fwd":
+        if step - 1 not in fwd:
+            raise HazardError(step, op, f"reads fwd but step {step - 1} produced nothing")
+        return fwd[step - 1]
+    arr = state.array(space)
+    if at + n > arr.shape[1]:
+        raise HazardError(step, op, f"{ref} + {n} words is beyond {space}")
+    ready = state.ready[space][at:at + n]
+    late = int(np.argmax(ready))
+    if ready[late] > step:
+        raise HazardError(step, op, f"reads {space}[{at + late}] written at step "
+                                    f"{state.writer[space][at + late]}, ready only at step "
+                                    f"{ready[late]}")
+    for tag, dspace, first, words, _ in state.pending:
+        if dspace == space and first < at + n and at < first + words:
+            raise HazardError(step, op, f"reads {space}[{max(at, first)}] before the wait on "
+                                        f"DMA tag {tag}")
+    return arr[:, at:at + n]
+
+
+def write(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, value: np.ndarray,
+          step: int, cycle: int) -> None:
+    space, at = ref.space.data, ref.address.data
+    arr = state.array(space)
+    if at + n > arr.shape[1]:
+        raise HazardError(step, op, f"{ref} + {n} words is beyond {space}")
+    arr[:, at:at + n] = value
+    machine = state.machine
+    latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
+               "l1": machine.l1_latency, "l2": machine.l2_latency, "dma": 0}[op.SLOT]
+    state.ready[space][at:at + n] = step + latency
+    state.writer[space][at:at + n] = step
+    if isinstance(op, m.DmaOp):
+        finish = cycle + machine.dma_setup_cycles + -(-n // machine.dma_words_per_cycle)
+        state.pending.append((op.tag.value.data, space, at, n, finish))  # type: ignore[union-attr]
+
+
+def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:
+    """The value the instruction writes (rows: PEs or blocks of its destination)."""
+    kind = op.kind.data
+    if isinstance(op, m.AluOp):
+        if kind == "fzero":
+            return np.zeros((machine.pes, 4), np.float32)
+        return ALU[kind](*values).astype(np.float32)
+    if isinstance(op, m.MauOp):
+        a, b, c = values
+        return (np.einsum("pij,pj->pi", a.reshape(-1, 4, 4), b) + c).astype(np.float32)
+    (src,) = values
+    if isinstance(op, m.L1Op):
+        per = machine.pes_per_l1b
+        if kind == "bcast":  # block rows -> PE rows
+            return np.repeat(src, per, axis=0)
+        if kind == "scatter":
+            return src.reshape(machine.l1bs, per, 4).reshape(machine.pes, 4)
+        if kind == "gather":
+            return src.reshape(machine.l1bs, per * 4)
+        return src.reshape(machine.l1bs, per, 4).sum(axis=1)
+    if isinstance(op, m.L2Op):
+        per, n = machine.l1b_per_l2b, op.count
+        if kind == "bcast":
+            return np.repeat(src, per, axis=0)
+        if kind == "scatter":
+            return src.reshape(machine.l2bs * per, n)
+        if kind == "gather":
+            return src.reshape(machine.l2bs, per * n)
+        return src.reshape(machine.l2bs, per, n).sum(axis=1)
+    if isinstance(op, m.DmaOp):
+        return np.repeat(src, machine.l2bs, axis=0) if kind == "load" else src[:1]
+    raise AssertionError(op.name)
+
+
+def op_flops(op: m.InstructionOp, machine: Machine) -> int:
+    if isinstance(op, m.AluOp):
+        return 4 * ALU_FLOPS.get(op.kind.data, 1) * machine.pes
+    if isinstance(op, m.MauOp):
+        return 32 * machine.pes
+    return 0
+
+
+def find_program(module: ModuleOp, name: str | None = None) -> m.ProgramOp:
+    return find_function(module, name, m.ProgramOp)
+
+
+def chrome_trace(program: m.ProgramOp, events: list[dict[str, Any]]) -> str:
+    meta = [{"name": "process_name", "ph": "M", "pid": 0,
+             "args": {"name": f"mncore.program @{program.sym_name.data} (ts = cycles)"}}]
+    meta += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": i, "args": {"name": s}}
+             for i, s in enumerate(SLOTS)]
+    return json.dumps({"traceEvents": meta + events})
