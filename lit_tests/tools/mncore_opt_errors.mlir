@@ -66,7 +66,7 @@ func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
 // RUN: not mncore-opt %s -t nosuchtarget 2>&1 | filecheck %s --check-prefix=NO-TARGET
 // NO-TARGET-NOT: Traceback
 // NO-TARGET:     {{\A}}usage: mncore-opt
-// NO-TARGET:     mncore-opt: error: argument -t/--target: invalid choice: 'nosuchtarget' (choose from mlir, dot, triton)
+// NO-TARGET:     mncore-opt: error: argument -t/--target: invalid choice: 'nosuchtarget' (choose from mlir, dot, triton, mncore-asm)
 // NO-TARGET-NOT: {{.}}
 
 // A failed run leaves the -o file as it was; a successful one replaces it.
