@@ -72,6 +72,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertGraphToTaskPass
 
+    def mncore_schedule() -> type[ModulePass]:
+        from mncore_ir.transforms.mncore_schedule import MNCoreSchedulePass
+
+        return MNCoreSchedulePass
+
     return {
         "canonicalize": canonicalize,
         "convert-graph-to-task": convert_graph_to_task,
@@ -79,6 +84,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dce": dce,
         "graph-decompose": graph_decompose,
         "graph-fuse-elementwise": graph_fuse_elementwise,
+        "mncore-schedule": mncore_schedule,
     }
 
 

@@ -94,9 +94,11 @@ class State:
 
 
 def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
-             = None) -> tuple[list[np.ndarray], Report]:
+             = None, memories: dict[str, np.ndarray] | None = None
+             ) -> tuple[list[np.ndarray], Report]:
     """Run ``program`` on numpy inputs (its ``input`` tensors in order); returns the
-    ``output`` tensors and the report. ``trace`` collects Chrome trace events."""
+    ``output`` tensors and the report. ``trace`` collects Chrome trace events;
+    ``memories`` receives the final contents of every memory used."""
     try:  # the assembler's rules, also when the IR was not verified when parsed
         program.verify_()
     except VerifyException as error:
@@ -164,6 +166,8 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
     if state.pending:
         tags = sorted({p[0] for p in state.pending})
         raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
+    if memories is not None:
+        memories.update({space: arr.copy() for space, arr in state.memory.items()})
     results = []
     for tensor in outs:
         shape = tuple(tensor.type.get_shape())

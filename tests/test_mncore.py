@@ -1,0 +1,151 @@
+"""The mncore level: machine descriptions, the cycle simulator and the list scheduler.
+
+Random straight-line programs (hypothesis) are given widely spaced steps (a schedule
+with no hazard by construction: their meaning) and then scheduled by
+``mncore-schedule``: the scheduled program verifies, runs without a hazard, ends with
+every memory equal to the spaced program's, and is never longer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects.mncore_machines import MACHINES
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import make_context
+from mncore_ir.targets.mncore_simulator import HazardError, find_program, simulate
+from mncore_ir.transforms.mncore_schedule import ScheduleError, schedule
+
+SPACING = 12  # steps between instructions of the reference: more than any latency
+
+PE = ["lm0", "lm1", "grf0", "grf1"]
+ALU = {"fadd": 2, "fsub": 2, "fmul": 2, "fmax": 2, "fmin": 2, "fmadd": 3, "fpass": 1,
+       "fneg": 1, "fzero": 0}
+
+
+def test_mncore2_is_the_public_topology() -> None:
+    machine = MACHINES["mncore2"]
+    assert (machine.pes, machine.l1bs, machine.l2bs) == (4096, 64, 8)
+    assert (machine.lm_words, machine.grf_words, machine.l1bm_words, machine.l2bm_words) == (
+        2048, 256, 8192, 32768)
+    assert machine.pes_per_l1b == 64
+
+
+@st.composite
+def instruction(draw: st.DrawFn, tag: int) -> list[str]:
+    """One instruction (a DMA comes with its wait) as text without its step. PE
+    operands obey the port rules within the instruction: an LM once, a GRF read once
+    and written once."""
+    used: list[tuple[str, str]] = []
+
+    def pe(words: int = 4, direction: str = "read") -> str:
+        allowed = [s for s in PE if not any(u == s and (s.startswith("lm") or d == direction)
+                                            for u, d in used)]
+        space = draw(st.sampled_from(allowed))
+        used.append((space, direction))
+        limit = 16 if space.startswith("grf") else 24
+        return f"{space}[{draw(st.integers(0, limit - words))}]"
+
+    what = draw(st.sampled_from(["alu", "alu", "alu", "mau", "l1", "l2", "dma"]))
+    if what == "alu":
+        kind = draw(st.sampled_from(sorted(ALU)))
+        srcs = ", ".join(pe() for _ in range(ALU[kind]))
+        return [f'mncore.alu {{}} "{kind}" {srcs} -> {pe(direction="write")}']
+    if what == "mau":
+        return [f'mncore.mau {{}} "mma" {pe(16)}, {pe()}, {pe()} -> {pe(direction="write")}']
+    if what == "l1":
+        kind = draw(st.sampled_from(["bcast", "scatter", "gather", "reduce"]))
+        l1bm = f"l1bm[{draw(st.sampled_from([0, 4, 64, 128]))}]"
+        if kind in ("bcast", "scatter"):
+            return [f'mncore.l1 {{}} "{kind}" {l1bm} -> {pe(direction="write")}']
+        return [f'mncore.l1 {{}} "{kind}" {pe()} -> {l1bm}']
+    if what == "l2":
+        kind = draw(st.sampled_from(["bcast", "scatter", "gather", "reduce"]))
+        l1bm = f"l1bm[{draw(st.sampled_from([0, 8, 64]))}]"
+        l2bm = f"l2bm[{draw(st.sampled_from([0, 8, 32]))}]"
+        if kind in ("bcast", "scatter"):
+            return [f'mncore.l2 {{}} "{kind}" {l2bm} -> {l1bm} words 8']
+        return [f'mncore.l2 {{}} "{kind}" {l1bm} -> {l2bm} words 8']
+    if draw(st.booleans()):
+        transfer = (f'mncore.dma {{}} "load" dram[{draw(st.sampled_from([0, 16]))}] -> '
+                    f"l2bm[{draw(st.sampled_from([0, 8, 32]))}] words 16 tag {tag}")
+    else:
+        transfer = (f'mncore.dma {{}} "store" l2bm[{draw(st.sampled_from([0, 8, 32]))}] -> '
+                    f"dram[{draw(st.sampled_from([64, 80]))}] words 16 tag {tag}")
+    return [transfer, f"mncore.wait {{}} tag {tag}"]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> list[str]:
+    lines: list[str] = []
+    for tag in range(draw(st.integers(1, 30))):
+        lines += draw(instruction(tag))
+    return lines
+
+
+def program_text(lines: list[str], name: str = "p") -> str:
+    body = "\n".join("  " + line.format(SPACING * i) for i, line in enumerate(lines))
+    return (f'mncore.program @{name} machine "tiny" {{\n'
+            "  mncore.tensor @x input dram[0] : tensor<32xf32>\n"
+            "  mncore.tensor @y output dram[64] : tensor<32xf32>\n"
+            f"{body}\n}}\n")
+
+
+def run(program: m.ProgramOp, x: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
+    memories: dict[str, np.ndarray] = {}
+    _, report = simulate(program, [x], memories=memories)
+    return memories, report.steps
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=programs())
+def test_scheduled_random_programs_keep_their_meaning(lines: list[str]) -> None:
+    ctx = make_context()
+    x = np.linspace(-1, 1, 32, dtype=np.float32)
+    reference = find_program(parse_module(ctx, program_text(lines), "reference.mlir"))
+    expected, spaced_steps = run(reference, x)
+    module = parse_module(ctx, program_text(lines), "scheduled.mlir")
+    program = find_program(module)
+    steps = schedule(program)
+    module.verify()
+    got, scheduled_steps = run(program, x)  # raises HazardError on any hazard
+    assert scheduled_steps == steps <= spaced_steps
+    assert sorted(got) == sorted(expected)
+    for space in expected:
+        np.testing.assert_array_equal(got[space], expected[space], err_msg=space)
+
+
+def parse_program(text: str) -> m.ProgramOp:
+    return find_program(parse_module(make_context(), text, "t.mlir"))
+
+
+def test_scheduler_overlaps_independent_work() -> None:
+    """Two independent chains interleave: the schedule is shorter than either placed
+    one after the other."""
+    lines = ['mncore.alu {} "fzero" -> grf0[0]', 'mncore.alu {} "fadd" grf0[0], lm1[0] -> lm0[0]',
+             'mncore.l1 {} "gather" lm1[8] -> l1bm[0]', 'mncore.l1 {} "bcast" l1bm[64] -> grf1[0]']
+    program = parse_program(program_text(lines))
+    # The fadd waits 3 steps for grf0; the transfers fill the L1 slot at steps 0 and 1.
+    assert schedule(program) == 4
+    assert [(op.name, op.at) for op in program.instructions()] == [
+        ("mncore.alu", 0), ("mncore.l1", 0), ("mncore.l1", 1), ("mncore.alu", 3)]
+
+
+def test_scheduler_refuses_dma_data_read_before_its_wait() -> None:
+    lines = ['mncore.dma {} "load" dram[0] -> l2bm[0] words 4 tag 1',
+             'mncore.l2 {} "bcast" l2bm[0] -> l1bm[0] words 4', "mncore.wait {} tag 1"]
+    with pytest.raises(ScheduleError, match="reads the data of the DMA at step 0 before "
+                                            "waiting for it"):
+        schedule(parse_program(program_text(lines)))
+
+
+def test_simulator_reports_a_read_before_ready() -> None:
+    program = parse_program(program_text(['mncore.alu {} "fzero" -> grf0[0]',
+                                          'mncore.alu {} "fpass" grf0[0] -> grf1[0]']).replace(
+        "fpass\" grf0[0] -> grf1[0]", "fpass\" grf0[0] -> grf1[0]").replace(" 12 ", " 2 "))
+    with pytest.raises(HazardError, match=r"step 2: mncore.alu 'fpass': reads grf0\[0\] "
+                                          r"written at step 0, ready only at step 3"):
+        simulate(program, [np.zeros(32, np.float32)])

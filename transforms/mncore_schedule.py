@@ -1,0 +1,197 @@
+"""``mncore-schedule``: a static list scheduler for ``mncore`` programs.
+
+The input's instruction order is its meaning (steps there only need to be increasing);
+the pass gives every instruction the earliest step that keeps that meaning and obeys
+the machine: one instruction per slot per step, the LM/GRF port rules, and the
+latencies — a value is read only once its writer's latency has passed, DMA data only
+after the wait on its tag, and a wait is placed once its transfers should be done (so
+it does not stall). Instructions are placed in critical-path order (longest
+latency-weighted path to the end first), each at its earliest free step.
+
+Dependencies come from the words instructions touch, per memory space: read after
+write (the writer's latency; after the wait for DMA writes), write after read (same
+step or later: a bundle reads before it writes) and write after write (a later step).
+The forwarding operand ``fwd`` ties two instructions to adjacent steps and is not
+accepted here.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects.mncore_machines import Machine
+
+
+class ScheduleError(DiagnosticException):
+    """A program the scheduler cannot place."""
+
+
+Access = tuple[str, int, int]  # space, first word, words
+
+
+def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[Access]]:
+    reads, writes = op.operands_of(machine)
+    return ([(r.space.data, r.address.data, n) for r, n in reads],
+            [(r.space.data, r.address.data, n) for r, n in writes])
+
+
+def _overlap(a: Access, b: Access) -> bool:
+    return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]
+
+
+@dataclass
+class Node:
+    op: m.InstructionOp
+    reads: list[Access]
+    writes: list[Access]
+    preds: list[tuple[int, int]] = field(default_factory=list)  # (node, minimum distance)
+    succs: list[tuple[int, int]] = field(default_factory=list)
+    priority: int = 0
+    step: int = -1
+
+
+def latency(op: m.InstructionOp, machine: Machine) -> int:
+    return {"alu": machine.alu_latency, "mau": machine.alu_latency, "l1": machine.l1_latency,
+            "l2": machine.l2_latency, "dma": 0, "ctrl": 0}[op.SLOT]
+
+
+def dma_steps(op: m.DmaOp, machine: Machine) -> int:
+    cycles = machine.dma_setup_cycles + -(-op.count // machine.dma_words_per_cycle)
+    return -(-cycles // 4)
+
+
+def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
+    nodes = []
+    for op in ops:
+        if any(r.space.data == "fwd" for r in op.srcs.data):
+            raise ScheduleError(f"mncore-schedule: step {op.at}: {op.name} reads fwd, which "
+                                "ties it to the previous step; write the value to a memory")
+        nodes.append(Node(op, *accesses(op, machine)))
+    waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
+    waited_by: dict[int, int] = {}  # DMA node -> its wait node
+
+    def edge(a: int, b: int, distance: int) -> None:
+        nodes[b].preds.append((a, distance))
+        nodes[a].succs.append((b, distance))
+
+    for j, node in enumerate(nodes):
+        if isinstance(node.op, m.WaitOp):
+            tag = node.op.tag.value.data  # type: ignore[union-attr]
+            for i in waiting_dma.pop(tag, []):
+                edge(i, j, dma_steps(nodes[i].op, machine))  # type: ignore[arg-type]
+                waited_by[i] = j
+            continue
+        for i in range(j):
+            earlier = nodes[i]
+            if any(_overlap(r, w) for r in node.reads for w in earlier.writes):
+                if isinstance(earlier.op, m.DmaOp):
+                    if i not in waited_by:
+                        raise ScheduleError(f"mncore-schedule: step {node.op.at}: {node.op.name} "
+                                            f"reads the data of the DMA at step "
+                                            f"{earlier.op.at} before waiting for it")
+                    edge(waited_by[i], j, 0)
+                else:
+                    edge(i, j, latency(earlier.op, machine))
+            if any(_overlap(w, r) for w in node.writes for r in earlier.reads):
+                edge(i, j, 0)
+            if any(_overlap(w, v) for w in node.writes for v in earlier.writes):
+                edge(i, j, 1)
+        if isinstance(node.op, m.DmaOp):
+            waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
+    if waiting_dma:
+        raise ScheduleError(f"mncore-schedule: DMA tags {sorted(waiting_dma)} are never "
+                            "waited for")
+    for node in reversed(nodes):  # successors come later in program order
+        node.priority = max((nodes[s].priority + d for s, d in node.succs), default=0) + 1
+    return nodes
+
+
+class Reservations:
+    """What each step already uses: slots, PE memory ports, LM writes and reads."""
+
+    def __init__(self) -> None:
+        self.slots: set[tuple[int, str]] = set()
+        self.ports: dict[tuple[int, str], list[str]] = {}
+
+    def fits(self, node: Node, step: int, machine: Machine) -> bool:
+        if (step, node.op.SLOT) in self.slots:
+            return False
+        uses = [(a[0], "read") for a in node.reads] + [(a[0], "write") for a in node.writes]
+        for space, direction in uses:
+            if space.startswith("lm"):
+                if self.ports.get((step, space)):
+                    return False
+                if sum(1 for s, _ in uses if s == space) > 1:
+                    return False
+                gap = machine.lm_write_blocks_reads
+                if direction == "read" and any(
+                        "write" in self.ports.get((step - k, space), ()) for k in
+                        range(1, gap + 1)):
+                    return False
+                if direction == "write" and any(
+                        "read" in self.ports.get((step + k, space), ()) for k in
+                        range(1, gap + 1)):
+                    return False
+            elif space.startswith("grf"):
+                taken = self.ports.get((step, space), [])
+                if taken.count(direction) + sum(
+                        1 for s, d in uses if s == space and d == direction) > 1:
+                    return False
+        return True
+
+    def take(self, node: Node, step: int) -> None:
+        self.slots.add((step, node.op.SLOT))
+        for space, direction in [(a[0], "read") for a in node.reads] + [
+                (a[0], "write") for a in node.writes]:
+            if space.startswith(("lm", "grf")):
+                self.ports.setdefault((step, space), []).append(direction)
+
+
+def schedule(program: m.ProgramOp) -> int:
+    """Re-step ``program``'s instructions in place; returns the number of steps."""
+    machine = program.target
+    ops = program.instructions()
+    nodes = build_graph(ops, machine)
+    remaining = [len(n.preds) for n in nodes]
+    ready = [(-n.priority, i) for i, n in enumerate(nodes) if not n.preds]
+    heapq.heapify(ready)
+    table = Reservations()
+    while ready:
+        _, i = heapq.heappop(ready)
+        node = nodes[i]
+        step = max((nodes[p].step + d for p, d in node.preds), default=0)
+        while not table.fits(node, step, machine):
+            step += 1
+        node.step = step
+        table.take(node, step)
+        for s, _ in node.succs:
+            remaining[s] -= 1
+            if remaining[s] == 0:
+                heapq.heappush(ready, (-nodes[s].priority, s))
+    block = program.body.block
+    for node in nodes:
+        node.op.step = IntegerAttr(node.step, i64)
+        node.op.detach()
+    for i in sorted(range(len(nodes)), key=lambda i: (nodes[i].step, i)):
+        block.add_op(nodes[i].op)  # placement ops keep their places in front
+    return max((n.step for n in nodes), default=-1) + 1
+
+
+@dataclass(frozen=True)
+class MNCoreSchedulePass(ModulePass):
+    """Give every ``mncore.program``'s instructions their earliest legal steps."""
+
+    name = "mncore-schedule"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in op.walk():
+            if isinstance(program, m.ProgramOp):
+                schedule(program)
