@@ -1,0 +1,504 @@
+"""The Triton source of the megakernel's device functions, one per task type: the body
+of a ``@triton.jit`` function ``(arena, desc, d)`` that reads its descriptor at ``desc +
+d`` (see ``triton_descriptors``) and computes its task's tiles."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import task as t
+from mncore_ir.targets.graph_interpreter import constant_value
+from mncore_ir.targets.triton_descriptors import RANK, TYPES, TritonTargetError, dtype_of, pow2
+
+#: Python source of the body ops, by graph op class: a format string over the operands.
+_BODY_OPS: dict[type[Operation], str] = {
+    g.AddOp: "{0} + {1}", g.SubOp: "{0} - {1}", g.MulOp: "{0} * {1}", g.DivOp: "{0} / {1}",
+    g.NegOp: "-{0}", g.AbsOp: "tl.abs({0})", g.ExpOp: "tl.exp({0})", g.LogOp: "tl.log({0})",
+    g.SqrtOp: "tl.sqrt({0})", g.RsqrtOp: "1.0 / tl.sqrt({0})", g.ReciprocalOp: "1.0 / {0}",
+    g.TanhOp: "_tanh({0})", g.SigmoidOp: "1.0 / (1.0 + tl.exp(-{0}))",
+    g.ErfOp: "tl.math.erf({0})", g.NotOp: "{0} == 0", g.PowOp: "_pow({0}, {1})",
+    g.MaximumOp: "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    g.MinimumOp: "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    g.AndOp: "({0} != 0) & ({1} != 0)", g.OrOp: "({0} != 0) | ({1} != 0)",
+    g.EqOp: "{0} == {1}", g.NeOp: "{0} != {1}", g.LtOp: "{0} < {1}", g.LeOp: "{0} <= {1}",
+    g.GtOp: "{0} > {1}", g.GeOp: "{0} >= {1}", g.WhereOp: "tl.where({0} != 0, {1}, {2})",
+    g.ReluOp: "tl.maximum({0}, 0)",
+}
+
+
+def _value_type(value: SSAValue | Attribute) -> str:
+    return TYPES[dtype_of(value).name][1]
+
+
+def body_source(body: t.BodyOp, args: Sequence[str], block: str) -> tuple[list[str], list[str]]:
+    """Lines computing a task body on loaded blocks, and the names of its results."""
+    names: dict[SSAValue, str] = dict(zip(body.body.block.args, args, strict=True))
+    lines: list[str] = []
+    for i, op in enumerate(body.body.block.ops):
+        if isinstance(op, t.YieldOp):
+            return lines, [names[v] for v in op.values]
+        name = f"v{i}"
+        ty = _value_type(op.results[0])
+        operands = [names[o] for o in op.operands]
+        if isinstance(op, g.ConstantOp):
+            (value,) = constant_value(op.value).reshape(-1)  # type: ignore[arg-type]
+            literal = repr(bool(value)) if ty == "tl.int1" else repr(value.item())
+            literal = {"nan": "float('nan')", "inf": "float('inf')",
+                       "-inf": "float('-inf')"}.get(literal, literal)
+            expr = f"tl.full([{block}], {literal}, {ty})"
+        elif isinstance(op, g.ConvertOp):
+            expr = f"{operands[0]} != 0" if ty == "tl.int1" else f"{operands[0]}.to({ty})"
+        elif isinstance(op, g.GeluOp | g.GeluBackwardOp):
+            approx = op.properties.get("approximate")
+            tanh = approx is not None and approx.data == "tanh"  # type: ignore[attr-defined]
+            fn = ("_gelu_backward" if isinstance(op, g.GeluBackwardOp) else "_gelu") + (
+                "_tanh" if tanh else "")
+            expr = f"{fn}({', '.join(operands)})"
+        elif type(op) in _BODY_OPS:
+            expr = _BODY_OPS[type(op)].format(*operands)
+        else:
+            raise TritonTargetError(f"task.body @{body.sym_name.data}: {op.name} has no "
+                                    "Triton form")
+        lines.append(f"{name} = ({expr}).to({ty})")
+        names[op.results[0]] = name
+    raise TritonTargetError(f"task.body @{body.sym_name.data} has no task.yield")
+
+
+def _load_desc(n_operands: int, extras: int = 0) -> list[str]:
+    lines = [f"s{i} = tl.load(desc + d + {i})" for i in range(RANK)]
+    for k in range(n_operands):
+        base = RANK + k * (RANK + 1)
+        lines.append(f"o{k} = tl.load(desc + d + {base})")
+        lines += [f"t{k}_{j} = tl.load(desc + d + {base + 1 + j})" for j in range(RANK)]
+    first = RANK + n_operands * (RANK + 1)
+    lines += [f"x{j} = tl.load(desc + d + {first + j})" for j in range(extras)]
+    return lines
+
+
+def _ptr(k: int, dtype: np.dtype) -> str:
+    return f"_ptr(arena, o{k}, {TYPES[dtype.name][0]})"
+
+
+def _load(k: int, dtype: np.dtype, addr: str, mask: str, other: str = "0") -> str:
+    text = f"tl.load({_ptr(k, dtype)} + {addr}, mask={mask}, other={other})"
+    return f"({text} != 0)" if dtype.name == "bool" else text
+
+
+def _store(k: int, dtype: np.dtype, addr: str, value: str, mask: str) -> str:
+    ptr_type = TYPES[dtype.name][0]
+    return f"tl.store({_ptr(k, dtype)} + {addr}, ({value}).to({ptr_type}), mask={mask})"
+
+
+def _addr6(k: int, flat: str = "flat") -> str:
+    return f"_addr6({flat}, s1, s2, s3, s4, s5, " + ", ".join(
+        f"t{k}_{j}" for j in range(RANK)) + ")"
+
+
+def _rows(k: int, what: str) -> str:
+    return f"_addr3({what}, s1, s2, t{k}_0, t{k}_1, t{k}_2)"
+
+
+def _cols(k: int, what: str) -> str:
+    return f"_addr3({what}, s4, s5, t{k}_3, t{k}_4, t{k}_5)"
+
+
+@dataclass
+class TaskType:
+    """Tasks that share one device function."""
+
+    index: int
+    kind: str
+    key: tuple[Any, ...]
+    example: t.TaskOp
+    dtypes: list[np.dtype]
+    largest: list[int] = field(default_factory=lambda: [0] * 4)
+
+    @property
+    def name(self) -> str:
+        return f"_task{self.index}_{self.kind}"
+
+
+def pointwise_source(tt: TaskType, body: list[str], args: list[str], results: list[str],
+                     n_in: int) -> list[str]:
+    block = min(pow2(tt.largest[0]), 1024)
+    lines = [*_load_desc(len(tt.dtypes)), "n = s0 * s1 * s2 * s3 * s4 * s5",
+             f"for start in range(0, n, {block}):",
+             f"    flat = start + tl.arange(0, {block})", "    mask = flat < n"]
+    for k in range(n_in):
+        lines.append(f"    {args[k]} = {_load(k, tt.dtypes[k], _addr6(k), 'mask')}")
+    lines += ["    " + line for line in body]
+    for j, value in enumerate(results):
+        k = n_in + j
+        lines.append("    " + _store(k, tt.dtypes[k], _addr6(k), value, "mask"))
+    return lines
+
+
+def device_source(tt: TaskType, bodies: dict[str, t.BodyOp]) -> list[str]:
+    """The body of one task type's device function."""
+    kind = tt.kind
+    if kind == "elementwise":
+        body = bodies[tt.example.body.root_reference.data]  # type: ignore[union-attr]
+        n_in = len(tt.example.ins)
+        args = [f"a{k}" for k in range(n_in)]
+        block = min(pow2(tt.largest[0]), 1024)
+        lines, results = body_source(body, args, str(block))
+        return pointwise_source(tt, lines, args, results, n_in)
+    if kind in ("permute", "slice", "reshape"):
+        return pointwise_source(tt, [], ["a0"], ["a0"], 1)
+    if kind == "embedding":
+        return _embedding_source(tt)
+    if kind == "gather":
+        return _gather_source(tt)
+    if kind == "index_put":
+        return _index_put_source(tt)
+    if kind == "layer_norm_backward":
+        return _layer_norm_backward_source(tt)
+    if kind in ("conv2d", "max_pool2d"):
+        return _window_source(tt)
+    if kind == "conv2d_backward":
+        return _conv_backward_source(tt)
+    if kind == "max_pool2d_backward":
+        return _pool_backward_source(tt)
+    if kind == "scatter":
+        return _scatter_source(tt)
+    if kind == "matmul":
+        return _matmul_source(tt)
+    if kind in ("sum", "mean", "amax"):
+        return _reduce_source(tt)
+    return _row_source(tt)
+
+
+def _embedding_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    return [*_load_desc(3, 1), "n = s0 * s1 * s2 * s3 * s4 * s5",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    row = {_load(1, dt[1], _addr6(1), 'mask')}",
+            f"    a0 = {_load(0, dt[0], 'row * x0 + ' + _addr6(0), 'mask')}",
+            "    " + _store(2, dt[2], _addr6(2), "a0", "mask")]
+
+
+def _gather_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    return [*_load_desc(3, 1), "n = s0 * s1 * s2 * s3 * s4 * s5",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
+            f"    a0 = {_load(0, dt[0], _addr6(0) + ' + where * x0', 'mask')}",
+            "    " + _store(2, dt[2], _addr6(2), "a0", "mask")]
+
+
+def _scatter_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    return [*_load_desc(4, 2),
+            f"for start in range(0, x0, {block}):",  # out = input (both whole and contiguous)
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < x0",
+            f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
+            "    " + _store(3, dt[3], "flat", "a0", "mask"),
+            "tl.debug_barrier()",
+            f"value = {_load(2, dt[2], '0', 'True')}",
+            "n = s0 * s1 * s2 * s3 * s4 * s5",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
+            "    " + _store(3, dt[3], _addr6(3) + " + where * x1",
+                          f"tl.full([{block}], 0, value.dtype) + value", "mask")]
+
+
+def _index_put_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    accumulate = tt.example.attrs.data.get("accumulate")
+    add = accumulate is not None and accumulate.value.data  # type: ignore[attr-defined]
+    target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
+    write = (f"tl.atomic_add({target}, value, mask=mask)" if add
+             else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
+    return [*_load_desc(4, 2),
+            f"for start in range(0, x0, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < x0",
+            f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
+            "    " + _store(3, dt[3], "flat", "a0", "mask"),
+            "tl.debug_barrier()",
+            "n = s0 * s1 * s2 * s3 * s4 * s5",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
+            f"    value = {_load(2, dt[2], _addr6(2), 'mask')}",
+            "    " + write]
+
+
+def _layer_norm_backward_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    bl = pow2(tt.largest[2])
+    if bl > 16384:
+        raise TritonTargetError("layer_norm_backward rows longer than 16384 elements")
+    br = max(1, min(pow2(tt.largest[1]), 8192 // bl))
+    ty = TYPES[dt[0].name][1]
+
+    def at(k: int) -> str:
+        return f"{_rows(k, 'rows')}[:, None] + {_cols(k, 'cols')}[None, :]"
+
+    return [*_load_desc(8), "R = s0 * s1 * s2", "L = s3 * s4 * s5",
+            f"cols = tl.arange(0, {bl})", "cmask = cols < L",
+            f"dw = tl.zeros([{bl}], {ty})", f"db = tl.zeros([{bl}], {ty})",
+            f"w = {_load(4, dt[4], _cols(4, 'cols'), 'cmask')}",
+            f"for r0 in range(0, R, {br}):",
+            f"    rows = r0 + tl.arange(0, {br})", "    rmask = rows < R",
+            "    m2 = rmask[:, None] & cmask[None, :]",
+            f"    gr = {_load(0, dt[0], at(0), 'm2')}",
+            f"    x = {_load(1, dt[1], at(1), 'm2')}",
+            f"    mean = {_load(2, dt[2], _rows(2, 'rows'), 'rmask')}",
+            f"    rstd = {_load(3, dt[3], _rows(3, 'rows'), 'rmask')}",
+            "    xhat = tl.where(m2, (x - mean[:, None]) * rstd[:, None], 0.0)",
+            "    gx = tl.where(m2, gr * w[None, :], 0.0)",
+            "    total = tl.sum(gx, axis=1)[:, None]",
+            "    dot = tl.sum(gx * xhat, axis=1)[:, None]",
+            "    gi = rstd[:, None] / L * (L * gx - total - xhat * dot)",
+            "    " + _store(5, dt[5], at(5), "gi", "m2"),
+            "    dw += tl.sum(tl.where(m2, gr * xhat, 0.0), axis=0)",
+            "    db += tl.sum(tl.where(m2, gr, 0.0), axis=0)",
+            _store(6, dt[6], _cols(6, "cols"), "dw", "cmask"),
+            _store(7, dt[7], _cols(7, "cols"), "db", "cmask")]
+
+
+def _window_source(tt: TaskType) -> list[str]:
+    """Direct convolution / max-pool: each output element loops over its window."""
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 256)
+    conv = tt.kind == "conv2d"
+    ty = TYPES[dt[0].name][1]
+    lines = [*_load_desc(4 if conv else 3, 14),
+             "C = x0", "H = x1", "W = x2", "KH = x3", "KW = x4", "SH = x5", "SW = x6",
+             "PH = x7", "PW = x8", "DH = x9", "DW = x10", "G = x11", "O = x12",
+             "n = s2 * s3 * s4 * s5",
+             f"for start in range(0, n, {block}):",
+             f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+             "    ow = flat % s5", "    oh = (flat // s5) % s4",
+             "    oc = (flat // (s5 * s4)) % s3",
+             "    nb = flat // (s5 * s4 * s3)"]
+    if conv:
+        lines += ["    CG = C // G", "    group = oc // (O // G)",
+                  f"    acc = {_load(2, dt[2], 'oc', 'mask')}",
+                  "    for cg in range(0, CG):",
+                  "        ci = group * CG + cg",
+                  "        for kh in range(0, KH):",
+                  "            ih = oh * SH - PH + kh * DH",
+                  "            for kw in range(0, KW):",
+                  "                iw = ow * SW - PW + kw * DW",
+                  "                inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+                  "                xv = " + _load(0, dt[0], "((nb * C + ci) * H + ih) * W + iw",
+                                                 "inside"),
+                  "                wv = " + _load(1, dt[1], "((oc * CG + cg) * KH + kh) * KW + kw",
+                                                 "mask"),
+                  "                acc += xv * wv",
+                  "    " + _store(3, dt[3], "flat", "acc", "mask")]
+    else:
+        lines += [f"    best = tl.full([{block}], float('-inf'), {ty})",
+                  f"    arg = tl.zeros([{block}], tl.int64)",
+                  "    for kh in range(0, KH):",
+                  "        ih = oh * SH - PH + kh * DH",
+                  "        for kw in range(0, KW):",
+                  "            iw = ow * SW - PW + kw * DW",
+                  "            inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+                  "            xv = " + _load(0, dt[0], "((nb * C + oc) * H + ih) * W + iw",
+                                             "inside", "float('-inf')"),
+                  "            better = xv > best",
+                  "            best = tl.where(better, xv, best)",
+                  "            arg = tl.where(better, (ih * W + iw).to(tl.int64), arg)",
+                  "    " + _store(1, dt[1], "flat", "best", "mask"),
+                  "    " + _store(2, dt[2], "flat", "arg", "mask")]
+    return lines
+
+
+_GEOMETRY = ["C = x0", "H = x1", "W = x2", "KH = x3", "KW = x4", "SH = x5", "SW = x6",
+             "PH = x7", "PW = x8", "DH = x9", "DW = x10", "G = x11", "O = x12", "NB = x13",
+             "OH = x14", "OW = x15"]
+
+
+def _conv_backward_source(tt: TaskType) -> list[str]:
+    """grad_input (over the input's elements, gathering from the output positions that
+    used each one), grad_weight (over the weight's elements, summing over batch and
+    output positions) and grad_bias (over the output channels)."""
+    dt = tt.dtypes
+    block = 256
+    ty = TYPES[dt[0].name][1]
+    g_at = "((nb * O + oc) * OH + oh) * OW + ow"
+    return [*_load_desc(6, 16), *_GEOMETRY, "CG = C // G", "OG = O // G",
+            "n = NB * C * H * W",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            "    iw = flat % W", "    ih = (flat // W) % H", "    ci = (flat // (W * H)) % C",
+            "    nb = flat // (W * H * C)", "    group = ci // CG", "    cg = ci % CG",
+            f"    acc = tl.zeros([{block}], {ty})",
+            "    for oo in range(0, OG):",
+            "        oc = group * OG + oo",
+            "        for kh in range(0, KH):",
+            "            th = ih + PH - kh * DH",
+            "            oh = th // SH",
+            "            for kw in range(0, KW):",
+            "                tw = iw + PW - kw * DW",
+            "                ow = tw // SW",
+            "                used = mask & (th >= 0) & (th % SH == 0) & (oh < OH) & (tw >= 0)"
+            " & (tw % SW == 0) & (ow < OW)",
+            f"                gv = {_load(0, dt[0], g_at, 'used')}",
+            "                wv = " + _load(2, dt[2], "((oc * CG + cg) * KH + kh) * KW + kw",
+                                          "mask"),
+            "                acc += gv * wv",
+            "    " + _store(3, dt[3], "flat", "acc", "mask"),
+            "n = O * CG * KH * KW",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            "    kw = flat % KW", "    kh = (flat // KW) % KH", "    cg = (flat // (KW * KH)) % CG",
+            "    oc = flat // (KW * KH * CG)", "    ci = (oc // OG) * CG + cg",
+            f"    acc = tl.zeros([{block}], {ty})",
+            "    for nb in range(0, NB):",
+            "        for oh in range(0, OH):",
+            "            ih = oh * SH - PH + kh * DH",
+            "            for ow in range(0, OW):",
+            "                iw = ow * SW - PW + kw * DW",
+            "                inside = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)",
+            "                xv = " + _load(1, dt[1], "((nb * C + ci) * H + ih) * W + iw",
+                                          "inside"),
+            f"                gv = {_load(0, dt[0], g_at, 'mask')}",
+            "                acc += xv * gv",
+            "    " + _store(4, dt[4], "flat", "acc", "mask"),
+            f"for start in range(0, O, {block}):",
+            f"    oc = start + tl.arange(0, {block})", "    mask = oc < O",
+            f"    acc = tl.zeros([{block}], {ty})",
+            "    for nb in range(0, NB):",
+            "        for oh in range(0, OH):",
+            "            for ow in range(0, OW):",
+            f"                acc += {_load(0, dt[0], g_at, 'mask')}",
+            "    " + _store(5, dt[5], "oc", "acc", "mask")]
+
+
+def _pool_backward_source(tt: TaskType) -> list[str]:
+    """Zero the input gradient, then add each output gradient at its argmax."""
+    dt = tt.dtypes
+    block = min(pow2(tt.largest[0]), 1024)
+    ty = TYPES[dt[3].name][1]
+    target = f"{_ptr(3, dt[3])} + (flat // (OH * OW)) * (H * W) + where"
+    return [*_load_desc(4, 16), *_GEOMETRY,
+            "n = NB * C * H * W",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})",
+            "    " + _store(3, dt[3], "flat", f"tl.zeros([{block}], {ty})", "flat < n"),
+            "tl.debug_barrier()",
+            "n = NB * C * OH * OW",
+            f"for start in range(0, n, {block}):",
+            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            f"    where = {_load(2, dt[2], 'flat', 'mask')}",
+            f"    gv = {_load(0, dt[0], 'flat', 'mask')}",
+            f"    tl.atomic_add({target}, gv, mask=mask)"]
+
+
+def _matmul_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    bm = min(pow2(tt.largest[1], 16), 64)
+    bn = min(pow2(tt.largest[2], 16), 64)
+    bk = min(pow2(tt.largest[3], 16), 32)
+    acc = TYPES[dt[2].name][1]
+    return [*_load_desc(3), "M = s3", "N = s4", "K = s5",
+            f"for m0 in range(0, M, {bm}):",
+            f"    rm = m0 + tl.arange(0, {bm})",
+            f"    for n0 in range(0, N, {bn}):",
+            f"        rn = n0 + tl.arange(0, {bn})",
+            f"        acc = tl.zeros([{bm}, {bn}], {acc})",
+            f"        for k0 in range(0, K, {bk}):",
+            f"            rk = k0 + tl.arange(0, {bk})",
+            "            a = " + _load(0, dt[0], "rm[:, None] * t0_3 + rk[None, :] * t0_5",
+                                    "(rm[:, None] < M) & (rk[None, :] < K)"),
+            "            b = " + _load(1, dt[1], "rk[:, None] * t1_5 + rn[None, :] * t1_4",
+                                    "(rk[:, None] < K) & (rn[None, :] < N)"),
+            '            acc += tl.dot(a, b, input_precision="ieee")',
+            "        " + _store(2, dt[2], "rm[:, None] * t2_3 + rn[None, :] * t2_4", "acc",
+                               "(rm[:, None] < M) & (rn[None, :] < N)")]
+
+
+def _reduce_source(tt: TaskType) -> list[str]:
+    dt = tt.dtypes
+    bl = min(pow2(tt.largest[2]), 1024)
+    br = max(1, min(pow2(tt.largest[1]), 4096 // bl))
+    ty = TYPES[dt[1].name][1]
+    if tt.kind == "amax":
+        init = other = "float('-inf')"
+        combine = "tl.maximum(acc, tl.max(x, axis=1))"
+    else:
+        init, other, combine = "0", "0", "acc + tl.sum(x, axis=1)"
+    lines = [*_load_desc(2), "R = s0 * s1 * s2", "L = s3 * s4 * s5",
+             f"for r0 in range(0, R, {br}):",
+             f"    rows = r0 + tl.arange(0, {br})", "    rmask = rows < R",
+             f"    acc = tl.full([{br}], {init}, {ty})",
+             f"    for l0 in range(0, L, {bl}):",
+             f"        cols = l0 + tl.arange(0, {bl})",
+             "        m2 = rmask[:, None] & (cols[None, :] < L)",
+             "        x = " + _load(0, dt[0], f"{_rows(0, 'rows')}[:, None] + "
+                                  f"{_cols(0, 'cols')}[None, :]", "m2", other),
+             f"        acc = ({combine}).to({ty})"]
+    if tt.kind == "mean":
+        lines.append("    acc = acc / L")
+    lines.append("    " + _store(1, dt[1], _rows(1, "rows"), "acc", "rmask"))
+    return lines
+
+
+def _row_source(tt: TaskType) -> list[str]:
+    kind, dt = tt.kind, tt.dtypes
+    bl = pow2(tt.largest[2])
+    if bl > 16384:
+        raise TritonTargetError(f"task kind {kind}: rows of {tt.largest[2]} elements are "
+                                "longer than the 16384 one block holds")
+    br = max(1, min(pow2(tt.largest[1]), 8192 // bl))
+    n_ops = {"layer_norm": 6, "softmax": 2, "log_softmax": 2}.get(kind, 3)
+    lines = [*_load_desc(n_ops, 1 if kind == "layer_norm" else 0),
+             "R = s0 * s1 * s2", "L = s3 * s4 * s5",
+             f"for r0 in range(0, R, {br}):",
+             f"    rows = r0 + tl.arange(0, {br})",
+             f"    cols = tl.arange(0, {bl})",
+             "    rmask = rows < R",
+             "    m2 = rmask[:, None] & (cols[None, :] < L)"]
+
+    def at(k: int) -> str:
+        return f"{_rows(k, 'rows')}[:, None] + {_cols(k, 'cols')}[None, :]"
+
+    body: list[str]
+    if kind in ("softmax", "log_softmax"):
+        minus_inf = 'float("-inf")'
+        body = [f"x = {_load(0, dt[0], at(0), 'm2', minus_inf)}",
+                "shifted = x - tl.max(x, axis=1)[:, None]",
+                "e = tl.where(m2, tl.exp(shifted), 0.0)",
+                "total = tl.sum(e, axis=1)[:, None]",
+                ("y = e / total" if kind == "softmax" else "y = shifted - tl.log(total)"),
+                _store(1, dt[1], at(1), "y", "m2")]
+    elif kind == "softmax_backward":
+        body = [f"gr = {_load(0, dt[0], at(0), 'm2')}", f"out = {_load(1, dt[1], at(1), 'm2')}",
+                "y = out * (gr - tl.sum(gr * out, axis=1)[:, None])",
+                _store(2, dt[2], at(2), "y", "m2")]
+    elif kind == "log_softmax_backward":
+        body = [f"gr = {_load(0, dt[0], at(0), 'm2')}", f"out = {_load(1, dt[1], at(1), 'm2')}",
+                "y = gr - tl.exp(out) * tl.sum(gr, axis=1)[:, None]",
+                _store(2, dt[2], at(2), "y", "m2")]
+    elif kind == "layer_norm":
+        body = [f"x = {_load(0, dt[0], at(0), 'm2')}",
+                f"w = {_load(1, dt[1], _cols(1, 'cols') + '[None, :]', 'm2')}",
+                f"b = {_load(2, dt[2], _cols(2, 'cols') + '[None, :]', 'm2')}",
+                "mean = tl.sum(x, axis=1) / L",
+                "xc = tl.where(m2, x - mean[:, None], 0.0)",
+                "var = tl.sum(xc * xc, axis=1) / L",
+                "eps = x0.to(tl.float64, bitcast=True)",
+                f"rstd = (1.0 / tl.sqrt(var + eps)).to({TYPES[dt[0].name][1]})",
+                "y = xc * rstd[:, None] * w + b",
+                _store(3, dt[3], at(3), "y", "m2"),
+                _store(4, dt[4], _rows(4, "rows"), "mean", "rmask"),
+                _store(5, dt[5], _rows(5, "rows"), "rstd", "rmask")]
+    else:
+        raise TritonTargetError(f"task kind {kind!r} has no Triton device function")
+    return lines + ["    " + line for line in body]
