@@ -15,7 +15,7 @@ same instruction (SIMD); a step covers 4 cycles, so PE operands are 4 words.
       mncore.wait 1 tag 1
       mncore.l2 2 "bcast" l2bm[0] -> l1bm[0] words 4
       mncore.l1 6 "bcast" l1bm[0] -> lm0[0]
-      mncore.alu 9 "fadd" lm0[0], lm0[0] -> lm1[0]
+      mncore.alu 9 "fadd" lm0[0], grf0[0] -> lm1[0]
       mncore.l1 12 "gather" lm1[0] -> l1bm[16]
       ...
     }
@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -152,7 +152,8 @@ class InstructionOp(IRDLOperation):
         srcs: list[RefAttr] = []
         dst = words = tag = None
         token = parser._current_token  # a source starts with a memory space's name
-        if token.kind == MLIRTokenKind.BARE_IDENT and token.text in (*SPACES, "fwd"):
+        if (token.kind == MLIRTokenKind.BARE_IDENT and token.text not in ("words", "tag")
+                and "." not in token.text):
             srcs = parser.parse_comma_separated_list(
                 Parser.Delimiter.NONE, lambda: RefAttr(*parse_ref(parser)))
         if parser.parse_optional_punctuation("->") is not None:
@@ -182,10 +183,19 @@ class InstructionOp(IRDLOperation):
             printer.print_string(" ")
             printer.print_attr_dict(self.attributes)
 
+    USES: ClassVar[tuple[str, ...]] = ()
+    """Which of ``words`` and ``tag`` the instruction takes."""
+
     def verify_(self) -> None:
-        if self.KINDS and self.kind.data not in self.KINDS:
+        if self.kind.data not in self.KINDS:
             raise VerifyException(f"{self.name} has no kind {self.kind.data!r}; kinds: "
-                                  f"{', '.join(self.KINDS)}")
+                                  f"{', '.join(self.KINDS) or 'none (no kind)'}")
+        for name in ("words", "tag"):
+            value = getattr(self, name)
+            if value is not None and name not in self.USES:
+                raise VerifyException(f"{self.name} takes no {name}")
+        if self.words is not None and self.words.value.data < 1:
+            raise VerifyException(f"{self.name} moves at least 1 word")
 
     def operands_of(self, machine: Machine) -> tuple[list[tuple[RefAttr, int]],
                                                       list[tuple[RefAttr, int]]]:
@@ -281,6 +291,7 @@ class L2Op(InstructionOp):
 
     name = "mncore.l2"
     SLOT: ClassVar[str] = "l2"
+    USES: ClassVar[tuple[str, ...]] = ("words",)
     KINDS: ClassVar[tuple[str, ...]] = ("bcast", "scatter", "gather", "reduce")
 
     def verify_(self) -> None:
@@ -308,6 +319,7 @@ class DmaOp(InstructionOp):
 
     name = "mncore.dma"
     SLOT: ClassVar[str] = "dma"
+    USES: ClassVar[tuple[str, ...]] = ("words", "tag")
     KINDS: ClassVar[tuple[str, ...]] = ("load", "store")
 
     def verify_(self) -> None:
@@ -329,11 +341,13 @@ class WaitOp(InstructionOp):
 
     name = "mncore.wait"
     SLOT: ClassVar[str] = "ctrl"
-    KINDS: ClassVar[tuple[str, ...]] = ()
+    KINDS: ClassVar[tuple[str, ...]] = ("",)
+    USES: ClassVar[tuple[str, ...]] = ("tag",)
 
     def verify_(self) -> None:
-        if self.tag is None or self.srcs.data or self.dst is not None:
+        if self.tag is None or self.srcs.data or self.dst is not None or self.kind.data:
             raise VerifyException("mncore.wait takes only a tag")
+        super().verify_()
 
     def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
         return [], []
@@ -367,11 +381,13 @@ class TensorOp(IRDLOperation):
         parser.parse_punctuation(":")
         typ = parser.parse_type()
         return cls.create(properties={"sym_name": StringAttr(name), "role": StringAttr(role),
-                                      "at": at, "type": typ})
+                                      "at": at, "type": typ},
+                          attributes=parser.parse_optional_attr_dict())
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data} {self.role.data} {self.at} : ")
         printer.print_attribute(self.type)
+        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         if self.at.space.data != "dram":
@@ -396,10 +412,16 @@ class BufferOp(IRDLOperation):
         parser.parse_keyword("words")
         words = parser.parse_integer(allow_boolean=False, allow_negative=False)
         return cls.create(properties={"sym_name": StringAttr(name), "at": at,
-                                      "words": IntegerAttr(words, i64)})
+                                      "words": IntegerAttr(words, i64)},
+                          attributes=parser.parse_optional_attr_dict())
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data} {self.at} words {self.words.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if self.at.space.data == "fwd":
+            raise VerifyException("mncore.buffer cannot live in fwd")
 
 
 @irdl_op_definition
@@ -436,19 +458,32 @@ class ProgramOp(IRDLOperation):
         if machine not in MACHINES:
             parser.raise_error(f"unknown machine {machine!r}; machines: "
                                f"{', '.join(MACHINES)}", pos, parser.pos)
-        return cls(name, machine, parser.parse_region())
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls(name, machine, region)
+        if attrs:
+            op.attributes.update(attrs.data)
+        return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data} machine ")
         printer.print_string_literal(self.machine.data)
+        if self.attributes:
+            printer.print_string(" attributes ")
+            printer.print_attr_dict(self.attributes)
         printer.print_string(" ")
-        printer.print_region(self.body)
+        printer.print_region(self.body, print_empty_block=False)
 
     def verify_(self) -> None:
         if self.machine.data not in MACHINES:
             raise VerifyException(f"unknown machine {self.machine.data!r}")
         machine = self.target
         for op in self.body.block.ops:
+            if not isinstance(op, TensorOp | BufferOp | InstructionOp):
+                raise OpVerifyException(op, f"{op.name} cannot be in an mncore.program: it "
+                                            "holds tensors, buffers and instructions")
             if isinstance(op, TensorOp | BufferOp):
                 self._check_bounds(op, [(op.at, _extent(op))], machine)
         for op in self.instructions():
@@ -477,8 +512,15 @@ class ProgramOp(IRDLOperation):
         lm_written: dict[str, int] = {}  # LM -> last step that wrote it
         ports: dict[tuple[int, str], list[str]] = {}
         producers: set[int] = set()
+        dma_tags: dict[int, set[int]] = {}  # step -> tags of the DMAs issued then
         for op in self.instructions():
             step = op.at
+            if isinstance(op, DmaOp):
+                dma_tags.setdefault(step, set()).add(op.tag.value.data)  # type: ignore[union-attr]
+            if isinstance(op, WaitOp) and op.tag.value.data in dma_tags.get(step, ()):  # type: ignore[union-attr]
+                raise OpVerifyException(op, f"step {step} waits on tag {op.tag.value.data} "  # type: ignore[union-attr]
+                                            "issued in the same step: a wait takes effect "
+                                            "before its bundle issues")
             if step < last_step:
                 raise OpVerifyException(op, f"step {step} comes after step {last_step}: "
                                             "instructions must be in issue order")

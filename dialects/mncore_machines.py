@@ -73,7 +73,8 @@ class Machine:
         return 2 * self.mau_fma_per_cycle_per_mab * self.pes // self.pe_per_mab
 
     def describe(self) -> str:
-        return (f"{self.name}: {self.groups} group x {self.l2b_per_group} L2B x "
+        groups = f"{self.groups} group" + ("s" if self.groups > 1 else "")
+        return (f"{self.name}: {groups} x {self.l2b_per_group} L2B x "
                 f"{self.l1b_per_l2b} L1B x {self.mab_per_l1b} MAB x {self.pe_per_mab} PE = "
                 f"{self.pes} PEs; LM {self.lm_words}, GRF {self.grf_words}, L1BM "
                 f"{self.l1bm_words}, L2BM {self.l2bm_words} words")

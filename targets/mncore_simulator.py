@@ -77,8 +77,9 @@ class State:
     memory: dict[str, np.ndarray] = field(default_factory=dict)
     ready: dict[str, np.ndarray] = field(default_factory=dict)
     writer: dict[str, np.ndarray] = field(default_factory=dict)
-    pending: list[tuple[int, str, int, int, int]] = field(default_factory=list)
-    """In-flight DMA writes: (tag, space, first word, words, finishing cycle)."""
+    pending: list[tuple[int, str, int, int, int, str, int]] = field(default_factory=list)
+    """In-flight DMAs: (tag, destination space, first word, words, finishing cycle, source
+    space, first source word)."""
 
     def array(self, space: str) -> np.ndarray:
         if space not in self.memory:
@@ -136,26 +137,30 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         while index < len(instructions) and instructions[index].at == step:
             bundle.append(instructions[index])
             index += 1
-        cycle = 4 * step + stall
-        for op in bundle:
+        start = 4 * step + stall
+        for op in bundle:  # a wait holds the whole bundle until its DMAs are done
             if isinstance(op, m.WaitOp):
-                done = [p for p in state.pending if p[0] == op.tag.value.data]  # type: ignore[union-attr]
-                finish = max((p[4] for p in done), default=cycle)
-                stall += max(0, finish - cycle)
-                state.pending = [p for p in state.pending if p[0] != op.tag.value.data]  # type: ignore[union-attr]
+                tag = op.tag.value.data  # type: ignore[union-attr]
+                finish = max((p[4] for p in state.pending if p[0] == tag), default=start)
+                stall += max(0, finish - 4 * step - stall)
+                state.pending = [p for p in state.pending if p[0] != tag]
+        cycle = 4 * step + stall
+        if trace is not None and cycle > start:
+            trace.append({"name": "stall", "ph": "X", "pid": 0, "tid": SLOTS.index("ctrl"),
+                          "ts": start, "dur": cycle - start, "args": {"step": step}})
         writes = []
         for op in bundle:
             issued[op.SLOT] = issued.get(op.SLOT, 0) + 1
+            if trace is not None:
+                trace.append({"name": op.kind.data or op.name.removeprefix("mncore."),
+                              "ph": "X", "pid": 0, "tid": SLOTS.index(op.SLOT), "ts": cycle,
+                              "dur": 4, "args": {"step": step, "asm": str(op)}})
             if isinstance(op, m.WaitOp):
                 continue
             values = [read(state, op, ref, n, step, fwd) for ref, n in
                       op.operands_of(machine)[0]]
             writes.append((op, execute(op, values, machine)))
             flops += op_flops(op, machine)
-            if trace is not None:
-                trace.append({"name": f"{op.kind.data or op.name}", "ph": "X", "pid": 0,
-                              "tid": SLOTS.index(op.SLOT), "ts": cycle, "dur": 4,
-                              "args": {"step": step, "asm": str(op)}})
         fwd = {}
         for op, result in writes:
             ((dst, n),) = op.operands_of(machine)[1]
@@ -192,7 +197,7 @@ def read(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, step: int,
         raise HazardError(step, op, f"reads {space}[{at + late}] written at step "
                                     f"{state.writer[space][at + late]}, ready only at step "
                                     f"{ready[late]}")
-    for tag, dspace, first, words, _ in state.pending:
+    for tag, dspace, first, words, *_ in state.pending:
         if dspace == space and first < at + n and at < first + words:
             raise HazardError(step, op, f"reads {space}[{max(at, first)}] before the wait on "
                                         f"DMA tag {tag}")
@@ -205,6 +210,11 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, value: np.n
     arr = state.array(space)
     if at + n > arr.shape[1]:
         raise HazardError(step, op, f"{ref} + {n} words is beyond {space}")
+    for tag, dspace, first, words, _, sspace, sfirst in state.pending:
+        for busy, start, what in ((dspace, first, "writing"), (sspace, sfirst, "reading")):
+            if busy == space and start < at + n and at < start + words:
+                raise HazardError(step, op, f"writes {space}[{max(at, start)}] while DMA tag "
+                                            f"{tag} is still {what} it")
     arr[:, at:at + n] = value
     machine = state.machine
     latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
@@ -213,7 +223,9 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, value: np.n
     state.writer[space][at:at + n] = step
     if isinstance(op, m.DmaOp):
         finish = cycle + machine.dma_setup_cycles + -(-n // machine.dma_words_per_cycle)
-        state.pending.append((op.tag.value.data, space, at, n, finish))  # type: ignore[union-attr]
+        (src,) = op.srcs.data
+        state.pending.append((op.tag.value.data, space, at, n, finish,  # type: ignore[union-attr]
+                              src.space.data, src.address.data))
 
 
 def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:

@@ -137,7 +137,7 @@ def test_scheduler_overlaps_independent_work() -> None:
 def test_scheduler_refuses_dma_data_read_before_its_wait() -> None:
     lines = ['mncore.dma {} "load" dram[0] -> l2bm[0] words 4 tag 1',
              'mncore.l2 {} "bcast" l2bm[0] -> l1bm[0] words 4', "mncore.wait {} tag 1"]
-    with pytest.raises(ScheduleError, match="reads the data of the DMA at step 0 before "
+    with pytest.raises(ScheduleError, match="reads the words of the DMA at step 0 before "
                                             "waiting for it"):
         schedule(parse_program(program_text(lines)))
 

@@ -11,7 +11,8 @@ latency-weighted path to the end first), each at its earliest free step.
 Dependencies come from the words instructions touch, per memory space: read after
 write (the writer's latency; after the wait for DMA writes), write after read (same
 step or later: a bundle reads before it writes) and write after write (a later step).
-The forwarding operand ``fwd`` ties two instructions to adjacent steps and is not
+A DMA owns the words it reads and writes until the wait on its tag. The forwarding
+operand ``fwd`` ties two instructions to adjacent steps and is not
 accepted here.
 """
 
@@ -91,18 +92,23 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
             continue
         for i in range(j):
             earlier = nodes[i]
-            if any(_overlap(r, w) for r in node.reads for w in earlier.writes):
-                if isinstance(earlier.op, m.DmaOp):
-                    if i not in waited_by:
-                        raise ScheduleError(f"mncore-schedule: step {node.op.at}: {node.op.name} "
-                                            f"reads the data of the DMA at step "
-                                            f"{earlier.op.at} before waiting for it")
-                    edge(waited_by[i], j, 0)
-                else:
-                    edge(i, j, latency(earlier.op, machine))
-            if any(_overlap(w, r) for w in node.writes for r in earlier.reads):
+            raw = any(_overlap(r, w) for r in node.reads for w in earlier.writes)
+            war = any(_overlap(w, r) for w in node.writes for r in earlier.reads)
+            waw = any(_overlap(w, v) for w in node.writes for v in earlier.writes)
+            if isinstance(earlier.op, m.DmaOp) and (raw or war or waw):
+                # an in-flight transfer owns its words until the wait on its tag
+                if i not in waited_by:
+                    what = "reads" if raw else "overwrites"
+                    raise ScheduleError(f"mncore-schedule: step {node.op.at}: {node.op.name} "
+                                        f"{what} the words of the DMA at step {earlier.op.at} "
+                                        "before waiting for it")
+                edge(waited_by[i], j, 0)
+                continue
+            if raw:
+                edge(i, j, latency(earlier.op, machine))
+            if war:
                 edge(i, j, 0)
-            if any(_overlap(w, v) for w in node.writes for v in earlier.writes):
+            if waw:
                 edge(i, j, 1)
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]

@@ -141,14 +141,14 @@ class MNCoreRunMain(CommandLineTool):
         types = [tensor.type for tensor in ins]
         if self.args.args is not None:
             if len(self.args.args) != len(types):
-                raise InterpretationError(f"@{program.sym_name.data} takes {len(types)} "
-                                          f"inputs, got {len(self.args.args)}")
+                raise InterpretationError(f"@{program.sym_name.data} takes {plural(len(types))}"
+                                          f", got {len(self.args.args)}")
             inputs = [self.parse_literal(text, i, typ) for i, (text, typ) in
                       enumerate(zip(self.args.args, types, strict=True))]
         elif self.args.random_inputs is not None:
             inputs = random_inputs(types, self.args.random_inputs, self.args.int_high)
         elif types:
-            raise InterpretationError(f"@{program.sym_name.data} takes {len(types)} inputs: "
+            raise InterpretationError(f"@{program.sym_name.data} takes {plural(len(types))}: "
                                       "give --args or --random-inputs")
         else:
             inputs = []
@@ -221,6 +221,10 @@ class MNCoreRunMain(CommandLineTool):
         if "workers=" not in self.args.machine and isinstance(workers, IntegerAttr):
             machine = replace(machine, workers=workers.value.data)
         return machine
+
+
+def plural(n: int, noun: str = "input") -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def as_tensor(typ: Attribute) -> TensorType:

@@ -230,3 +230,18 @@ mncore.program @one machine "tiny" {
 // GENERIC-LABEL: "mncore.program"() <{sym_name = "one", machine = "tiny"}> ({
 // GENERIC-NEXT:  "mncore.alu"() <{step = 0 : i64, kind = "fzero", srcs = [], dst = #mncore.ref<grf0[0]>}> {at = #mncore.ref<l2bm[7]>} : () -> ()
 // GENERIC-NEXT:  }) : () -> ()
+
+// An empty program, and discardable attributes on programs, tensors and buffers.
+mncore.program @empty machine "tiny" {
+}
+mncore.program @noted machine "tiny" attributes {note = "kept"} {
+  mncore.tensor @x input dram[0] : tensor<4xf32> {origin = "arg0"}
+  mncore.buffer @h lm0[0] words 4 {live = 3 : i64}
+}
+
+// CHECK-LABEL: mncore.program @empty machine "tiny" {
+// CHECK-NEXT:  }
+// CHECK-LABEL: mncore.program @noted machine "tiny" attributes {note = "kept"} {
+// CHECK-NEXT:    mncore.tensor @x input dram[0] : tensor<4xf32> {origin = "arg0"}
+// CHECK-NEXT:    mncore.buffer @h lm0[0] words 4 {live = 3 : i64}
+// CHECK-NEXT:  }

@@ -1,0 +1,91 @@
+// -t mncore-asm: each mncore.program as assembly text (targets/mncore_asm.py). A
+// header comment names the program and its machine, one comment line per tensor and
+// buffer; then one line per step: the step's instructions joined by ' ; ' (a VLIW
+// bundle, in program order), a run of N empty steps as `nop/N` (also before the first
+// instruction). Registers: $lm/$ln are LM0/LM1, $lr/$ls GRF0/GRF1, $lb L1BM, $lc
+// L2BM, $d DRAM, $aluf the forwarded result; a PE operand carries `v` (the 4-word
+// vector), `/N` is a word count and `#T` a DMA tag. ALU kinds become `fv` + the kind
+// without its `f`, mma `fvmma`; transfers are the slot + the kind. Programs are
+// separated by an empty line; other ops (a function) are not printed.
+// RUN: mncore-opt %s -t mncore-asm | filecheck %s --match-full-lines
+
+mncore.program @p machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<2x16xf32>
+  mncore.tensor @y output dram[64] : tensor<4xf32>
+  mncore.buffer @h lm0[0] words 4
+  mncore.dma 2 "load" dram[0] -> l2bm[0] words 32 tag 1
+  mncore.wait 3 tag 1
+  mncore.l2 4 "scatter" l2bm[0] -> l1bm[0] words 16
+  mncore.l1 8 "bcast" l1bm[0] -> lm0[0]
+  mncore.l1 9 "scatter" l1bm[0] -> grf0[0]
+  mncore.alu 12 "fadd" lm0[0], grf0[0] -> lm1[0]
+  mncore.l1 12 "bcast" l1bm[4] -> grf1[0]
+  mncore.alu 13 "fmadd" fwd[0], grf1[0], grf0[0] -> grf1[4]
+  mncore.mau 13 "mma" lm0[0], fwd[0], fwd[0] -> grf0[8]
+  mncore.alu 14 "fzero" -> lm0[8]
+  mncore.l1 16 "reduce" lm1[0] -> l1bm[64]
+  mncore.l2 20 "reduce" l1bm[64] -> l2bm[64] words 4
+  mncore.dma 24 "store" l2bm[64] -> dram[64] words 4 tag 2
+  mncore.wait 25 tag 2
+}
+
+// CHECK:      # mncore.program @p on tiny: 1 group x 1 L2B x 2 L1B x 4 MAB x 4 PE = 32 PEs; LM 256, GRF 64, L1BM 1024, L2BM 4096 words
+// CHECK-NEXT: # input @x: tensor<2x16xf32> at $d0
+// CHECK-NEXT: # output @y: tensor<4xf32> at $d64
+// CHECK-NEXT: # buffer @h: 4 words at $lm0
+// CHECK-NEXT: nop/2
+// CHECK-NEXT: dmaload $d0 $lc0 /32 #1
+// CHECK-NEXT: wait #1
+// CHECK-NEXT: l2scatter $lc0 $lb0 /16
+// CHECK-NEXT: nop/3
+// CHECK-NEXT: l1bcast $lb0 $lm0v
+// CHECK-NEXT: l1scatter $lb0 $lr0v
+// CHECK-NEXT: nop/2
+// CHECK-NEXT: fvadd $lm0v $lr0v $ln0v ; l1bcast $lb4 $ls0v
+// CHECK-NEXT: fvmadd $aluf $ls0v $lr0v $ls4v ; fvmma $lm0v $aluf $aluf $lr8v
+// CHECK-NEXT: fvzero $lm8v
+// CHECK-NEXT: nop/1
+// CHECK-NEXT: l1reduce $ln0v $lb64
+// CHECK-NEXT: nop/3
+// CHECK-NEXT: l2reduce $lb64 $lc64 /4
+// CHECK-NEXT: nop/3
+// CHECK-NEXT: dmastore $lc64 $d64 /4 #2
+// CHECK-NEXT: wait #2
+// CHECK-NEXT: {{^$}}
+
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %a : tensor<4xf32>
+}
+
+// A program starting at step 0 (no leading nop), with the other ALU kinds, a bundle
+// whose L1 transfer comes first in the IR, L1 gather and L2 bcast/gather.
+mncore.program @q machine "mncore2" {
+  mncore.alu 0 "fsub" grf0[0], grf1[0] -> grf1[4]
+  mncore.alu 1 "fmul" fwd[0], lm0[0] -> lm1[2044]
+  mncore.alu 2 "fmax" fwd[0], lm0[4] -> grf0[4]
+  mncore.alu 3 "fmin" fwd[0], grf0[4] -> grf0[8]
+  mncore.alu 4 "fpass" fwd[0] -> grf0[12]
+  mncore.alu 5 "fneg" fwd[0] -> grf0[16]
+  mncore.l1 6 "gather" grf0[16] -> l1bm[256]
+  mncore.alu 6 "fexp" fwd[0] -> grf1[16]
+  mncore.alu 7 "flog" fwd[0] -> grf1[20]
+  mncore.alu 8 "frsqrt" fwd[0] -> grf1[24]
+  mncore.alu 9 "frecip" fwd[0] -> grf1[28]
+  mncore.l2 10 "bcast" l2bm[32000] -> l1bm[0] words 64
+  mncore.l2 11 "gather" l1bm[256] -> l2bm[0] words 256
+}
+
+// CHECK-NEXT: # mncore.program @q on mncore2: 4 groups x 2 L2B x 8 L1B x 16 MAB x 4 PE = 4096 PEs; LM 2048, GRF 256, L1BM 8192, L2BM 32768 words
+// CHECK-NEXT: fvsub $lr0v $ls0v $ls4v
+// CHECK-NEXT: fvmul $aluf $lm0v $ln2044v
+// CHECK-NEXT: fvmax $aluf $lm4v $lr4v
+// CHECK-NEXT: fvmin $aluf $lr4v $lr8v
+// CHECK-NEXT: fvpass $aluf $lr12v
+// CHECK-NEXT: fvneg $aluf $lr16v
+// CHECK-NEXT: l1gather $lr16v $lb256 ; fvexp $aluf $ls16v
+// CHECK-NEXT: fvlog $aluf $ls20v
+// CHECK-NEXT: fvrsqrt $aluf $ls24v
+// CHECK-NEXT: fvrecip $aluf $ls28v
+// CHECK-NEXT: l2bcast $lc32000 $lb0 /64
+// CHECK-NEXT: l2gather $lb256 $lc0 /256
+// CHECK-NOT:  {{.}}
