@@ -36,6 +36,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
     StringAttr,
@@ -361,37 +362,56 @@ INSTRUCTIONS = (AluOp, MauOp, L1Op, L2Op, DmaOp, WaitOp)
 
 @irdl_op_definition
 class TensorOp(IRDLOperation):
-    """A program input or output in DRAM, row-major:
-    ``mncore.tensor @x input dram[0] : tensor<8x8xf32>``."""
+    """A program input, output or constant in DRAM, row-major:
+    ``mncore.tensor @x input dram[0] : tensor<8x8xf32>``,
+    ``mncore.tensor @c constant dram[64] = dense<[1.0, 2.0]> : tensor<2xf32>``."""
 
     name = "mncore.tensor"
     sym_name = prop_def(StringAttr)
     role = prop_def(StringAttr)
     at = prop_def(RefAttr)
     type = prop_def(TensorType)
+    value = opt_prop_def(DenseIntOrFPElementsAttr)
     traits = lazy_traits_def(lambda: (SymbolOpInterface(), HasParent(ProgramOp)))
 
     @classmethod
     def parse(cls, parser: Parser) -> TensorOp:
         name = parser.parse_symbol_name().data
-        role = parser.parse_identifier(context_msg=": input or output")
-        if role not in ("input", "output"):
-            parser.raise_error("a tensor is an input or an output")
+        pos = parser.pos
+        role = parser.parse_identifier(context_msg=": input, output or constant")
+        if role not in ("input", "output", "constant"):
+            parser.raise_error("a tensor is an input, an output or a constant", pos, parser.pos)
         at = RefAttr(*parse_ref(parser))
-        parser.parse_punctuation(":")
-        typ = parser.parse_type()
-        return cls.create(properties={"sym_name": StringAttr(name), "role": StringAttr(role),
-                                      "at": at, "type": typ},
-                          attributes=parser.parse_optional_attr_dict())
+        props: dict[str, Attribute] = {"sym_name": StringAttr(name), "role": StringAttr(role),
+                                       "at": at}
+        if role == "constant":
+            parser.parse_punctuation("=")
+            value = parser.parse_attribute()
+            if not isinstance(value, DenseIntOrFPElementsAttr):
+                parser.raise_error("a constant tensor needs a dense literal")
+            props["value"], props["type"] = value, value.get_type()
+        else:
+            parser.parse_punctuation(":")
+            props["type"] = parser.parse_type()
+        return cls.create(properties=props, attributes=parser.parse_optional_attr_dict())
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" @{self.sym_name.data} {self.role.data} {self.at} : ")
-        printer.print_attribute(self.type)
+        printer.print_string(f" @{self.sym_name.data} {self.role.data} {self.at} ")
+        if self.value is not None:
+            printer.print_string("= ")
+            printer.print_attribute(self.value)
+        else:
+            printer.print_string(": ")
+            printer.print_attribute(self.type)
         printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         if self.at.space.data != "dram":
             raise VerifyException("mncore.tensor lives in dram")
+        if (self.role.data == "constant") != (self.value is not None):
+            raise VerifyException("mncore.tensor has a value exactly when it is a constant")
+        if self.value is not None and self.value.get_type() != self.type:
+            raise VerifyException("mncore.tensor: the value's type is not the tensor's")
 
 
 @irdl_op_definition

@@ -72,6 +72,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertGraphToTaskPass
 
+    def convert_task_to_mncore() -> type[ModulePass]:
+        from mncore_ir.transforms.convert_task_to_mncore import ConvertTaskToMNCorePass
+
+        return ConvertTaskToMNCorePass
+
     def mncore_schedule() -> type[ModulePass]:
         from mncore_ir.transforms.mncore_schedule import MNCoreSchedulePass
 
@@ -80,6 +85,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "canonicalize": canonicalize,
         "convert-graph-to-task": convert_graph_to_task,
+        "convert-task-to-mncore": convert_task_to_mncore,
         "cse": cse,
         "dce": dce,
         "graph-decompose": graph_decompose,

@@ -24,7 +24,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import Machine
-from mncore_ir.targets.graph_interpreter import InterpretationError, find_function
+from mncore_ir.targets.graph_interpreter import (
+    InterpretationError,
+    constant_value,
+    find_function,
+)
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
 
@@ -111,7 +115,7 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
                                   f"got {len(inputs)}")
     state = State(machine)
     state.dram_words = max([t.at.address.data + math.prod(t.type.get_shape())
-                            for t in [*ins, *outs]] + [
+                            for t in [*ins, *outs, *program.tensors("constant")]] + [
         op.srcs.data[0].address.data + op.count if op.kind.data == "load"
         else op.dst.address.data + op.count  # type: ignore[union-attr]
         for op in program.instructions() if isinstance(op, m.DmaOp)] + [1])
@@ -124,6 +128,10 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
                                       f"expected {shape}")
         at = tensor.at.address.data
         dram[0, at:at + arr.size] = arr.reshape(-1)
+    for tensor in program.tensors("constant"):
+        values = constant_value(tensor.value).reshape(-1)  # type: ignore[arg-type]
+        at = tensor.at.address.data
+        dram[0, at:at + values.size] = values
 
     instructions = program.instructions()
     issued: dict[str, int] = {}
@@ -234,7 +242,8 @@ def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> 
     if isinstance(op, m.AluOp):
         if kind == "fzero":
             return np.zeros((machine.pes, 4), np.float32)
-        return ALU[kind](*values).astype(np.float32)
+        with np.errstate(all="ignore"):  # lanes no task uses hold anything
+            return ALU[kind](*values).astype(np.float32)
     if isinstance(op, m.MauOp):
         a, b, c = values
         return (np.einsum("pij,pj->pi", a.reshape(-1, 4, 4), b) + c).astype(np.float32)

@@ -1,4 +1,5 @@
-"""The mncore level: machine descriptions, the cycle simulator and the list scheduler.
+"""The mncore level: machine descriptions, the cycle simulator, the list scheduler and
+the first part of convert-task-to-mncore (elementwise kernels), against the task level.
 
 Random straight-line programs (hypothesis) are given widely spaced steps (a schedule
 with no hazard by construction: their meaning) and then scheduled by
@@ -7,16 +8,24 @@ every memory equal to the spaced program's, and is never longer."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import MACHINES
+from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import make_context
+from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.mncore_simulator import HazardError, find_program, simulate
+from mncore_ir.targets.task_simulator import find_kernel
+from mncore_ir.targets.task_simulator import simulate as simulate_kernel
+from mncore_ir.transforms.convert_task_to_mncore import MNCoreConversionError
 from mncore_ir.transforms.mncore_schedule import ScheduleError, schedule
 
 SPACING = 12  # steps between instructions of the reference: more than any latency
@@ -149,3 +158,74 @@ def test_simulator_reports_a_read_before_ready() -> None:
     with pytest.raises(HazardError, match=r"step 2: mncore.alu 'fpass': reads grf0\[0\] "
                                           r"written at step 0, ready only at step 3"):
         simulate(program, [np.zeros(32, np.float32)])
+
+
+# --------------------------------------------------------------------------- conversion
+
+UNARY_TORCH = {"neg": torch.neg, "exp": torch.exp, "relu": torch.relu,
+               "sigmoid": torch.sigmoid, "sqrt": lambda x: torch.sqrt(x.abs() + 1),
+               "reciprocal": lambda x: torch.reciprocal(x.abs() + 1)}
+BINARY_TORCH = {"add": torch.add, "sub": torch.sub, "mul": torch.mul,
+                "div": lambda x, y: x / (y.abs() + 1), "maximum": torch.maximum,
+                "minimum": torch.minimum, "scale": lambda x, y: x * 0.5 + y}
+
+
+@st.composite
+def elementwise_programs(draw: st.DrawFn) -> tuple[list[tuple[int, ...]], list[tuple[Any, ...]]]:
+    """Input shapes (a full tensor, a row, a scalar...) and a chain of elementwise steps,
+    each reading earlier values by index."""
+    rows, cols = draw(st.integers(1, 7)), draw(st.integers(1, 40))
+    extra = draw(st.lists(st.sampled_from([(cols,), (), (rows, 1)]), max_size=2))
+    shapes = [(rows, cols), *extra]
+    steps: list[tuple[Any, ...]] = []
+    for _ in range(draw(st.integers(1, 6))):
+        count = len(shapes) + len(steps)
+        if draw(st.booleans()):
+            steps.append(("unary", draw(st.sampled_from(sorted(UNARY_TORCH))),
+                          draw(st.integers(0, count - 1))))
+        else:
+            steps.append(("binary", draw(st.sampled_from(sorted(BINARY_TORCH))),
+                          draw(st.integers(0, count - 1)), draw(st.integers(0, count - 1))))
+    return shapes, steps
+
+
+def elementwise_function(steps: list[tuple[Any, ...]]) -> Callable[..., torch.Tensor]:
+    def fn(*inputs: torch.Tensor) -> torch.Tensor:
+        values = list(inputs)
+        for step in steps:
+            if step[0] == "unary":
+                values.append(UNARY_TORCH[step[1]](values[step[2]]))
+            else:
+                values.append(BINARY_TORCH[step[1]](values[step[2]], values[step[3]]))
+        return values[-1] + values[0]  # the output has the full shape
+    return fn
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=elementwise_programs(), tile=st.integers(1, 200), fuse=st.booleans())
+def test_elementwise_kernels_on_tiny_match_the_task_level(
+        program: tuple[list[tuple[int, ...]], list[tuple[Any, ...]]], tile: int,
+        fuse: bool) -> None:
+    shapes, steps = program
+    rng = np.random.default_rng(0)
+    inputs = [torch.from_numpy(rng.uniform(-2, 2, s).astype(np.float32)) for s in shapes]
+    module = import_captured(capture(elementwise_function(steps), *inputs))
+    prepare = "canonicalize,cse,dce" + (",graph-fuse-elementwise" if fuse else "")
+    apply_pipeline(module, f"{prepare},convert-graph-to-task{{elementwise_tile={tile}}}")
+    arrays = [x.numpy() for x in inputs]
+    expected = simulate_kernel(find_kernel(module), arrays)
+    apply_pipeline(module, "convert-task-to-mncore{machine=tiny}")
+    outputs, _ = simulate(find_program(module), arrays)  # raises on any hazard
+    for out, exp in zip(outputs, expected, strict=True):
+        np.testing.assert_allclose(out, exp, rtol=1e-5, atol=1e-6)
+
+
+def test_conversion_names_the_kinds_it_cannot_lower_yet() -> None:
+    module = parse_module(make_context(), """
+    func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %c = graph.matmul %a, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+      func.return %c : tensor<4x4xf32>
+    }""", "m.mlir")
+    apply_pipeline(module, "convert-graph-to-task")
+    with pytest.raises(MNCoreConversionError, match="task kind 'matmul' is not lowered yet"):
+        apply_pipeline(module, "convert-task-to-mncore")

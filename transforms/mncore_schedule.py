@@ -44,10 +44,6 @@ def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[
             [(r.space.data, r.address.data, n) for r, n in writes])
 
 
-def _overlap(a: Access, b: Access) -> bool:
-    return a[0] == b[0] and a[1] < b[1] + b[2] and b[1] < a[1] + a[2]
-
-
 @dataclass
 class Node:
     op: m.InstructionOp
@@ -70,6 +66,8 @@ def dma_steps(op: m.DmaOp, machine: Machine) -> int:
 
 
 def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
+    """Nodes with their dependency edges. Per memory word, the last writer and the
+    readers since it are enough: older accesses are ordered through them."""
     nodes = []
     for op in ops:
         if any(r.space.data == "fwd" for r in op.srcs.data):
@@ -78,10 +76,23 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
         nodes.append(Node(op, *accesses(op, machine)))
     waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
+    writer: dict[tuple[str, int], int] = {}
+    readers: dict[tuple[str, int], list[int]] = {}
 
     def edge(a: int, b: int, distance: int) -> None:
         nodes[b].preds.append((a, distance))
         nodes[a].succs.append((b, distance))
+
+    def after(i: int, j: int, distance: int, what: str) -> tuple[int, int]:
+        """The constraint ``j`` gets from an earlier access by ``i``: an in-flight DMA
+        owns its words until the wait on its tag."""
+        if isinstance(nodes[i].op, m.DmaOp):
+            if i not in waited_by:
+                raise ScheduleError(f"mncore-schedule: step {nodes[j].op.at}: "
+                                    f"{nodes[j].op.name} {what} the words of the DMA at step "
+                                    f"{nodes[i].op.at} before waiting for it")
+            return waited_by[i], 0
+        return i, distance
 
     for j, node in enumerate(nodes):
         if isinstance(node.op, m.WaitOp):
@@ -90,26 +101,31 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                 edge(i, j, dma_steps(nodes[i].op, machine))  # type: ignore[arg-type]
                 waited_by[i] = j
             continue
-        for i in range(j):
-            earlier = nodes[i]
-            raw = any(_overlap(r, w) for r in node.reads for w in earlier.writes)
-            war = any(_overlap(w, r) for w in node.writes for r in earlier.reads)
-            waw = any(_overlap(w, v) for w in node.writes for v in earlier.writes)
-            if isinstance(earlier.op, m.DmaOp) and (raw or war or waw):
-                # an in-flight transfer owns its words until the wait on its tag
-                if i not in waited_by:
-                    what = "reads" if raw else "overwrites"
-                    raise ScheduleError(f"mncore-schedule: step {node.op.at}: {node.op.name} "
-                                        f"{what} the words of the DMA at step {earlier.op.at} "
-                                        "before waiting for it")
-                edge(waited_by[i], j, 0)
-                continue
-            if raw:
-                edge(i, j, latency(earlier.op, machine))
-            if war:
-                edge(i, j, 0)
-            if waw:
-                edge(i, j, 1)
+        found: list[tuple[int, int, str]] = []  # earlier node, distance, what j does
+        for space, first, count in node.reads:
+            for word in range(first, first + count):
+                if (space, word) in writer:
+                    i = writer[(space, word)]
+                    found.append((i, latency(nodes[i].op, machine), "reads"))
+        for space, first, count in node.writes:
+            for word in range(first, first + count):
+                if (space, word) in writer:
+                    found.append((writer[(space, word)], 1, "overwrites"))
+                found += [(i, 0, "overwrites") for i in readers.get((space, word), ())]
+        needs: dict[int, int] = {}
+        for i, distance, what in found:
+            source, gap = after(i, j, distance, what)
+            needs[source] = max(needs.get(source, 0), gap)
+        for i, gap in needs.items():
+            if i != j:
+                edge(i, j, gap)
+        for space, first, count in node.reads:
+            for word in range(first, first + count):
+                readers.setdefault((space, word), []).append(j)
+        for space, first, count in node.writes:
+            for word in range(first, first + count):
+                writer[(space, word)] = j
+                readers[(space, word)] = []
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
     if waiting_dma:

@@ -66,13 +66,13 @@ mncore.program @p machine "tiny" {
 
 // -----
 
-// A tensor is an input or an output (the caret is on the token after the role).
+// A tensor is an input, an output or a constant.
 mncore.program @p machine "tiny" {
   mncore.tensor @x inout dram[0] : tensor<4xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:26
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:20
   // CHECK-NEXT: mncore.tensor @x inout dram[0] : tensor<4xf32>
-  // CHECK-NEXT: ^^^^{{$}}
-  // CHECK-NEXT: a tensor is an input or an output
+  // CHECK-NEXT: ^^^^^{{$}}
+  // CHECK-NEXT: a tensor is an input, an output or a constant
 }
 
 // -----

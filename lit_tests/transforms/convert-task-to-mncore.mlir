@@ -1,0 +1,54 @@
+// convert-task-to-mncore on elementwise kernels: buffers in DRAM, inputs packed by DMA
+// runs into L2BM, scattered to L1BM and to the PEs' LM (a scalar is broadcast), the
+// body on the ALU (a copy keeps two reads of one memory apart), results gathered back
+// and stored by DMA; then mncore-schedule places everything. The program computes what
+// the task kernel computes; kinds it does not lower yet are one clear error.
+// RUN: mncore-opt %s -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=96}' -o %t.task.mlir
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=tiny}' -o %t.mncore.mlir
+// RUN: filecheck %s --input-file %t.mncore.mlir
+// The ALU divides by multiplying with a reciprocal: equal to the task level within f32
+// rounding.
+// RUN: mncore-run %t.task.mlir --random-inputs 5 --save-outputs %t.task.npz > /dev/null
+// RUN: mncore-run %t.mncore.mlir --random-inputs 5 --save-outputs %t.mncore.npz > /dev/null
+// RUN: %{python} -c "import numpy as np; a, b = np.load('%t.task.npz')['result0'], np.load('%t.mncore.npz')['result0']; print(a.shape == b.shape, np.allclose(a, b, rtol=1e-5, atol=1e-6))" | filecheck %s --check-prefix=SAME
+// SAME: True True
+// RUN: not mncore-opt %S/Inputs/matmul.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
+// RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big}' 2>&1 | filecheck %s --check-prefix=MACHINE
+
+func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> tensor<6x40xf32> {
+  %a = graph.add %x, %b : tensor<6x40xf32>, tensor<40xf32> -> tensor<6x40xf32>
+  %m = graph.mul %a, %a : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %d = graph.div %m, %s : tensor<6x40xf32>, tensor<f32> -> tensor<6x40xf32>
+  return %d : tensor<6x40xf32>
+}
+
+// CHECK:      mncore.program @main machine "tiny" {
+// CHECK-NEXT:   mncore.tensor @x input dram[0] : tensor<6x40xf32>
+// CHECK-NEXT:   mncore.tensor @b input dram[240] : tensor<40xf32>
+// CHECK-NEXT:   mncore.tensor @s input dram[288] : tensor<f32>
+// CHECK-NEXT:   mncore.tensor @output0 output dram[304] : tensor<6x40xf32>
+// CHECK-NEXT:   mncore.tensor @body_constants constant dram[544] = dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00]> : tensor<8xf32>
+// Tiles are 2 rows of 40 (80 elements, one wave of the 128 that 32 PEs x 4 take).
+// The first tile: %x's rows are one run of 80 words; %b's two rows are two runs of 40;
+// the scalar divisor is 4 one-word loads, then broadcast.
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[0] -> l2bm[0] words 80 tag
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[240] -> l2bm[256] words 40 tag
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[240] -> l2bm[296] words 40 tag
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[288] -> l2bm[515] words 1 tag
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "scatter" l2bm[0] -> l1bm[0] words 64
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "scatter" l1bm[0] -> lm0[4]
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[512] -> l1bm[0] words 4
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "bcast" l1bm[0] -> lm0[8]
+// a + b, then a * a reading grf0 twice: the second read goes through a copy to grf1[0];
+// the division is a reciprocal and a product.
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fadd" lm0[4], lm1[4] -> grf0[4]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fpass" grf0[4] -> grf1[0]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf0[4], grf1[0] -> grf1[4]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "frecip" lm0[8] -> grf1[8]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf1[4], grf0[0] -> grf0[8]
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[8] -> l1bm[0]
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[0] -> l2bm[768] words 64
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[768] -> dram[304] words 80 tag
+
+// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'matmul' is not lowered yet (this version lowers elementwise tasks)
+// MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny
