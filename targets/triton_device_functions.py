@@ -81,6 +81,12 @@ def _load_desc(n_operands: int, extras: int = 0) -> list[str]:
     return lines
 
 
+def _flat_loop(count: str, block: int) -> list[str]:
+    """A loop over ``count`` elements in blocks: ``flat`` indices and their ``mask``."""
+    return [f"for start in range(0, {count}, {block}):",
+            f"    flat = start + tl.arange(0, {block})", f"    mask = flat < {count}"]
+
+
 def _ptr(k: int, dtype: np.dtype) -> str:
     return f"_ptr(arena, o{k}, {TYPES[dtype.name][0]})"
 
@@ -128,8 +134,7 @@ def pointwise_source(tt: TaskType, body: list[str], args: list[str], results: li
                      n_in: int) -> list[str]:
     block = min(pow2(tt.largest[0]), 1024)
     lines = [*_load_desc(len(tt.dtypes)), "n = s0 * s1 * s2 * s3 * s4 * s5",
-             f"for start in range(0, n, {block}):",
-             f"    flat = start + tl.arange(0, {block})", "    mask = flat < n"]
+             *_flat_loop("n", block)]
     for k in range(n_in):
         lines.append(f"    {args[k]} = {_load(k, tt.dtypes[k], _addr6(k), 'mask')}")
     lines += ["    " + line for line in body]
@@ -178,8 +183,7 @@ def _embedding_source(tt: TaskType) -> list[str]:
     dt = tt.dtypes
     block = min(pow2(tt.largest[0]), 1024)
     return [*_load_desc(3, 1), "n = s0 * s1 * s2 * s3 * s4 * s5",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             f"    row = {_load(1, dt[1], _addr6(1), 'mask')}",
             f"    a0 = {_load(0, dt[0], 'row * x0 + ' + _addr6(0), 'mask')}",
             "    " + _store(2, dt[2], _addr6(2), "a0", "mask")]
@@ -189,8 +193,7 @@ def _gather_source(tt: TaskType) -> list[str]:
     dt = tt.dtypes
     block = min(pow2(tt.largest[0]), 1024)
     return [*_load_desc(3, 1), "n = s0 * s1 * s2 * s3 * s4 * s5",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
             f"    a0 = {_load(0, dt[0], _addr6(0) + ' + where * x0', 'mask')}",
             "    " + _store(2, dt[2], _addr6(2), "a0", "mask")]
@@ -199,16 +202,14 @@ def _gather_source(tt: TaskType) -> list[str]:
 def _scatter_source(tt: TaskType) -> list[str]:
     dt = tt.dtypes
     block = min(pow2(tt.largest[0]), 1024)
-    return [*_load_desc(4, 2),
-            f"for start in range(0, x0, {block}):",  # out = input (both whole and contiguous)
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < x0",
+    return [*_load_desc(4, 2),  # out = input first: both are whole and contiguous
+            *_flat_loop("x0", block),
             f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
             "    " + _store(3, dt[3], "flat", "a0", "mask"),
             "tl.debug_barrier()",
             f"value = {_load(2, dt[2], '0', 'True')}",
             "n = s0 * s1 * s2 * s3 * s4 * s5",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
             "    " + _store(3, dt[3], _addr6(3) + " + where * x1",
                           f"tl.full([{block}], 0, value.dtype) + value", "mask")]
@@ -222,15 +223,13 @@ def _index_put_source(tt: TaskType) -> list[str]:
     target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
     write = (f"tl.atomic_add({target}, value, mask=mask)" if add
              else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
-    return [*_load_desc(4, 2),
-            f"for start in range(0, x0, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < x0",
+    return [*_load_desc(4, 2),  # out = input first: both are whole and contiguous
+            *_flat_loop("x0", block),
             f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
             "    " + _store(3, dt[3], "flat", "a0", "mask"),
             "tl.debug_barrier()",
             "n = s0 * s1 * s2 * s3 * s4 * s5",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
             f"    value = {_load(2, dt[2], _addr6(2), 'mask')}",
             "    " + write]
@@ -280,8 +279,7 @@ def _window_source(tt: TaskType) -> list[str]:
              "C = x0", "H = x1", "W = x2", "KH = x3", "KW = x4", "SH = x5", "SW = x6",
              "PH = x7", "PW = x8", "DH = x9", "DW = x10", "G = x11", "O = x12",
              "n = s2 * s3 * s4 * s5",
-             f"for start in range(0, n, {block}):",
-             f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+             *_flat_loop("n", block),
              "    ow = flat % s5", "    oh = (flat // s5) % s4",
              "    oc = (flat // (s5 * s4)) % s3",
              "    nb = flat // (s5 * s4 * s3)"]
@@ -334,8 +332,7 @@ def _conv_backward_source(tt: TaskType) -> list[str]:
     g_at = "((nb * O + oc) * OH + oh) * OW + ow"
     return [*_load_desc(6, 16), *_GEOMETRY, "CG = C // G", "OG = O // G",
             "n = NB * C * H * W",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             "    iw = flat % W", "    ih = (flat // W) % H", "    ci = (flat // (W * H)) % C",
             "    nb = flat // (W * H * C)", "    group = ci // CG", "    cg = ci % CG",
             f"    acc = tl.zeros([{block}], {ty})",
@@ -355,8 +352,7 @@ def _conv_backward_source(tt: TaskType) -> list[str]:
             "                acc += gv * wv",
             "    " + _store(3, dt[3], "flat", "acc", "mask"),
             "n = O * CG * KH * KW",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             "    kw = flat % KW", "    kh = (flat // KW) % KH", "    cg = (flat // (KW * KH)) % CG",
             "    oc = flat // (KW * KH * CG)", "    ci = (oc // OG) * CG + cg",
             f"    acc = tl.zeros([{block}], {ty})",
@@ -394,8 +390,7 @@ def _pool_backward_source(tt: TaskType) -> list[str]:
             "    " + _store(3, dt[3], "flat", f"tl.zeros([{block}], {ty})", "flat < n"),
             "tl.debug_barrier()",
             "n = NB * C * OH * OW",
-            f"for start in range(0, n, {block}):",
-            f"    flat = start + tl.arange(0, {block})", "    mask = flat < n",
+            *_flat_loop("n", block),
             f"    where = {_load(2, dt[2], 'flat', 'mask')}",
             f"    gv = {_load(0, dt[0], 'flat', 'mask')}",
             f"    tl.atomic_add({target}, gv, mask=mask)"]
