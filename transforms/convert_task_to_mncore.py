@@ -76,22 +76,10 @@ def runs(addresses: np.ndarray) -> list[tuple[int, int, int]]:
     return [(int(s), int(addresses[s]), int(e - s)) for s, e in zip(starts, ends, strict=True)]
 
 
-@dataclass
-class Region4:
-    """Where the words of one operand sit in DRAM, per element of a task's tile."""
-
-    addresses: np.ndarray
-
-    @property
-    def uniform(self) -> bool:
-        return bool(len(self.addresses)) and bool((self.addresses == self.addresses[0]).all())
-
-
 class ProgramBuilder:
     def __init__(self, kernel: t.KernelOp, machine: Machine) -> None:
         self.kernel, self.machine = kernel, machine
         self.ops: list[m.InstructionOp] = []
-        self.head: list[object] = []
         self.dram: dict[SSAValue, int] = {}
         self.tag = 0
         self.constants: dict[float, Slot] = {}
@@ -235,7 +223,7 @@ class ProgramBuilder:
             for i, (value, region) in enumerate(inputs):
                 addresses = self.element_addresses(value, region, tile, flat)
                 stage = 2 * i * self.wave
-                if Region4(addresses).uniform:
+                if (addresses == addresses[0]).all():  # one value for every element
                     for k in range(4):
                         self.dma("load", m.RefAttr("dram", int(addresses[0])),
                                  m.RefAttr("l2bm", stage + k), 1)
