@@ -164,7 +164,10 @@ def test_simulator_reports_a_read_before_ready() -> None:
 
 UNARY_TORCH = {"neg": torch.neg, "exp": torch.exp, "relu": torch.relu,
                "sigmoid": torch.sigmoid, "sqrt": lambda x: torch.sqrt(x.abs() + 1),
-               "reciprocal": lambda x: torch.reciprocal(x.abs() + 1)}
+               "reciprocal": lambda x: torch.reciprocal(x.abs() + 1),
+               # copies: permutes and reshapes around an elementwise op
+               "transposed": lambda x: (x.t() * 2).t() if x.dim() == 2 else x * 2,
+               "flattened": lambda x: (x.reshape(-1) * 3).reshape(x.shape)}
 BINARY_TORCH = {"add": torch.add, "sub": torch.sub, "mul": torch.mul,
                 "div": lambda x, y: x / (y.abs() + 1), "maximum": torch.maximum,
                 "minimum": torch.minimum, "scale": lambda x, y: x * 0.5 + y}

@@ -1,7 +1,7 @@
 """``convert-task-to-mncore{machine=...}``: task kernels become ``mncore.program``s.
 
-This first version lowers kernels of **elementwise tasks on f32 buffers** (every kind
-has to be ``elementwise``; others are a clear error naming them). Every buffer lives in
+This first version lowers kernels of **elementwise tasks and copies (permute, reshape,
+slice) on f32 buffers**; other kinds are a clear error naming them. Every buffer lives in
 DRAM, row-major. A task's output tile is processed in waves of 4 words per PE over the
 PEs of one L2B (the DMA broadcasts to every L2B, so the others repeat the same work):
 
@@ -49,6 +49,9 @@ from mncore_ir.transforms.mncore_schedule import schedule
 class MNCoreConversionError(DiagnosticException):
     """A kernel this conversion cannot lower."""
 
+
+#: Task kinds that only move data: their output tile is a copy of words of the input.
+COPIES = ("permute", "reshape", "slice")
 
 #: Body ops that are one ALU instruction.
 _ALU = {g.AddOp: "fadd", g.SubOp: "fsub", g.MulOp: "fmul", g.MaximumOp: "fmax",
@@ -132,10 +135,10 @@ class ProgramBuilder:
     def build(self) -> m.ProgramOp:
         kernel = self.kernel
         for task in kernel.tasks():
-            if task.kind.data != "elementwise":
+            if task.kind.data not in ("elementwise", *COPIES):
                 raise MNCoreConversionError(
                     f"convert-task-to-mncore: task kind {task.kind.data!r} is not lowered yet "
-                    "(this version lowers elementwise tasks)")
+                    "(this version lowers elementwise tasks and copies)")
         values = [*kernel.inputs, *kernel.outputs, *(
             op.results[0] for op in kernel.body.block.ops
             if isinstance(op, t.BufferOp | t.ConstantOp))]
@@ -166,7 +169,7 @@ class ProgramBuilder:
         after_constants = dict(self.lm_next)
         for task in kernel.tasks():
             self.lm_next = dict(after_constants)  # input slots are reused task after task
-            self.lower(task, bodies[task.body.root_reference.data])  # type: ignore[union-attr]
+            self.lower(task, bodies[task.body.root_reference.data] if task.body else None)
         block = Block([*tensors, *self.ops])  # type: ignore[list-item]
         program = m.ProgramOp(kernel.sym_name.data, self.machine.name, Region(block))
         schedule(program)
@@ -211,7 +214,29 @@ class ProgramBuilder:
             address += coordinate * strides[d]
         return address
 
-    def lower(self, task: t.TaskOp, body: t.BodyOp) -> None:
+    def copy_addresses(self, task: t.TaskOp, tile: t.Tile, flat: np.ndarray) -> np.ndarray:
+        """The DRAM word a permute, reshape or slice task reads for each element of its
+        output tile."""
+        ((value, region),) = task.reads()
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        strides = strides_of(shape)
+        base = self.dram[value] + int(np.dot(region.offsets, strides)) if shape else \
+            self.dram[value]
+        kind = task.kind.data
+        if kind == "reshape":  # both bands are contiguous runs
+            return base + flat
+        index = np.stack(np.unravel_index(flat, tile.sizes))
+        if kind == "permute":
+            perm = task.attrs.data["perm"].get_values()  # type: ignore[attr-defined]
+            return base + sum(index[i] * strides[p] for i, p in enumerate(perm))
+        dim = task.attrs.data["dim"].value.data % len(shape)  # type: ignore[attr-defined]
+        start = task.attrs.data["start"].value.data  # type: ignore[attr-defined]
+        step_attr = task.attrs.data.get("step")
+        step = step_attr.value.data if step_attr is not None else 1  # type: ignore[attr-defined]
+        along = [start + step * index[d] if d == dim else index[d] for d in range(len(shape))]
+        return base + sum(along[d] * strides[d] for d in range(len(shape)))
+
+    def lower(self, task: t.TaskOp, body: t.BodyOp | None) -> None:
         writes = task.writes()
         tile = writes[0][1]
         n = math.prod(tile.sizes)
@@ -221,7 +246,8 @@ class ProgramBuilder:
             grf = {"grf0": 4, "grf1": 4}  # word 0 of each GRF is the copy scratch
             flat = np.arange(w * self.wave, min(n, (w + 1) * self.wave))
             for i, (value, region) in enumerate(inputs):
-                addresses = self.element_addresses(value, region, tile, flat)
+                addresses = (self.element_addresses(value, region, tile, flat) if body
+                             else self.copy_addresses(task, tile, flat))
                 stage = 2 * i * self.wave
                 if (addresses == addresses[0]).all():  # one value for every element
                     for k in range(4):
@@ -237,7 +263,7 @@ class ProgramBuilder:
                 self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage)], m.RefAttr("l1bm", 0),
                                  self.chunk))
                 self.emit(m.L1Op(0, "scatter", [m.RefAttr("l1bm", 0)], m.RefAttr(*in_slots[i])))
-            results = self.compute(body, in_slots, grf)
+            results = self.compute(body, in_slots, grf) if body else in_slots
             for j, ((value, out_tile), slot) in enumerate(zip(writes, results, strict=True)):
                 stage = (2 * len(inputs) + 2 * j) * self.wave
                 self.emit(m.L1Op(0, "gather", [m.RefAttr(*slot)], m.RefAttr("l1bm", 0)))

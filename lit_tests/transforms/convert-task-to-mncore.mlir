@@ -1,4 +1,4 @@
-// convert-task-to-mncore on elementwise kernels: buffers in DRAM, inputs packed by DMA
+// convert-task-to-mncore on elementwise kernels and copies: buffers in DRAM, inputs packed by DMA
 // runs into L2BM, scattered to L1BM and to the PEs' LM (a scalar is broadcast), the
 // body on the ALU (a copy keeps two reads of one memory apart), results gathered back
 // and stored by DMA; then mncore-schedule places everything. The program computes what
@@ -12,6 +12,12 @@
 // RUN: mncore-run %t.mncore.mlir --random-inputs 5 --save-outputs %t.mncore.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a, b = np.load('%t.task.npz')['result0'], np.load('%t.mncore.npz')['result0']; print(a.shape == b.shape, np.allclose(a, b, rtol=1e-5, atol=1e-6))" | filecheck %s --check-prefix=SAME
 // SAME: True True
+// Copies (permute, reshape, slice with a step) move words by DMA runs; they equal the
+// task level exactly, for two tilings.
+// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task{elementwise_tile=7}' -o %t.copies.task.mlir
+// RUN: mncore-opt %t.copies.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 3 > %t.copies.mncore
+// RUN: mncore-run %t.copies.task.mlir --random-inputs 3 | diff - %t.copies.mncore
+// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task,convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 3 | diff - %t.copies.mncore
 // RUN: not mncore-opt %S/Inputs/matmul.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
 // RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big}' 2>&1 | filecheck %s --check-prefix=MACHINE
 
@@ -50,5 +56,5 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[0] -> l2bm[768] words 64
 // CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[768] -> dram[304] words 80 tag
 
-// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'matmul' is not lowered yet (this version lowers elementwise tasks)
+// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'matmul' is not lowered yet (this version lowers elementwise tasks and copies)
 // MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny
