@@ -237,17 +237,18 @@ class AluOp(InstructionOp):
 
 @irdl_op_definition
 class MauOp(InstructionOp):
-    """Matrix unit, per PE: ``dst(4) = A(4x4, row-major) . b(4) + c(4)``."""
+    """Matrix unit, per PE, with A the 4x4 row-major matrix at the first source:
+    ``mma``: ``dst(4) = A . b + c``; ``vmm``: ``dst(4) = b . A + c``."""
 
     name = "mncore.mau"
     SLOT: ClassVar[str] = "mau"
-    KINDS: ClassVar[tuple[str, ...]] = ("mma",)
+    KINDS: ClassVar[tuple[str, ...]] = ("mma", "vmm")
 
     def verify_(self) -> None:
         super().verify_()
         if len(self.srcs.data) != 3 or self.dst is None:
-            raise VerifyException("mncore.mau 'mma' takes a matrix, a vector and an addend "
-                                  "and a destination")
+            raise VerifyException(f"mncore.mau {self.kind.data!r} takes a matrix, a vector "
+                                  "and an addend and a destination")
         for ref in self.srcs.data:
             _spaces(ref, (*PE_SPACES, "fwd"), "sources", self)
         if self.srcs.data[0].space.data == "fwd":

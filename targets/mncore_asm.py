@@ -33,7 +33,7 @@ def instruction(op: m.InstructionOp) -> str:
     if isinstance(op, m.WaitOp):
         return f"wait #{op.tag.value.data}"  # type: ignore[union-attr]
     if isinstance(op, m.AluOp | m.MauOp):
-        mnemonic = "fv" + ("mma" if isinstance(op, m.MauOp) else kind.removeprefix("f"))
+        mnemonic = "fv" + (kind if isinstance(op, m.MauOp) else kind.removeprefix("f"))
         refs = [*op.srcs.data, op.dst]
         return " ".join([mnemonic, *(operand(r, True) for r in refs)])  # type: ignore[arg-type]
     prefix = {"l1": "l1", "l2": "l2", "dma": "dma"}[op.SLOT]

@@ -246,7 +246,9 @@ def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> 
             return ALU[kind](*values).astype(np.float32)
     if isinstance(op, m.MauOp):
         a, b, c = values
-        return (np.einsum("pij,pj->pi", a.reshape(-1, 4, 4), b) + c).astype(np.float32)
+        spec = "pij,pj->pi" if kind == "mma" else "pi,pij->pj"
+        operands = (a.reshape(-1, 4, 4), b) if kind == "mma" else (b, a.reshape(-1, 4, 4))
+        return (np.einsum(spec, *operands) + c).astype(np.float32)
     (src,) = values
     if isinstance(op, m.L1Op):
         per = machine.pes_per_l1b

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.model_zoo import MLP
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.mncore_simulator import HazardError, find_program, simulate
@@ -225,10 +226,54 @@ def test_elementwise_kernels_on_tiny_match_the_task_level(
 
 def test_conversion_names_the_kinds_it_cannot_lower_yet() -> None:
     module = parse_module(make_context(), """
-    func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
-      %c = graph.matmul %a, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
-      func.return %c : tensor<4x4xf32>
+    func.func @main(%a: tensor<4x4xf32>) -> tensor<4xf32> {
+      %c = graph.sum %a dims = array<i64: 1> : tensor<4x4xf32> -> tensor<4xf32>
+      func.return %c : tensor<4xf32>
     }""", "m.mlir")
     apply_pipeline(module, "convert-graph-to-task")
-    with pytest.raises(MNCoreConversionError, match="task kind 'matmul' is not lowered yet"):
+    with pytest.raises(MNCoreConversionError, match="task kind 'sum' is not lowered yet"):
         apply_pipeline(module, "convert-task-to-mncore")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.integers(1, 9), depth=st.integers(1, 10), cols=st.integers(1, 10),
+       batch=st.integers(1, 2), tile=st.tuples(st.integers(1, 9), st.integers(1, 9)))
+def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, batch: int,
+                                            tile: tuple[int, int]) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-2, 2, (batch, rows, depth)).astype(np.float32)
+    b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
+    module = parse_module(make_context(), f"""
+    func.func @main(%a: tensor<{batch}x{rows}x{depth}xf32>, %b: tensor<{batch}x{depth}x{cols}xf32>)
+        -> tensor<{batch}x{rows}x{cols}xf32> {{
+      %c = graph.matmul %a, %b : tensor<{batch}x{rows}x{depth}xf32>,
+          tensor<{batch}x{depth}x{cols}xf32> -> tensor<{batch}x{rows}x{cols}xf32>
+      func.return %c : tensor<{batch}x{rows}x{cols}xf32>
+    }}""", "m.mlir")
+    apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={tile[0]},{tile[1]}}},"
+                           "convert-task-to-mncore{machine=tiny}")
+    (out,), _ = simulate(find_program(module), [a, b])
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_mlp_forward_runs_on_tiny() -> None:
+    """Weight transposes, matmuls on the MAU, bias and ReLU on the ALU: eager's logits."""
+    torch.manual_seed(0)
+    model = MLP((16, 24, 10)).eval()
+    x = torch.randn(4, 16)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def forward(params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return torch.func.functional_call(model, params, (x,))
+
+    captured = capture(forward, params, x)
+    module = import_captured(captured)
+    apply_pipeline(module, "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task,"
+                           "convert-task-to-mncore{machine=tiny}")
+    (logits,), report = simulate(find_program(module),
+                                 [t.numpy() for t in captured.example_inputs])
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
+    assert report.issued["mau"] > 0

@@ -1,16 +1,19 @@
 """``convert-task-to-mncore{machine=...}``: task kernels become ``mncore.program``s.
 
-This first version lowers kernels of **elementwise tasks and copies (permute, reshape,
-slice) on f32 buffers**; other kinds are a clear error naming them. Every buffer lives in
-DRAM, row-major. A task's output tile is processed in waves of 4 words per PE over the
-PEs of one L2B (the DMA broadcasts to every L2B, so the others repeat the same work):
+This first version lowers kernels of **elementwise tasks, copies (permute, reshape,
+slice) and matmuls on f32 buffers**; other kinds are a clear error naming them. Every
+buffer lives in DRAM, row-major. A task's output tile is processed in waves of 4 words
+per PE over the PEs of one L2B (the DMA broadcasts to every L2B, so the others repeat
+the same work):
 
 * each input region is packed into an L2BM staging area by DMAs of its contiguous runs
   (broadcast operands read over the tile's image), scattered to the L1BMs and from
   there to the PEs' LM (a region that is one value everywhere is broadcast instead);
 * the task's body runs on the ALU, values in GRF (copies keep every instruction inside
   the port rules); body constants are broadcast once into LM from a constant table;
-* results are gathered back to L2BM and stored by DMAs of the output's runs.
+* results are gathered back to L2BM and stored by DMAs of the output's runs;
+* a matmul gives each PE one row and 4 columns of its tile and runs ``vmm`` on the MAU
+  over K in chunks of 4 (see ``lower_matmul``).
 
 Instructions are emitted in this order (their meaning) and placed by
 ``mncore-schedule``'s list scheduler.
@@ -135,10 +138,10 @@ class ProgramBuilder:
     def build(self) -> m.ProgramOp:
         kernel = self.kernel
         for task in kernel.tasks():
-            if task.kind.data not in ("elementwise", *COPIES):
+            if task.kind.data not in ("elementwise", "matmul", *COPIES):
                 raise MNCoreConversionError(
                     f"convert-task-to-mncore: task kind {task.kind.data!r} is not lowered yet "
-                    "(this version lowers elementwise tasks and copies)")
+                    "(this version lowers elementwise tasks, copies and matmuls)")
         values = [*kernel.inputs, *kernel.outputs, *(
             op.results[0] for op in kernel.body.block.ops
             if isinstance(op, t.BufferOp | t.ConstantOp))]
@@ -169,7 +172,10 @@ class ProgramBuilder:
         after_constants = dict(self.lm_next)
         for task in kernel.tasks():
             self.lm_next = dict(after_constants)  # input slots are reused task after task
-            self.lower(task, bodies[task.body.root_reference.data] if task.body else None)
+            if task.kind.data == "matmul":
+                self.lower_matmul(task)
+            else:
+                self.lower(task, bodies[task.body.root_reference.data] if task.body else None)
         block = Block([*tensors, *self.ops])  # type: ignore[list-item]
         program = m.ProgramOp(kernel.sym_name.data, self.machine.name, Region(block))
         schedule(program)
@@ -185,7 +191,7 @@ class ProgramBuilder:
                     if float(v) not in found:
                         found.append(float(v))
         table = np.repeat(np.array(found, np.float32), 4)
-        at = self.size
+        at = self.zeros = self.size  # the first 4 words are zeros: matmul padding
         self.size += -(-len(table) // 16) * 16
         typ = TensorType(f32, [len(table)])
         tensors.append(m.TensorOp.create(properties={
@@ -273,6 +279,73 @@ class ProgramBuilder:
                 for first, address, length in runs(addresses):
                     self.dma("store", m.RefAttr("l2bm", stage + first),
                              m.RefAttr("dram", address), length)
+
+    def lower_matmul(self, task: t.TaskOp) -> None:
+        """``C = A @ B`` on the MAU: each PE owns one row and 4 columns of C and adds
+        ``a(4) . B(4x4)`` over K in chunks of 4 (``vmm``). The PEs of one L1B share a
+        block of 4 columns, so that block's 4x4 piece of B is broadcast to them; each PE
+        gets its own piece of A's row. Missing rows and columns are zeros."""
+        (a, at), (b, bt) = task.reads()
+        ((c, ct),) = task.writes()
+        rows, cols_all, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
+        sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
+        base_a = self.dram[a] + int(np.dot(at.offsets, sa))
+        base_b = self.dram[b] + int(np.dot(bt.offsets, sb))
+        base_c = self.dram[c] + int(np.dot(ct.offsets, sc))
+        per = self.machine.pes_per_l1b
+        blocks = self.machine.l1b_per_l2b
+        row_blocks, col_blocks = -(-rows // per), -(-cols_all // 4)
+        groups = [(jb, rb) for jb in range(col_blocks) for rb in range(row_blocks)]
+        matrix, vector, acc = ("grf0", 4), self.lm_slot(0), ("grf1", 4)
+        stage_m, stage_v, stage_c = 0, 16 * blocks, 16 * blocks + 4 * per * blocks
+        for first in range(0, len(groups), blocks):
+            wave = groups[first:first + blocks]
+            self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*acc)))
+            for kc in range(0, depth, 4):
+                width = min(4, depth - kc)
+                for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
+                    cols = min(4, cols_all - 4 * jb)
+                    for i in range(4):
+                        target = stage_m + 16 * gi + 4 * i
+                        if i < width:
+                            self.dma("load", m.RefAttr("dram", base_b + int((kc + i) * sb[-2] + 4
+                                     * jb * sb[-1])), m.RefAttr("l2bm", target), cols)
+                        if i >= width or cols < 4:
+                            pad = 0 if i >= width else cols
+                            self.dma("load", m.RefAttr("dram", self.zeros),
+                                     m.RefAttr("l2bm", target + pad), 4 - pad)
+                for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
+                    for p in range(per):
+                        r = rb * per + p
+                        if r >= rows:
+                            continue
+                        target = stage_v + 4 * per * gi + 4 * p
+                        self.dma("load", m.RefAttr("dram", base_a + int(r * sa[-2] + kc
+                                 * sa[-1])), m.RefAttr("l2bm", target), width)
+                        if width < 4:
+                            self.dma("load", m.RefAttr("dram", self.zeros),
+                                     m.RefAttr("l2bm", target + width), 4 - width)
+                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_m)],
+                                 m.RefAttr("l1bm", 0), 16))
+                for i in range(4):
+                    self.emit(m.L1Op(0, "bcast", [m.RefAttr("l1bm", 4 * i)],
+                                     m.RefAttr(matrix[0], matrix[1] + 4 * i)))
+                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_v)],
+                                 m.RefAttr("l1bm", 64), 4 * per))
+                self.emit(m.L1Op(0, "scatter", [m.RefAttr("l1bm", 64)], m.RefAttr(*vector)))
+                self.emit(m.MauOp(0, "vmm", [m.RefAttr(*matrix), m.RefAttr(*vector),
+                                             m.RefAttr(*acc)], m.RefAttr(*acc)))
+            self.emit(m.L1Op(0, "gather", [m.RefAttr(*acc)], m.RefAttr("l1bm", 0)))
+            self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", 0)], m.RefAttr("l2bm", stage_c),
+                             4 * per))
+            for gi, (jb, rb) in enumerate(wave):
+                cols = min(4, cols_all - 4 * jb)
+                for p in range(per):
+                    r = rb * per + p
+                    if r < rows:
+                        self.dma("store", m.RefAttr("l2bm", stage_c + 4 * per * gi + 4 * p),
+                                 m.RefAttr("dram", base_c + int(r * sc[-2] + 4 * jb * sc[-1])),
+                                 cols)
 
     def compute(self, body: t.BodyOp, in_slots: list[Slot], grf: dict[str, int]) -> list[Slot]:
         """ALU instructions for ``body``; returns the slots of the yielded values."""

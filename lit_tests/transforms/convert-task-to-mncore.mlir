@@ -18,7 +18,14 @@
 // RUN: mncore-opt %t.copies.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 3 > %t.copies.mncore
 // RUN: mncore-run %t.copies.task.mlir --random-inputs 3 | diff - %t.copies.mncore
 // RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task,convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 3 | diff - %t.copies.mncore
-// RUN: not mncore-opt %S/Inputs/matmul.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
+// A matmul with a bias and ReLU (examples/linear_relu.mlir) equals the task level.
+// RUN: mncore-opt %S/../../examples/linear_relu.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{matmul_tile=4,32}' -o %t.linear.task.mlir
+// RUN: mncore-run %t.linear.task.mlir --random-inputs 2 --save-outputs %t.linear.task.npz > /dev/null
+// RUN: mncore-opt %t.linear.task.mlir -p convert-task-to-mncore | mncore-run --random-inputs 2 --save-outputs %t.linear.mncore.npz | filecheck %s --check-prefix=LINEAR
+// LINEAR: result0 = tensor<8x64xf32>
+// RUN: %{python} -c "import numpy as np; a, b = np.load('%t.linear.task.npz')['result0'], np.load('%t.linear.mncore.npz')['result0']; print(np.allclose(a, b, rtol=1e-5, atol=1e-5))" | filecheck %s --check-prefix=CLOSE
+// CLOSE: True
+// RUN: not mncore-opt %S/Inputs/sum.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
 // RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big}' 2>&1 | filecheck %s --check-prefix=MACHINE
 
 func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> tensor<6x40xf32> {
@@ -56,5 +63,5 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[0] -> l2bm[768] words 64
 // CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[768] -> dram[304] words 80 tag
 
-// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'matmul' is not lowered yet (this version lowers elementwise tasks and copies)
+// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'sum' is not lowered yet (this version lowers elementwise tasks, copies and matmuls)
 // MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny

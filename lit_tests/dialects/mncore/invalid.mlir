@@ -105,7 +105,7 @@ mncore.program @p machine "tiny" {
   // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
   // CHECK-NEXT: mncore.mau 0 "mmt" lm0[0], grf0[0], grf1[0] -> lm1[0]
   // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.mau has no kind 'mmt'; kinds: mma
+  // CHECK-NEXT: mncore.mau has no kind 'mmt'; kinds: mma, vmm
 }
 
 // -----
