@@ -1,7 +1,7 @@
 """A GPT-2-style training loop (AdamW) on the mncore device: the GPU loop with `.cuda()`
 changed to `.mncore()`, an init line and a sync per step. Data is synthetic.
 
-    python examples/gpt_training.py [--device cpu|interp] [--steps 50] [--layers 2]
+    python examples/gpt_training.py [--device cpu|interp|task|triton] [--steps 50] [--layers 2]
 """
 
 import argparse

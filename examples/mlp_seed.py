@@ -1,7 +1,7 @@
 """The seed's MLP training loop, as the seed writes it: a GPU training loop ported to
 the mncore device by three lines (marked "added"). Only the synthetic data loader is new.
 
-    python examples/mlp_seed.py [--device cpu|interp] [--steps 100]
+    python examples/mlp_seed.py [--device cpu|interp|task|triton] [--steps 100]
 """
 
 import argparse
@@ -22,7 +22,8 @@ def synthetic_loader(steps, batch=64, features=512, classes=10, seed=0):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", help="cpu (default) or interp")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), interp, task or triton")
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
     train_loader = synthetic_loader(args.steps)
