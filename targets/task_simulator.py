@@ -149,7 +149,9 @@ def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None =
             memory[op.result] = constant_value(op.value)  # type: ignore[arg-type]
     tasks = kernel.tasks()
     evaluate = evaluator or TileEvaluator(kernel)
-    for index in execution_order(predecessors(kernel), order_seed):
+    order = (range(len(tasks)) if order_seed is None
+             else execution_order(predecessors(kernel), order_seed))
+    for index in order:
         task = tasks[index]
         tiles = [memory[v][tile.slices()] for v, tile in task.reads()]
         try:

@@ -24,6 +24,7 @@ from conftest import assert_all_close
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_random_graphs import Program, build, make_inputs, programs
+from test_task_level import task_options
 from torch.func import functional_call
 
 from mncore_ir.dialects import task as t
@@ -125,19 +126,11 @@ def test_training_step_matches_graph_level(name: str, captured_steps: Callable[.
         assert_all_close([o.numpy() for o in outs], expected)
 
 
-@st.composite
-def tile_options(draw: st.DrawFn) -> str:
-    rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    return (f"convert-graph-to-task{{matmul_tile={rows},{cols} "
-            f"elementwise_tile={draw(st.integers(1, 24))} row_tile={draw(st.integers(1, 3))} "
-            f"reuse_buffers={str(draw(st.booleans())).lower()}}}")
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(program=programs(), pipeline=st.sampled_from([FUSE, GRAPH_PIPELINE]),
-       convert=tile_options(), mode=st.sampled_from(["megakernel", "levels"]))
-def test_random_program_megakernel_matches_graph(program: Program, pipeline: str, convert: str,
+       options=task_options(), mode=st.sampled_from(["megakernel", "levels"]))
+def test_random_program_megakernel_matches_graph(program: Program, pipeline: str, options: str,
                                                  mode: str,
                                                  megakernel: Callable[..., Any]) -> None:
     """Random graphs x tilings x launch modes: the megakernel equals the graph level."""
@@ -145,7 +138,7 @@ def test_random_program_megakernel_matches_graph(program: Program, pipeline: str
     module = import_captured(capture(build(program), *[x.clone() for x in inputs]))
     apply_pipeline(module, pipeline)
     expected = run_function(module, [x.numpy() for x in inputs])
-    apply_pipeline(module, convert)
+    apply_pipeline(module, f"convert-graph-to-task{options}")
     outs = megakernel(find_kernel(module)).run(*inputs, mode=mode)
     assert_all_close([o.numpy() for o in outs], expected)
 

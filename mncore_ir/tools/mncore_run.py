@@ -131,9 +131,8 @@ class MNCoreRunMain(CommandLineTool):
 
     def run_program(self, program: mn.ProgramOp) -> None:
         """An mncore program on the cycle simulator."""
-        for flag in ("random_order",):
-            if getattr(self.args, flag) is not None:
-                raise InterpretationError(f"--{flag.replace('_', '-')} needs a task.kernel")
+        if self.args.random_order is not None:
+            raise InterpretationError("--random-order needs a task.kernel")
         if self.args.machine:
             raise InterpretationError("--machine applies to task kernels; an mncore.program "
                                       "names its machine")
