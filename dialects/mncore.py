@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
@@ -113,7 +114,8 @@ def parse_ref(parser: AttrParser) -> tuple[str, int]:
 
 
 class InstructionOp(IRDLOperation):
-    """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (words N)? (tag N)?``."""
+    """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (words N)? (run N stride
+    N)? (tag N)?``."""
 
     SLOT: ClassVar[str]
     KINDS: ClassVar[tuple[str, ...]]
@@ -122,20 +124,24 @@ class InstructionOp(IRDLOperation):
     srcs = prop_def(ArrayAttr[RefAttr], default_value=ArrayAttr([]))
     dst = opt_prop_def(RefAttr)
     words = opt_prop_def(IntegerAttr[I64])
+    run = opt_prop_def(IntegerAttr[I64])
+    stride = opt_prop_def(IntegerAttr[I64])
     tag = opt_prop_def(IntegerAttr[I64])
     traits = lazy_traits_def(lambda: (HasParent(ProgramOp),))
 
+    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "tag")
+
     def __init__(self, step: int, kind: str, srcs: Sequence[RefAttr] = (),
                  dst: RefAttr | None = None, words: int | None = None,
-                 tag: int | None = None) -> None:
+                 tag: int | None = None, run: int | None = None,
+                 stride: int | None = None) -> None:
         props: dict[str, Attribute] = {"step": IntegerAttr(step, i64), "kind": StringAttr(kind),
                                        "srcs": ArrayAttr(list(srcs))}
         if dst is not None:
             props["dst"] = dst
-        if words is not None:
-            props["words"] = IntegerAttr(words, i64)
-        if tag is not None:
-            props["tag"] = IntegerAttr(tag, i64)
+        for name, value in (("words", words), ("run", run), ("stride", stride), ("tag", tag)):
+            if value is not None:
+                props[name] = IntegerAttr(value, i64)
         super().__init__(properties=props)
 
     @property
@@ -151,19 +157,19 @@ class InstructionOp(IRDLOperation):
         step = parser.parse_integer(allow_boolean=False, allow_negative=False)
         kind = parser.parse_optional_str_literal() or ""
         srcs: list[RefAttr] = []
-        dst = words = tag = None
+        dst = None
         token = parser._current_token  # a source starts with a memory space's name
-        if (token.kind == MLIRTokenKind.BARE_IDENT and token.text not in ("words", "tag")
+        if (token.kind == MLIRTokenKind.BARE_IDENT and token.text not in cls.NUMBERS
                 and "." not in token.text):
             srcs = parser.parse_comma_separated_list(
                 Parser.Delimiter.NONE, lambda: RefAttr(*parse_ref(parser)))
         if parser.parse_optional_punctuation("->") is not None:
             dst = RefAttr(*parse_ref(parser))
-        if parser.parse_optional_keyword("words") is not None:
-            words = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        if parser.parse_optional_keyword("tag") is not None:
-            tag = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        op = cls(step, kind, srcs, dst, words, tag)
+        numbers: dict[str, int] = {}
+        for name in cls.NUMBERS:
+            if parser.parse_optional_keyword(name) is not None:
+                numbers[name] = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        op = cls(step, kind, srcs, dst, **numbers)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
@@ -176,22 +182,22 @@ class InstructionOp(IRDLOperation):
             printer.print_string(" " + ", ".join(str(r) for r in self.srcs.data))
         if self.dst is not None:
             printer.print_string(f" -> {self.dst}")
-        if self.words is not None:
-            printer.print_string(f" words {self.words.value.data}")
-        if self.tag is not None:
-            printer.print_string(f" tag {self.tag.value.data}")
+        for name in self.NUMBERS:
+            value = getattr(self, name)
+            if value is not None:
+                printer.print_string(f" {name} {value.value.data}")
         if self.attributes:
             printer.print_string(" ")
             printer.print_attr_dict(self.attributes)
 
     USES: ClassVar[tuple[str, ...]] = ()
-    """Which of ``words`` and ``tag`` the instruction takes."""
+    """Which of ``words``, ``run``, ``stride`` and ``tag`` the instruction takes."""
 
     def verify_(self) -> None:
         if self.kind.data not in self.KINDS:
             raise VerifyException(f"{self.name} has no kind {self.kind.data!r}; kinds: "
                                   f"{', '.join(self.KINDS) or 'none (no kind)'}")
-        for name in ("words", "tag"):
+        for name in self.NUMBERS:
             value = getattr(self, name)
             if value is not None and name not in self.USES:
                 raise VerifyException(f"{self.name} takes no {name}")
@@ -212,13 +218,15 @@ def _spaces(ref: RefAttr, allowed: Sequence[str], what: str, op: InstructionOp) 
 
 @irdl_op_definition
 class AluOp(InstructionOp):
-    """Elementwise on 4 words per PE: ``dst = kind(srcs...)``."""
+    """Elementwise on 4 words per PE: ``dst = kind(srcs...)``. Comparisons write 1.0 or
+    0.0; ``fsel c, a, b`` is ``c != 0 ? a : b``."""
 
     name = "mncore.alu"
     SLOT: ClassVar[str] = "alu"
     ARITY: ClassVar[dict[str, int]] = {
         "fadd": 2, "fsub": 2, "fmul": 2, "fmax": 2, "fmin": 2, "fmadd": 3, "fpass": 1,
-        "fneg": 1, "fexp": 1, "flog": 1, "frsqrt": 1, "frecip": 1, "fzero": 0}
+        "fneg": 1, "fexp": 1, "flog": 1, "frsqrt": 1, "frecip": 1, "fzero": 0,
+        "fcmpeq": 2, "fcmpne": 2, "fcmplt": 2, "fcmple": 2, "fsel": 3}
     KINDS: ClassVar[tuple[str, ...]] = tuple(ARITY)
 
     def verify_(self) -> None:
@@ -317,11 +325,12 @@ class L2Op(InstructionOp):
 class DmaOp(InstructionOp):
     """Asynchronous DRAM <-> L2BM transfer of ``words`` (``load`` broadcasts to every
     L2BM, ``store`` writes L2B 0's words), finished when ``mncore.wait`` on its tag
-    returns."""
+    returns. With ``run R stride S`` the DRAM side is strided: runs of ``R`` words, ``S``
+    words apart (a 2-D descriptor); the L2BM side is always contiguous."""
 
     name = "mncore.dma"
     SLOT: ClassVar[str] = "dma"
-    USES: ClassVar[tuple[str, ...]] = ("words", "tag")
+    USES: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "tag")
     KINDS: ClassVar[tuple[str, ...]] = ("load", "store")
 
     def verify_(self) -> None:
@@ -332,9 +341,36 @@ class DmaOp(InstructionOp):
         load = self.kind.data == "load"
         _spaces(self.srcs.data[0], ("dram",) if load else ("l2bm",), "the source", self)
         _spaces(self.dst, ("l2bm",) if load else ("dram",), "the destination", self)
+        if (self.run is None) != (self.stride is None):
+            raise VerifyException("mncore.dma takes run and stride together")
+        if self.run is not None and self.stride is not None:
+            run, stride = self.run.value.data, self.stride.value.data
+            if run < 1 or self.count % run:
+                raise VerifyException(f"mncore.dma: run {run} does not divide {self.count} "
+                                      "words")
+            if stride < run:
+                raise VerifyException(f"mncore.dma: stride {stride} is shorter than run {run}")
+
+    @property
+    def dram(self) -> RefAttr:
+        return self.srcs.data[0] if self.kind.data == "load" else self.dst  # type: ignore[return-value]
+
+    def dram_words(self) -> np.ndarray:
+        """The DRAM addresses the transfer touches, in L2BM order."""
+        first, n = self.dram.address.data, self.count
+        if self.run is None or self.stride is None:
+            return np.arange(first, first + n)
+        run, stride = self.run.value.data, self.stride.value.data
+        return (first + stride * np.arange(n // run)[:, None] + np.arange(run)).reshape(-1)
 
     def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
-        return [(self.srcs.data[0], self.count)], [(self.dst, self.count)]
+        """The DRAM side as its extent (first to last word touched)."""
+        words = self.dram_words()
+        extent = int(words[-1]) - int(words[0]) + 1
+        src, dst = self.srcs.data[0], self.dst
+        if self.kind.data == "load":
+            return [(src, extent)], [(dst, self.count)]
+        return [(src, self.count)], [(dst, extent)]
 
 
 @irdl_op_definition

@@ -6,7 +6,8 @@ state before any slot writes it (VLIW). Timing is the compiler's job, as on the 
 machine: the simulator does not stall on data, it *detects* hazards and reports them
 with the step — reading a word before its writer's latency has passed, using DMA data
 before the wait on its tag, addressing beyond a memory. Only ``mncore.wait`` stalls,
-until its DMAs finish. Reported: steps, cycles (4 per step plus DMA stalls), per-slot
+until its DMAs finish. DMAs share one engine: each takes the setup latency, then moves
+its words at the engine's bandwidth after the words queued before it. Reported: steps, cycles (4 per step plus DMA stalls), per-slot
 utilisation, FLOPs and achieved vs peak FLOP/cycle.
 """
 
@@ -37,8 +38,10 @@ ALU: dict[str, Callable[..., np.ndarray]] = {
     "fmin": np.minimum, "fmadd": lambda a, b, c: a * b + c, "fpass": lambda a: a,
     "fneg": np.negative, "fexp": np.exp, "flog": np.log, "frsqrt": lambda a: 1 / np.sqrt(a),
     "frecip": lambda a: 1 / a, "fzero": None,  # type: ignore[dict-item]
+    "fcmpeq": np.equal, "fcmpne": np.not_equal, "fcmplt": np.less, "fcmple": np.less_equal,
+    "fsel": lambda c, a, b: np.where(c != 0, a, b),
 }
-ALU_FLOPS = {"fmadd": 2, "fpass": 0, "fzero": 0}
+ALU_FLOPS = {"fmadd": 2, "fpass": 0, "fzero": 0, "fsel": 0}
 
 
 class HazardError(InterpretationError):
@@ -81,9 +84,12 @@ class State:
     memory: dict[str, np.ndarray] = field(default_factory=dict)
     ready: dict[str, np.ndarray] = field(default_factory=dict)
     writer: dict[str, np.ndarray] = field(default_factory=dict)
-    pending: list[tuple[int, str, int, int, int, str, int]] = field(default_factory=list)
-    """In-flight DMAs: (tag, destination space, first word, words, finishing cycle, source
-    space, first source word)."""
+    pending: list[tuple[int, str, np.ndarray, int, str, np.ndarray]] = field(
+        default_factory=list)
+    """In-flight DMAs: (tag, destination space, destination words, finishing cycle, source
+    space, source words)."""
+    dma_free: int = 0
+    """The cycle the DMA engine finishes its queue: transfers share its bandwidth."""
 
     def array(self, space: str) -> np.ndarray:
         if space not in self.memory:
@@ -116,8 +122,7 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
     state = State(machine)
     state.dram_words = max([t.at.address.data + math.prod(t.type.get_shape())
                             for t in [*ins, *outs, *program.tensors("constant")]] + [
-        op.srcs.data[0].address.data + op.count if op.kind.data == "load"
-        else op.dst.address.data + op.count  # type: ignore[union-attr]
+        int(op.dram_words().max()) + 1
         for op in program.instructions() if isinstance(op, m.DmaOp)] + [1])
     dram = state.array("dram")
     for tensor, value in zip(ins, inputs, strict=True):
@@ -149,7 +154,7 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         for op in bundle:  # a wait holds the whole bundle until its DMAs are done
             if isinstance(op, m.WaitOp):
                 tag = op.tag.value.data  # type: ignore[union-attr]
-                finish = max((p[4] for p in state.pending if p[0] == tag), default=start)
+                finish = max((p[3] for p in state.pending if p[0] == tag), default=start)
                 stall += max(0, finish - 4 * step - stall)
                 state.pending = [p for p in state.pending if p[0] != tag]
         cycle = 4 * step + stall
@@ -165,14 +170,19 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
                               "dur": 4, "args": {"step": step, "asm": str(op)}})
             if isinstance(op, m.WaitOp):
                 continue
-            values = [read(state, op, ref, n, step, fwd) for ref, n in
-                      op.operands_of(machine)[0]]
+            if isinstance(op, m.DmaOp) and op.kind.data == "load":
+                values = [read(state, op, op.srcs.data[0], op.dram_words(), step, fwd)]
+            else:
+                values = [read(state, op, ref, span(ref, n), step, fwd) for ref, n in
+                          op.operands_of(machine)[0]]
             writes.append((op, execute(op, values, machine)))
             flops += op_flops(op, machine)
         fwd = {}
         for op, result in writes:
             ((dst, n),) = op.operands_of(machine)[1]
-            write(state, op, dst, n, result, step, 4 * step + stall)
+            words = op.dram_words() if isinstance(op, m.DmaOp) and op.kind.data == "store" \
+                else span(dst, n)
+            write(state, op, dst, words, result, step, 4 * step + stall)
             if op.SLOT in ("alu", "mau") and (op.SLOT == "alu" or step not in fwd):
                 fwd[step] = result
     report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
@@ -189,51 +199,66 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
     return results, report
 
 
-def read(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, step: int,
+def span(ref: m.RefAttr, n: int) -> np.ndarray:
+    return np.arange(ref.address.data, ref.address.data + n)
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
+    """The first word of ``a`` that ``b`` also touches."""
+    if not len(a) or not len(b) or a.max() < b.min() or b.max() < a.min():
+        return None
+    both = np.intersect1d(a, b)
+    return int(both[0]) if len(both) else None
+
+
+def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, step: int,
          fwd: dict[int, np.ndarray]) -> np.ndarray:
-    space, at = ref.space.data, ref.address.data
+    space = ref.space.data
     if space == "fwd":
         if step - 1 not in fwd:
             raise HazardError(step, op, f"reads fwd but step {step - 1} produced nothing")
         return fwd[step - 1]
     arr = state.array(space)
-    if at + n > arr.shape[1]:
-        raise HazardError(step, op, f"{ref} + {n} words is beyond {space}")
-    ready = state.ready[space][at:at + n]
+    if words[-1] >= arr.shape[1]:
+        raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
+    ready = state.ready[space][words]
     late = int(np.argmax(ready))
     if ready[late] > step:
-        raise HazardError(step, op, f"reads {space}[{at + late}] written at step "
-                                    f"{state.writer[space][at + late]}, ready only at step "
+        word = int(words[late])
+        raise HazardError(step, op, f"reads {space}[{word}] written at step "
+                                    f"{state.writer[space][word]}, ready only at step "
                                     f"{ready[late]}")
-    for tag, dspace, first, words, *_ in state.pending:
-        if dspace == space and first < at + n and at < first + words:
-            raise HazardError(step, op, f"reads {space}[{max(at, first)}] before the wait on "
+    for tag, dspace, dwords, *_ in state.pending:
+        if dspace == space and (word := _overlap(words, dwords)) is not None:
+            raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
                                         f"DMA tag {tag}")
-    return arr[:, at:at + n]
+    return arr[:, words]
 
 
-def write(state: State, op: m.InstructionOp, ref: m.RefAttr, n: int, value: np.ndarray,
-          step: int, cycle: int) -> None:
-    space, at = ref.space.data, ref.address.data
+def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
+          value: np.ndarray, step: int, cycle: int) -> None:
+    space = ref.space.data
     arr = state.array(space)
-    if at + n > arr.shape[1]:
-        raise HazardError(step, op, f"{ref} + {n} words is beyond {space}")
-    for tag, dspace, first, words, _, sspace, sfirst in state.pending:
-        for busy, start, what in ((dspace, first, "writing"), (sspace, sfirst, "reading")):
-            if busy == space and start < at + n and at < start + words:
-                raise HazardError(step, op, f"writes {space}[{max(at, start)}] while DMA tag "
+    if words[-1] >= arr.shape[1]:
+        raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
+    for tag, dspace, dwords, _, sspace, swords in state.pending:
+        for busy, touched, what in ((dspace, dwords, "writing"), (sspace, swords, "reading")):
+            if busy == space and (word := _overlap(words, touched)) is not None:
+                raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
                                             f"{tag} is still {what} it")
-    arr[:, at:at + n] = value
+    arr[:, words] = value
     machine = state.machine
     latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
                "l1": machine.l1_latency, "l2": machine.l2_latency, "dma": 0}[op.SLOT]
-    state.ready[space][at:at + n] = step + latency
-    state.writer[space][at:at + n] = step
-    if isinstance(op, m.DmaOp):
-        finish = cycle + machine.dma_setup_cycles + -(-n // machine.dma_words_per_cycle)
+    state.ready[space][words] = step + latency
+    state.writer[space][words] = step
+    if isinstance(op, m.DmaOp):  # setup overlaps the queue; the words share its bandwidth
+        start = max(cycle + machine.dma_setup_cycles, state.dma_free)
+        finish = state.dma_free = start + -(-len(words) // machine.dma_words_per_cycle)
         (src,) = op.srcs.data
-        state.pending.append((op.tag.value.data, space, at, n, finish,  # type: ignore[union-attr]
-                              src.space.data, src.address.data))
+        source = op.dram_words() if op.kind.data == "load" else span(src, len(words))
+        state.pending.append((op.tag.value.data, space, words, finish,  # type: ignore[union-attr]
+                              src.space.data, source))
 
 
 def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:

@@ -35,13 +35,17 @@ class ScheduleError(DiagnosticException):
     """A program the scheduler cannot place."""
 
 
-Access = tuple[str, int, int]  # space, first word, words
+Access = tuple[str, Sequence[int]]  # space, words
 
 
 def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[Access]]:
     reads, writes = op.operands_of(machine)
-    return ([(r.space.data, r.address.data, n) for r, n in reads],
-            [(r.space.data, r.address.data, n) for r, n in writes])
+    found = ([(r.space.data, range(r.address.data, r.address.data + n)) for r, n in reads],
+             [(r.space.data, range(r.address.data, r.address.data + n)) for r, n in writes])
+    if isinstance(op, m.DmaOp):  # the DRAM side may be strided
+        side = found[0] if op.kind.data == "load" else found[1]
+        side[0] = ("dram", op.dram_words().tolist())
+    return found
 
 
 @dataclass
@@ -102,13 +106,13 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                 waited_by[i] = j
             continue
         found: list[tuple[int, int, str]] = []  # earlier node, distance, what j does
-        for space, first, count in node.reads:
-            for word in range(first, first + count):
+        for space, words in node.reads:
+            for word in words:
                 if (space, word) in writer:
                     i = writer[(space, word)]
                     found.append((i, latency(nodes[i].op, machine), "reads"))
-        for space, first, count in node.writes:
-            for word in range(first, first + count):
+        for space, words in node.writes:
+            for word in words:
                 if (space, word) in writer:
                     found.append((writer[(space, word)], 1, "overwrites"))
                 found += [(i, 0, "overwrites") for i in readers.get((space, word), ())]
@@ -119,11 +123,11 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
         for i, gap in needs.items():
             if i != j:
                 edge(i, j, gap)
-        for space, first, count in node.reads:
-            for word in range(first, first + count):
+        for space, words in node.reads:
+            for word in words:
                 readers.setdefault((space, word), []).append(j)
-        for space, first, count in node.writes:
-            for word in range(first, first + count):
+        for space, words in node.writes:
+            for word in words:
                 writer[(space, word)] = j
                 readers[(space, word)] = []
         if isinstance(node.op, m.DmaOp):
