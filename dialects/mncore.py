@@ -326,7 +326,8 @@ class DmaOp(InstructionOp):
     """Asynchronous DRAM <-> L2BM transfer of ``words`` (``load`` broadcasts to every
     L2BM, ``store`` writes L2B 0's words), finished when ``mncore.wait`` on its tag
     returns. With ``run R stride S`` the DRAM side is strided: runs of ``R`` words, ``S``
-    words apart (a 2-D descriptor); the L2BM side is always contiguous."""
+    words apart (a 2-D descriptor; a load may repeat words with a shorter stride, even
+    0); the L2BM side is always contiguous."""
 
     name = "mncore.dma"
     SLOT: ClassVar[str] = "dma"
@@ -348,8 +349,9 @@ class DmaOp(InstructionOp):
             if run < 1 or self.count % run:
                 raise VerifyException(f"mncore.dma: run {run} does not divide {self.count} "
                                       "words")
-            if stride < run:
-                raise VerifyException(f"mncore.dma: stride {stride} is shorter than run {run}")
+            if stride < run and not load:
+                raise VerifyException(f"mncore.dma: stride {stride} is shorter than run {run}:"
+                                      " a store would write a word twice")
 
     @property
     def dram(self) -> RefAttr:

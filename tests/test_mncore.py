@@ -224,14 +224,15 @@ def test_elementwise_kernels_on_tiny_match_the_task_level(
         np.testing.assert_allclose(out, exp, rtol=1e-5, atol=1e-6)
 
 
-def test_conversion_names_the_kinds_it_cannot_lower_yet() -> None:
+def test_conversion_names_the_kinds_it_cannot_lower() -> None:
     module = parse_module(make_context(), """
-    func.func @main(%a: tensor<4x4xf32>) -> tensor<4xf32> {
-      %c = graph.sum %a dims = array<i64: 1> : tensor<4x4xf32> -> tensor<4xf32>
-      func.return %c : tensor<4xf32>
+    func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+      %c = graph.softmax %a dim -1 : tensor<4x4xf32>
+      func.return %c : tensor<4x4xf32>
     }""", "m.mlir")
     apply_pipeline(module, "convert-graph-to-task")
-    with pytest.raises(MNCoreConversionError, match="task kind 'sum' is not lowered yet"):
+    with pytest.raises(MNCoreConversionError, match="task kind 'softmax' is not lowered "
+                       r"\(run graph-decompose before convert-graph-to-task"):
         apply_pipeline(module, "convert-task-to-mncore")
 
 

@@ -1,19 +1,28 @@
 """``convert-task-to-mncore{machine=...}``: task kernels become ``mncore.program``s.
 
-This first version lowers kernels of **elementwise tasks, copies (permute, reshape,
-slice) and matmuls on f32 buffers**; other kinds are a clear error naming them. Every
-buffer lives in DRAM, row-major. A task's output tile is processed in waves of 4 words
-per PE over the PEs of one L2B (the DMA broadcasts to every L2B, so the others repeat
-the same work):
+Every buffer lives in DRAM, row-major, one value per word: f32, and integers and booleans
+as exact f32 values (below 2**24). Most task kinds are **lane kernels**: each output
+element of the task's tile is a *lane*, and lanes are processed in waves of 4 words per
+PE over the PEs of one L2B (a DMA load reaches every L2B, so the others repeat the same
+work). A lane kernel is a straight line of
 
-* each input region is packed into an L2BM staging area by DMAs of its contiguous runs
-  (broadcast operands read over the tile's image), scattered to the L1BMs and from
-  there to the PEs' LM (a region that is one value everywhere is broadcast instead);
-* the task's body runs on the ALU, values in GRF (copies keep every instruction inside
-  the port rules); body constants are broadcast once into LM from a constant table;
-* results are gathered back to L2BM and stored by DMAs of the output's runs;
-* a matmul gives each PE one row and 4 columns of its tile and runs ``vmm`` on the MAU
-  over K in chunks of 4 (see ``lower_matmul``).
+* **loads**: any per-lane DRAM addresses, moved by DMAs of their runs (a run of rows at
+  a constant distance is one strided DMA) into an L2BM staging area, then scattered to
+  the L1BMs and from there to each PE's LM (one value for every lane is broadcast);
+* ALU instructions on the loaded slots (values in GRF);
+* **stores**: gathered back through L1BM and L2BM and written by DMAs of their runs.
+
+Staging areas and LM slots are used round-robin, so successive loads overlap. The
+kernels:
+
+* elementwise: the task's body on the ALU (division, sqrt, abs, relu, sigmoid, tanh, erf
+  and ``where`` are composed from ALU instructions);
+* permute, reshape, slice: loads from the source words, stores;
+* sum, mean, amax: the reduced elements of each lane are loaded one after another and
+  accumulated (the reduction runs over time, lanes in parallel);
+* gather, scatter, embedding: there is no data-dependent addressing on a SIMD machine, so
+  each lane compares its index with every candidate position and selects (one-hot);
+* matmul on the MAU: see ``lower_matmul``.
 
 Instructions are emitted in this order (their meaning) and placed by
 ``mncore-schedule``'s list scheduler.
@@ -22,7 +31,7 @@ Instructions are emitted in this order (their meaning) and placed by
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +39,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
     f32,
+    i1,
     i64,
 )
 from xdsl.ir import Block, Region, SSAValue
@@ -55,11 +66,21 @@ class MNCoreConversionError(DiagnosticException):
 
 #: Task kinds that only move data: their output tile is a copy of words of the input.
 COPIES = ("permute", "reshape", "slice")
+REDUCTIONS = {"sum": "fadd", "mean": "fadd", "amax": "fmax"}
+LOWERED = ("elementwise", "matmul", *COPIES, *REDUCTIONS, "gather", "scatter", "embedding")
 
 #: Body ops that are one ALU instruction.
 _ALU = {g.AddOp: "fadd", g.SubOp: "fsub", g.MulOp: "fmul", g.MaximumOp: "fmax",
         g.MinimumOp: "fmin", g.NegOp: "fneg", g.ExpOp: "fexp", g.LogOp: "flog",
-        g.RsqrtOp: "frsqrt", g.ReciprocalOp: "frecip"}
+        g.RsqrtOp: "frsqrt", g.ReciprocalOp: "frecip", g.EqOp: "fcmpeq", g.NeOp: "fcmpne",
+        g.LtOp: "fcmplt", g.LeOp: "fcmple", g.AndOp: "fmul", g.OrOp: "fmax",
+        g.WhereOp: "fsel"}
+_SWAPPED = {g.GtOp: "fcmplt", g.GeOp: "fcmple"}  # a > b is b < a
+
+#: Abramowitz and Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ...)) exp(-x^2) for x >= 0,
+#: t = 1 / (1 + p x); the error is below 1.5e-7.
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 Slot = tuple[str, int]  # a PE memory and the first of its 4 words
 
@@ -82,18 +103,66 @@ def runs(addresses: np.ndarray) -> list[tuple[int, int, int]]:
     return [(int(s), int(addresses[s]), int(e - s)) for s, e in zip(starts, ends, strict=True)]
 
 
+def descriptors(addresses: np.ndarray, load: bool
+                ) -> list[tuple[int, int, int, int | None, int | None]]:
+    """The runs of ``addresses`` grouped into strided DMAs: (first element, first
+    address, words, run, stride), run and stride ``None`` for one contiguous run. A load
+    may read a word again (stride 0); a store never writes one twice."""
+    out: list[tuple[int, int, int, int | None, int | None]] = []
+    found = runs(addresses)
+    i = 0
+    while i < len(found):
+        first, address, length = found[i]
+        j = i + 1
+        if j < len(found) and found[j][2] == length:
+            stride = found[j][1] - address
+            while (j < len(found) and found[j][2] == length
+                   and found[j][1] - found[j - 1][1] == stride):
+                j += 1
+            if stride >= length or (load and stride >= 0):
+                out.append((first, address, length * (j - i), length, stride))
+                i = j
+                continue
+        out.append((first, address, length, None, None))
+        i += 1
+    return out
+
+
+class Ring:
+    """Areas of one memory handed out round-robin: reuse is safe (the scheduler orders
+    it) and the ring's length is how many transfers may overlap."""
+
+    def __init__(self, space: str, start: int, size: int, count: int) -> None:
+        self.space, self.start, self.size, self.count, self.next = space, start, size, count, 0
+
+    def take(self) -> tuple[str, int]:
+        at = self.start + self.size * (self.next % self.count)
+        self.next += 1
+        return self.space, at
+
+
 class ProgramBuilder:
     def __init__(self, kernel: t.KernelOp, machine: Machine) -> None:
         self.kernel, self.machine = kernel, machine
         self.ops: list[m.InstructionOp] = []
         self.dram: dict[SSAValue, int] = {}
         self.tag = 0
-        self.constants: dict[float, Slot] = {}
-        self.lm_next = {"lm0": 0, "lm1": 0}
         self.size = 0
         per_l2b = machine.l1b_per_l2b * machine.pes_per_l1b
-        self.wave = 4 * per_l2b  # elements per wave
+        self.wave = 4 * per_l2b  # lanes per wave
         self.chunk = 4 * machine.pes_per_l1b  # words per L1BM per wave
+        self.pool: list[float] = []  # DRAM words of the constant pool
+        self.pool_index: dict[tuple[float, ...], int] = {}
+        self.constants: dict[float, Slot] = {}
+        half = machine.lm_words // 2
+        self.lm_constants = {"lm0": 0, "lm1": 0}  # constants fill each LM's lower half
+        self.lm_limit = half
+        self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
+        self.loads = 0
+        stages = max(2, min(16, machine.l2bm_words // self.wave))
+        self.stage = Ring("l2bm", 0, self.wave, stages)
+        self.l1 = Ring("l1bm", 0, self.chunk, max(2, min(16, machine.l1bm_words // self.chunk)))
+        self.grf: dict[str, int] = {}
 
     # --- places
 
@@ -103,13 +172,27 @@ class ProgramBuilder:
         self.size += -(-max(words, 1) // 16) * 16
         return at
 
-    def lm_slot(self, index: int) -> Slot:
-        space = ("lm0", "lm1")[index % 2]
-        at = self.lm_next[space]
-        self.lm_next[space] += 4
-        if self.lm_next[space] > self.machine.lm_words:
-            raise MNCoreConversionError("convert-task-to-mncore: the kernel's values do not fit "
-                                        f"in {space} ({self.machine.lm_words} words)")
+    def pooled(self, values: Sequence[float]) -> int:
+        """The pool address of ``values`` (shared when asked again)."""
+        key = tuple(float(v) for v in values)
+        if key not in self.pool_index:
+            self.pool_index[key] = len(self.pool)
+            self.pool.extend(key)
+        return self.pool_base + self.pool_index[key]
+
+    def lm_slot(self) -> Slot:
+        self.loads += 1
+        return self.lm_ring[self.loads % 2].take()
+
+    def fresh(self) -> Slot:
+        """A new GRF slot of the current wave (word 0 of each GRF is a copy scratch)."""
+        space = min(self.grf, key=lambda s: self.grf[s])
+        at = self.grf[space]
+        if at + 4 > self.machine.grf_words:
+            raise MNCoreConversionError("convert-task-to-mncore: a task needs more values "
+                                        f"at once than the GRFs hold ({self.machine.grf_words} "
+                                        f"words each on {self.machine.name})")
+        self.grf[space] += 4
         return space, at
 
     # --- instructions
@@ -118,40 +201,123 @@ class ProgramBuilder:
         op.step = IntegerAttr(len(self.ops), i64)
         self.ops.append(op)
 
-    def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int) -> None:
+    def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
+            stride: int | None = None) -> None:
         self.tag += 1
-        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag))
+        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride))
         self.emit(m.WaitOp(0, "", [], None, None, self.tag))
 
     def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot) -> None:
-        """One ALU instruction (sources at most 2). When both sources are in one memory,
-        the second is first copied to the reserved word 0 of the other GRF."""
+        """One ALU instruction. A source in a memory an earlier source already reads is
+        first copied to a scratch word of a memory no source uses (the port rules)."""
         srcs = list(srcs)
-        if len(srcs) == 2 and srcs[0][0] == srcs[1][0]:
-            scratch = ("grf1" if srcs[1][0] == "grf0" else "grf0", 0)
-            self.emit(m.AluOp(0, "fpass", [m.RefAttr(*srcs[1])], m.RefAttr(*scratch)))
-            srcs[1] = scratch
+        used = {srcs[0][0]} if srcs else set()
+        for i in range(1, len(srcs)):
+            if srcs[i][0] in used:
+                space = next(s for s in ("grf0", "grf1", "lm0", "lm1")
+                             if s not in used and s not in (x[0] for x in srcs[i + 1:]))
+                scratch = (space, 0 if space.startswith("grf") else self.lm_scratch[space])
+                self.emit(m.AluOp(0, "fpass", [m.RefAttr(*srcs[i])], m.RefAttr(*scratch)))
+                srcs[i] = scratch
+            used.add(srcs[i][0])
         self.emit(m.AluOp(0, kind, [m.RefAttr(*s) for s in srcs], m.RefAttr(*dst)))
+
+    def constant(self, value: float) -> Slot:
+        """An LM slot holding ``value`` in all 4 words of every PE, loaded on first use."""
+        if value not in self.constants:
+            space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
+            at = self.lm_constants[space]
+            if at + 4 > self.lm_limit:
+                raise MNCoreConversionError(
+                    f"convert-task-to-mncore: the kernel's constants do not fit in the lower "
+                    f"halves of lm0 and lm1 ({self.lm_limit} words each)")
+            self.lm_constants[space] += 4
+            self.broadcast(self.pooled([value]), (space, at))
+            self.constants[value] = (space, at)
+        return self.constants[value]
+
+    def broadcast(self, address: int, slot: Slot) -> None:
+        """The DRAM word at ``address`` into all 4 words of ``slot`` on every PE."""
+        stage, l1 = self.stage.take(), self.l1.take()
+        self.dma("load", m.RefAttr("dram", address), m.RefAttr(*stage), 4, 1, 0)
+        self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4))
+        self.emit(m.L1Op(0, "bcast", [m.RefAttr(*l1)], m.RefAttr(*slot)))
+
+    def load(self, addresses: np.ndarray) -> Slot:
+        """Lane ``i`` of the wave gets the DRAM word ``addresses[i]``."""
+        slot = self.lm_slot()
+        if (addresses == addresses[0]).all():
+            self.broadcast(int(addresses[0]), slot)
+            return slot
+        stage, l1 = self.stage.take(), self.l1.take()
+        for first, address, words, run, stride in descriptors(addresses, load=True):
+            self.dma("load", m.RefAttr("dram", address), m.RefAttr("l2bm", stage[1] + first),
+                     words, run, stride)
+        self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*l1), self.chunk))
+        self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(*slot)))
+        return slot
+
+    def store(self, slot: Slot, addresses: np.ndarray) -> None:
+        """Lane ``i``'s word of ``slot`` to the DRAM word ``addresses[i]``."""
+        stage, l1 = self.stage.take(), self.l1.take()
+        self.emit(m.L1Op(0, "gather", [m.RefAttr(*slot)], m.RefAttr(*l1)))
+        self.emit(m.L2Op(0, "gather", [m.RefAttr(*l1)], m.RefAttr(*stage), self.chunk))
+        for first, address, words, run, stride in descriptors(addresses, load=False):
+            self.dma("store", m.RefAttr("l2bm", stage[1] + first), m.RefAttr("dram", address),
+                     words, run, stride)
 
     # --- the program
 
     def build(self) -> m.ProgramOp:
         kernel = self.kernel
         for task in kernel.tasks():
-            if task.kind.data not in ("elementwise", "matmul", *COPIES):
+            kind = task.kind.data
+            if kind not in LOWERED:
+                hint = (" (run graph-decompose before convert-graph-to-task: it expands "
+                        "row ops into elementwise ops and reductions)" if kind in (
+                            "softmax", "log_softmax", "softmax_backward",
+                            "log_softmax_backward", "layer_norm") else "")
                 raise MNCoreConversionError(
-                    f"convert-task-to-mncore: task kind {task.kind.data!r} is not lowered yet "
-                    "(this version lowers elementwise tasks, copies and matmuls)")
+                    f"convert-task-to-mncore: task kind {kind!r} is not lowered{hint}; "
+                    f"lowered kinds: {', '.join(LOWERED)}")
         values = [*kernel.inputs, *kernel.outputs, *(
             op.results[0] for op in kernel.body.block.ops
             if isinstance(op, t.BufferOp | t.ConstantOp))]
         for v in values:
-            if v.type.element_type != f32:  # type: ignore[attr-defined]
-                raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} is not f32 (this "
-                                            "version lowers f32 buffers)")
+            element = v.type.element_type  # type: ignore[attr-defined]
+            if element != f32 and not isinstance(element, IntegerType):
+                raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} has no word "
+                                            "form (f32, integers and booleans do)")
             self.place(v, math.prod(v.type.get_shape()))  # type: ignore[attr-defined]
-        tensors = []
-        names = iter(range(1 << 30))
+        self.pool_base = self.size
+        tensors = self.tensors()
+        self.lm_scratch = {s: self.reserve_lm(s) for s in ("lm0", "lm1")}
+        bodies = kernel.bodies()
+        for task in kernel.tasks():
+            kind = task.kind.data
+            if kind == "matmul":
+                self.lower_matmul(task)
+            else:
+                body = bodies[task.body.root_reference.data] if task.body else None
+                self.lower_lanes(task, body)
+        pool = np.array(self.pool or [0.0], np.float32)
+        typ = TensorType(f32, [len(pool)])
+        tensors.append(m.TensorOp.create(properties={
+            "sym_name": StringAttr("constant_pool"), "role": StringAttr("constant"),
+            "at": m.RefAttr("dram", self.pool_base), "value": DenseIntOrFPElementsAttr.from_list(
+                typ, pool.tolist()), "type": typ}))
+        block = Block([*tensors, *self.ops])  # type: ignore[list-item]
+        program = m.ProgramOp(kernel.sym_name.data, self.machine.name, Region(block))
+        schedule(program)
+        return program
+
+    def reserve_lm(self, space: str) -> int:
+        at = self.lm_constants[space]
+        self.lm_constants[space] += 4
+        return at
+
+    def tensors(self) -> list[m.TensorOp]:
+        kernel, tensors, names = self.kernel, [], iter(range(1 << 30))
         for role, group in (("input", kernel.inputs), ("output", kernel.outputs)):
             for v in group:
                 typ = TensorType(f32, v.type.get_shape())  # type: ignore[attr-defined]
@@ -161,124 +327,189 @@ class ProgramBuilder:
                     "type": typ}))
         for op in kernel.body.block.ops:
             if isinstance(op, t.ConstantOp):
-                value = op.value
+                values = constant_value(op.value).astype(np.float32)  # type: ignore[arg-type]
+                typ = TensorType(f32, values.shape)
                 tensors.append(m.TensorOp.create(properties={
                     "sym_name": StringAttr(op.result.name_hint or f"const{next(names)}"),
                     "role": StringAttr("constant"),
-                    "at": m.RefAttr("dram", self.dram[op.result]), "value": value,
-                    "type": value.get_type()}))
-        bodies = kernel.bodies()
-        self.load_constants(list(bodies.values()), tensors)
-        after_constants = dict(self.lm_next)
-        for task in kernel.tasks():
-            self.lm_next = dict(after_constants)  # input slots are reused task after task
-            if task.kind.data == "matmul":
-                self.lower_matmul(task)
-            else:
-                self.lower(task, bodies[task.body.root_reference.data] if task.body else None)
-        block = Block([*tensors, *self.ops])  # type: ignore[list-item]
-        program = m.ProgramOp(kernel.sym_name.data, self.machine.name, Region(block))
-        schedule(program)
-        return program
+                    "at": m.RefAttr("dram", self.dram[op.result]),
+                    "value": DenseIntOrFPElementsAttr.from_list(typ, values.reshape(-1).tolist()),
+                    "type": typ}))
+        return tensors
 
-    def load_constants(self, bodies: Sequence[t.BodyOp], tensors: list[m.TensorOp]) -> None:
-        """Every constant of every body, 4 copies each in DRAM, broadcast once to LM."""
-        found: list[float] = [0.0, 1.0]  # zero and one serve relu and sigmoid
-        for body in bodies:
-            for op in body.body.block.ops:
-                if isinstance(op, g.ConstantOp):
-                    (v,) = constant_value(op.value).reshape(-1).tolist()  # type: ignore[arg-type]
-                    if float(v) not in found:
-                        found.append(float(v))
-        table = np.repeat(np.array(found, np.float32), 4)
-        at = self.zeros = self.size  # the first 4 words are zeros: matmul padding
-        self.size += -(-len(table) // 16) * 16
-        typ = TensorType(f32, [len(table)])
-        tensors.append(m.TensorOp.create(properties={
-            "sym_name": StringAttr("body_constants"), "role": StringAttr("constant"),
-            "at": m.RefAttr("dram", at), "value": DenseIntOrFPElementsAttr.from_list(
-                typ, table.tolist()), "type": typ}))
-        for i, v in enumerate(found):
-            self.dma("load", m.RefAttr("dram", at + 4 * i), m.RefAttr("l2bm", 0), 4)
-            self.emit(m.L2Op(0, "bcast", [m.RefAttr("l2bm", 0)], m.RefAttr("l1bm", 0), 4))
-            slot = self.lm_slot(i)
-            self.emit(m.L1Op(0, "bcast", [m.RefAttr("l1bm", 0)], m.RefAttr(*slot)))
-            self.constants[v] = slot
+    # --- lane kernels
 
-    def element_addresses(self, value: SSAValue, region: t.Tile, tile: t.Tile,
-                          flat: np.ndarray) -> np.ndarray:
-        """The DRAM word of ``value`` that each element of ``tile`` reads (broadcast)."""
-        index = np.stack(np.unravel_index(flat, tile.sizes)) if tile.sizes else np.zeros(
-            (0, len(flat)), np.int64)
-        shape = value.type.get_shape()  # type: ignore[attr-defined]
-        strides = strides_of(shape)
-        lead = len(tile.sizes) - len(shape)
-        address = np.full(len(flat), self.dram[value], np.int64)
-        for d in range(len(shape)):
-            broadcast = region.sizes[d] == 1 and tile.sizes[lead + d] != 1
-            coordinate = region.offsets[d] + (0 if broadcast else index[lead + d])
-            address += coordinate * strides[d]
-        return address
+    def address(self, value: SSAValue, coords: Sequence[np.ndarray]) -> np.ndarray:
+        """DRAM words of ``value`` at absolute coordinates (one array per dimension)."""
+        strides = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
+        out = np.full(len(coords[0]) if coords else 1, self.dram[value], np.int64)
+        for c, s in zip(coords, strides, strict=True):
+            out = out + c * s
+        return out
 
-    def copy_addresses(self, task: t.TaskOp, tile: t.Tile, flat: np.ndarray) -> np.ndarray:
-        """The DRAM word a permute, reshape or slice task reads for each element of its
-        output tile."""
+    def lower_lanes(self, task: t.TaskOp, body: t.BodyOp | None) -> None:
+        writes = task.writes()
+        tile = writes[0][1]
+        n = math.prod(tile.sizes)
+        kernel: Callable[[list[np.ndarray]], list[Slot]] = {
+            "elementwise": lambda c: self.elementwise(task, body, tile, c),  # type: ignore[arg-type]
+            "gather": lambda c: self.gather(task, c),
+            "scatter": lambda c: self.scatter(task, c),
+            "embedding": lambda c: self.embedding(task, c),
+        }.get(task.kind.data, lambda c: self.reduce(task, c) if task.kind.data in REDUCTIONS
+              else [self.load(self.copy_addresses(task, tile, c))])
+        for w in range(-(-n // self.wave)):
+            self.grf = {"grf0": 4, "grf1": 4}
+            flat = np.arange(w * self.wave, min(n, (w + 1) * self.wave))
+            local = np.unravel_index(flat, tile.sizes) if tile.sizes else ()
+            coords = [o + c for o, c in zip(tile.offsets, local, strict=True)] or [
+                np.zeros(len(flat), np.int64)]
+            results = kernel(coords if tile.sizes else [])
+            for (value, out_tile), slot in zip(writes, results, strict=True):
+                self.store(slot, self.address(value, coords) if out_tile.sizes else
+                           np.full(len(flat), self.dram[value]))
+
+    def elementwise(self, task: t.TaskOp, body: t.BodyOp, tile: t.Tile,
+                    coords: list[np.ndarray]) -> list[Slot]:
+        slots = []
+        for value, region in task.reads():
+            shape = value.type.get_shape()  # type: ignore[attr-defined]
+            lead = len(tile.sizes) - len(shape)
+            mine = [np.full_like(coords[lead + d], region.offsets[d])
+                    if region.sizes[d] == 1 and tile.sizes[lead + d] != 1 else
+                    coords[lead + d] - tile.offsets[lead + d] + region.offsets[d]
+                    for d in range(len(shape))]
+            count = len(coords[0]) if coords else 1
+            slots.append(self.load(self.address(value, mine) if shape else
+                                   np.full(count, self.dram[value])))
+        return self.compute(body, slots)
+
+    def copy_addresses(self, task: t.TaskOp, tile: t.Tile, coords: list[np.ndarray]
+                       ) -> np.ndarray:
+        """The DRAM word a permute, reshape or slice task reads for each lane."""
         ((value, region),) = task.reads()
         shape = value.type.get_shape()  # type: ignore[attr-defined]
-        strides = strides_of(shape)
-        base = self.dram[value] + int(np.dot(region.offsets, strides)) if shape else \
-            self.dram[value]
+        local = [c - o for c, o in zip(coords, tile.offsets, strict=True)]
         kind = task.kind.data
         if kind == "reshape":  # both bands are contiguous runs
-            return base + flat
-        index = np.stack(np.unravel_index(flat, tile.sizes))
+            flat = np.ravel_multi_index(local, tile.sizes) if local else np.zeros(1, np.int64)
+            return self.address(value, [np.full_like(flat, o) for o in region.offsets]) + flat
         if kind == "permute":
             perm = task.attrs.data["perm"].get_values()  # type: ignore[attr-defined]
-            return base + sum(index[i] * strides[p] for i, p in enumerate(perm))
+            mine = [np.zeros_like(local[0])] * len(shape)
+            for i, p in enumerate(perm):
+                mine[p] = local[i] + region.offsets[p]
+            return self.address(value, mine)
         dim = task.attrs.data["dim"].value.data % len(shape)  # type: ignore[attr-defined]
         start = task.attrs.data["start"].value.data  # type: ignore[attr-defined]
         step_attr = task.attrs.data.get("step")
         step = step_attr.value.data if step_attr is not None else 1  # type: ignore[attr-defined]
-        along = [start + step * index[d] if d == dim else index[d] for d in range(len(shape))]
-        return base + sum(along[d] * strides[d] for d in range(len(shape)))
+        return self.address(value, [start + step * local[d] if d == dim else
+                                    local[d] + region.offsets[d] for d in range(len(shape))])
 
-    def lower(self, task: t.TaskOp, body: t.BodyOp | None) -> None:
-        writes = task.writes()
-        tile = writes[0][1]
-        n = math.prod(tile.sizes)
-        inputs = task.reads()
-        in_slots = [self.lm_slot(i) for i in range(len(inputs))]
-        for w in range(-(-n // self.wave)):
-            grf = {"grf0": 4, "grf1": 4}  # word 0 of each GRF is the copy scratch
-            flat = np.arange(w * self.wave, min(n, (w + 1) * self.wave))
-            for i, (value, region) in enumerate(inputs):
-                addresses = (self.element_addresses(value, region, tile, flat) if body
-                             else self.copy_addresses(task, tile, flat))
-                stage = 2 * i * self.wave
-                if (addresses == addresses[0]).all():  # one value for every element
-                    for k in range(4):
-                        self.dma("load", m.RefAttr("dram", int(addresses[0])),
-                                 m.RefAttr("l2bm", stage + k), 1)
-                    self.emit(m.L2Op(0, "bcast", [m.RefAttr("l2bm", stage)],
-                                     m.RefAttr("l1bm", 0), 4))
-                    self.emit(m.L1Op(0, "bcast", [m.RefAttr("l1bm", 0)], m.RefAttr(*in_slots[i])))
-                    continue
-                for first, address, length in runs(addresses):
-                    self.dma("load", m.RefAttr("dram", address), m.RefAttr("l2bm", stage + first),
-                             length)
-                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage)], m.RefAttr("l1bm", 0),
-                                 self.chunk))
-                self.emit(m.L1Op(0, "scatter", [m.RefAttr("l1bm", 0)], m.RefAttr(*in_slots[i])))
-            results = self.compute(body, in_slots, grf) if body else in_slots
-            for j, ((value, out_tile), slot) in enumerate(zip(writes, results, strict=True)):
-                stage = (2 * len(inputs) + 2 * j) * self.wave
-                self.emit(m.L1Op(0, "gather", [m.RefAttr(*slot)], m.RefAttr("l1bm", 0)))
-                self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", 0)], m.RefAttr("l2bm", stage),
-                                 self.chunk))
-                addresses = self.element_addresses(value, out_tile, out_tile, flat)
-                for first, address, length in runs(addresses):
-                    self.dma("store", m.RefAttr("l2bm", stage + first),
-                             m.RefAttr("dram", address), length)
+    def reduce(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
+        """Each lane accumulates its reduced elements, loaded one after another."""
+        ((value, region),) = task.reads()
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        dims = sorted(int(d) % len(shape) for d in  # type: ignore[attr-defined]
+                      task.attrs.data["dims"].get_values())  # type: ignore[attr-defined]
+        keep = task.attrs.data.get("keepdim")
+        keep = bool(keep.value.data) if keep is not None else False  # type: ignore[attr-defined]
+        kept = [d for d in range(len(shape)) if keep or d not in dims]
+        count = len(coords[0]) if coords else 1
+        base = [np.full(count, region.offsets[d], np.int64) for d in range(len(shape))]
+        for i, d in enumerate(kept):
+            if d not in dims:
+                base[d] = coords[i]
+        kind = REDUCTIONS[task.kind.data]
+        acc = self.fresh()
+        reduced = [shape[d] for d in dims]
+        for r, index in enumerate(np.ndindex(*reduced)):
+            mine = list(base)
+            for d, i in zip(dims, index, strict=True):
+                mine[d] = np.full(count, i, np.int64)
+            x = self.load(self.address(value, mine))
+            self.alu(kind if r else "fpass", [acc, x] if r else [x], acc)
+        if task.kind.data == "mean":
+            self.alu("fmul", [acc, self.constant(1.0 / math.prod(reduced))], acc)
+        return [acc]
+
+    def select_matching(self, index: Slot, candidates: int, value_at: Callable[[int], Slot],
+                        acc: Slot) -> None:
+        """``acc = value_at(k)`` in the lanes whose ``index`` equals ``k``, for each
+        candidate ``k`` (a counter in GRF counts through them)."""
+        counter, match = self.fresh(), self.fresh()
+        self.alu("fzero", [], counter)
+        for k in range(candidates):
+            if k:
+                self.alu("fadd", [counter, self.constant(1.0)], counter)
+            self.alu("fcmpeq", [index, counter], match)
+            self.alu("fsel", [match, value_at(k), acc], acc)
+
+    def gather(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
+        """``out[c] = input[c with c[dim] = index[c]]``."""
+        (x, _), (index, _) = task.reads()
+        shape = x.type.get_shape()  # type: ignore[attr-defined]
+        dim = task.attrs.data["dim"].value.data % len(shape)  # type: ignore[attr-defined]
+        where = self.keep(self.load(self.address(index, coords)))
+        acc = self.fresh()
+        self.alu("fzero", [], acc)
+
+        def candidate(k: int) -> Slot:
+            return self.load(self.address(x, [np.full_like(c, k) if d == dim else c
+                                              for d, c in enumerate(coords)]))
+
+        self.select_matching(where, shape[dim], candidate, acc)
+        return [acc]
+
+    def scatter(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
+        """``out = input``, then ``out[c with c[dim] = index[c]] = value``: lane ``c`` of
+        the output takes ``value`` when some ``index[c with c[dim] = j]`` is ``c[dim]``."""
+        (x, _), (index, _), (value, _) = task.reads()
+        idx_shape = index.type.get_shape()  # type: ignore[attr-defined]
+        dim = task.attrs.data["dim"].value.data % len(idx_shape)  # type: ignore[attr-defined]
+        acc, match = self.fresh(), self.fresh()
+        self.alu("fpass", [self.load(self.address(x, coords))], acc)
+        fill = self.keep(self.load(np.full(len(coords[0]), self.dram[value])))
+        inside = np.ones(len(coords[0]), bool)
+        for d, c in enumerate(coords):
+            if d != dim:
+                inside &= c < idx_shape[d]
+        mine = self.keep(self.load(self.table(coords[dim])))
+        outside = self.pooled([-1.0])
+        for j in range(idx_shape[dim]):
+            at = self.address(index, [np.full_like(c, j) if d == dim else np.minimum(
+                c, idx_shape[d] - 1) for d, c in enumerate(coords)])
+            where = self.load(np.where(inside, at, outside))
+            self.alu("fcmpeq", [where, mine], match)
+            self.alu("fsel", [match, fill, acc], acc)
+        return [acc]
+
+    def embedding(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
+        """``out[..., d] = weight[indices[...], d]``."""
+        (weight, _), (indices, _) = task.reads()
+        rows = weight.type.get_shape()[0]  # type: ignore[attr-defined]
+        lead = coords[:-1]
+        where = self.keep(self.load(self.address(indices, lead) if lead else
+                                    np.full(len(coords[-1]), self.dram[indices])))
+        acc = self.fresh()
+        self.alu("fzero", [], acc)
+        self.select_matching(where, rows, lambda k: self.load(self.address(
+            weight, [np.full_like(coords[-1], k), coords[-1]])), acc)
+        return [acc]
+
+    def keep(self, slot: Slot) -> Slot:
+        """A loaded value copied to GRF: load slots are reused after a ring's worth of
+        loads, so a value read across many loads must move out of them."""
+        kept = self.fresh()
+        self.alu("fpass", [slot], kept)
+        return kept
+
+    def table(self, values: np.ndarray) -> np.ndarray:
+        """DRAM addresses of per-lane compile-time values (in the constant pool)."""
+        return self.pooled(values.tolist()) + np.arange(len(values))
+
+    # --- matmul
 
     def lower_matmul(self, task: t.TaskOp) -> None:
         """``C = A @ B`` on the MAU: each PE owns one row and 4 columns of C and adds
@@ -294,113 +525,179 @@ class ProgramBuilder:
         base_c = self.dram[c] + int(np.dot(ct.offsets, sc))
         per = self.machine.pes_per_l1b
         blocks = self.machine.l1b_per_l2b
+        zeros = self.pooled([0.0] * 4)
         row_blocks, col_blocks = -(-rows // per), -(-cols_all // 4)
         groups = [(jb, rb) for jb in range(col_blocks) for rb in range(row_blocks)]
-        matrix, vector, acc = ("grf0", 4), self.lm_slot(0), ("grf1", 4)
-        stage_m, stage_v, stage_c = 0, 16 * blocks, 16 * blocks + 4 * per * blocks
+        self.grf = {"grf0": 4, "grf1": 4}
+        matrix, acc = ("grf0", 4), ("grf1", 4)
         for first in range(0, len(groups), blocks):
             wave = groups[first:first + blocks]
             self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*acc)))
             for kc in range(0, depth, 4):
                 width = min(4, depth - kc)
+                stage_m, stage_v = self.stage.take()[1], self.stage.take()[1]
                 for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
                     cols = min(4, cols_all - 4 * jb)
-                    for i in range(4):
-                        target = stage_m + 16 * gi + 4 * i
-                        if i < width:
-                            self.dma("load", m.RefAttr("dram", base_b + int((kc + i) * sb[-2] + 4
-                                     * jb * sb[-1])), m.RefAttr("l2bm", target), cols)
-                        if i >= width or cols < 4:
-                            pad = 0 if i >= width else cols
-                            self.dma("load", m.RefAttr("dram", self.zeros),
-                                     m.RefAttr("l2bm", target + pad), 4 - pad)
+                    target = stage_m + 16 * gi
+                    source = base_b + int(kc * sb[-2] + 4 * jb * sb[-1])
+                    if cols == 4:
+                        self.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target),
+                                 4 * width, 4, int(sb[-2]))
+                    else:
+                        for i in range(width):
+                            self.dma("load", m.RefAttr("dram", source + int(i * sb[-2])),
+                                     m.RefAttr("l2bm", target + 4 * i), cols)
+                            self.dma("load", m.RefAttr("dram", zeros),
+                                     m.RefAttr("l2bm", target + 4 * i + cols), 4 - cols)
+                    if width < 4:
+                        self.dma("load", m.RefAttr("dram", zeros),
+                                 m.RefAttr("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
                 for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
-                    for p in range(per):
-                        r = rb * per + p
-                        if r >= rows:
-                            continue
-                        target = stage_v + 4 * per * gi + 4 * p
-                        self.dma("load", m.RefAttr("dram", base_a + int(r * sa[-2] + kc
-                                 * sa[-1])), m.RefAttr("l2bm", target), width)
-                        if width < 4:
-                            self.dma("load", m.RefAttr("dram", self.zeros),
-                                     m.RefAttr("l2bm", target + width), 4 - width)
-                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_m)],
-                                 m.RefAttr("l1bm", 0), 16))
+                    count = min(per, rows - rb * per)
+                    target = stage_v + 4 * per * gi
+                    source = base_a + int(rb * per * sa[-2] + kc * sa[-1])
+                    if width == 4:
+                        self.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target),
+                                 4 * count, 4, int(sa[-2]))
+                    else:
+                        for p in range(count):
+                            self.dma("load", m.RefAttr("dram", source + int(p * sa[-2])),
+                                     m.RefAttr("l2bm", target + 4 * p), width)
+                            self.dma("load", m.RefAttr("dram", zeros),
+                                     m.RefAttr("l2bm", target + 4 * p + width), 4 - width)
+                l1_m, l1_v = self.l1.take(), self.l1.take()
+                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_m)], m.RefAttr(*l1_m),
+                                 16))
                 for i in range(4):
-                    self.emit(m.L1Op(0, "bcast", [m.RefAttr("l1bm", 4 * i)],
+                    self.emit(m.L1Op(0, "bcast", [m.RefAttr(l1_m[0], l1_m[1] + 4 * i)],
                                      m.RefAttr(matrix[0], matrix[1] + 4 * i)))
-                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_v)],
-                                 m.RefAttr("l1bm", 64), 4 * per))
-                self.emit(m.L1Op(0, "scatter", [m.RefAttr("l1bm", 64)], m.RefAttr(*vector)))
+                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_v)], m.RefAttr(*l1_v),
+                                 4 * per))
+                vector = self.lm_slot()
+                self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1_v)], m.RefAttr(*vector)))
                 self.emit(m.MauOp(0, "vmm", [m.RefAttr(*matrix), m.RefAttr(*vector),
                                              m.RefAttr(*acc)], m.RefAttr(*acc)))
-            self.emit(m.L1Op(0, "gather", [m.RefAttr(*acc)], m.RefAttr("l1bm", 0)))
-            self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", 0)], m.RefAttr("l2bm", stage_c),
+            stage_c, l1_c = self.stage.take()[1], self.l1.take()
+            self.emit(m.L1Op(0, "gather", [m.RefAttr(*acc)], m.RefAttr(*l1_c)))
+            self.emit(m.L2Op(0, "gather", [m.RefAttr(*l1_c)], m.RefAttr("l2bm", stage_c),
                              4 * per))
             for gi, (jb, rb) in enumerate(wave):
                 cols = min(4, cols_all - 4 * jb)
-                for p in range(per):
-                    r = rb * per + p
-                    if r < rows:
+                count = min(per, rows - rb * per)
+                target = base_c + int(rb * per * sc[-2] + 4 * jb * sc[-1])
+                source = m.RefAttr("l2bm", stage_c + 4 * per * gi)
+                if cols == 4:
+                    self.dma("store", source, m.RefAttr("dram", target), 4 * count, 4,
+                             int(sc[-2]))
+                else:
+                    for p in range(count):
                         self.dma("store", m.RefAttr("l2bm", stage_c + 4 * per * gi + 4 * p),
-                                 m.RefAttr("dram", base_c + int(r * sc[-2] + 4 * jb * sc[-1])),
-                                 cols)
+                                 m.RefAttr("dram", target + int(p * sc[-2])), cols)
 
-    def compute(self, body: t.BodyOp, in_slots: list[Slot], grf: dict[str, int]) -> list[Slot]:
+    # --- task bodies on the ALU
+
+    def compute(self, body: t.BodyOp, in_slots: list[Slot]) -> list[Slot]:
         """ALU instructions for ``body``; returns the slots of the yielded values."""
         where: dict[SSAValue, Slot] = dict(zip(body.body.block.args, in_slots, strict=True))
-        counter = [0]
-
-        def fresh() -> Slot:
-            space = ("grf0", "grf1")[counter[0] % 2]
-            counter[0] += 1
-            at = grf[space]
-            if at + 4 > self.machine.grf_words:
-                raise MNCoreConversionError("convert-task-to-mncore: a task body needs more "
-                                            f"values than {space} holds")
-            grf[space] += 4
-            return space, at
-
+        one, zero = (lambda: self.constant(1.0)), (lambda: self.constant(0.0))
         for op in body.body.block.ops:
             if isinstance(op, t.YieldOp):
                 return [where[v] for v in op.values]
             srcs = [where[o] for o in op.operands]
             if isinstance(op, g.ConstantOp):
                 (v,) = constant_value(op.value).reshape(-1).tolist()  # type: ignore[arg-type]
-                where[op.results[0]] = self.constants[float(v)]
+                where[op.results[0]] = self.constant(float(v))
                 continue
-            dst = fresh()
+            dst = self.fresh()
             if type(op) in _ALU:
                 self.alu(_ALU[type(op)], srcs, dst)
+            elif type(op) in _SWAPPED:
+                self.alu(_SWAPPED[type(op)], srcs[::-1], dst)
             elif isinstance(op, g.DivOp):
-                inverse = fresh()
+                inverse = self.fresh()
                 self.alu("frecip", [srcs[1]], inverse)
                 self.alu("fmul", [srcs[0], inverse], dst)
             elif isinstance(op, g.SqrtOp):
-                inverse = fresh()
+                inverse = self.fresh()
                 self.alu("frsqrt", srcs, inverse)
                 self.alu("frecip", [inverse], dst)
             elif isinstance(op, g.AbsOp):
-                negative = fresh()
+                negative = self.fresh()
                 self.alu("fneg", srcs, negative)
                 self.alu("fmax", [srcs[0], negative], dst)
             elif isinstance(op, g.ReluOp):
-                self.alu("fmax", [srcs[0], self.constants[0.0]], dst)
-            elif isinstance(op, g.SigmoidOp):
-                e = fresh()
+                self.alu("fmax", [srcs[0], zero()], dst)
+            elif isinstance(op, g.NotOp) and g.element_type_of(op.operands[0]) == i1:
+                self.alu("fsub", [one(), srcs[0]], dst)
+            elif isinstance(op, g.SigmoidOp):  # 1 / (1 + exp(-x))
+                e = self.fresh()
                 self.alu("fneg", srcs, dst)
                 self.alu("fexp", [dst], e)
-                self.alu("fadd", [e, self.constants[1.0]], dst)
+                self.alu("fadd", [e, one()], dst)
                 self.alu("frecip", [dst], dst)
-            elif isinstance(op, g.ConvertOp) and g.element_type_of(op.results[0]) == f32 \
-                    and g.element_type_of(op.operands[0]) == f32:
-                self.alu("fpass", srcs, dst)
+            elif isinstance(op, g.TanhOp):  # 1 - 2 / (exp(2x) + 1)
+                e = self.fresh()
+                self.alu("fadd", [srcs[0], srcs[0]], dst)
+                self.alu("fexp", [dst], e)
+                self.alu("fadd", [e, one()], dst)
+                self.alu("frecip", [dst], e)
+                self.alu("fadd", [e, e], dst)
+                self.alu("fsub", [one(), dst], dst)
+            elif isinstance(op, g.ErfOp):
+                self.erf(srcs[0], dst)
+            elif isinstance(op, g.PowOp):
+                self.power(op, srcs, dst)
+            elif isinstance(op, g.ConvertOp):
+                target = g.element_type_of(op.results[0])
+                source = g.element_type_of(op.operands[0])
+                if target == i1:
+                    self.alu("fcmpne", [srcs[0], zero()], dst)
+                elif target == f32 or isinstance(source, IntegerType):
+                    self.alu("fpass", srcs, dst)  # words hold exact values
+                else:
+                    raise MNCoreConversionError(
+                        f"convert-task-to-mncore: {op.name} from {source} to {target} in "
+                        f"task.body @{body.sym_name.data} has no ALU form (rounding)")
             else:
                 raise MNCoreConversionError(f"convert-task-to-mncore: {op.name} in task.body "
-                                            f"@{body.sym_name.data} has no ALU form yet")
+                                            f"@{body.sym_name.data} has no ALU form")
             where[op.results[0]] = dst
         raise MNCoreConversionError(f"task.body @{body.sym_name.data} has no task.yield")
+
+    def erf(self, x: Slot, dst: Slot) -> None:
+        """Abramowitz and Stegun 7.1.26 on |x|, with x's sign (error below 1.5e-7)."""
+        ax, tt, poly, e = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        self.alu("fneg", [x], ax)
+        self.alu("fmax", [x, ax], ax)
+        self.alu("fmul", [ax, self.constant(_ERF_P)], tt)
+        self.alu("fadd", [tt, self.constant(1.0)], tt)
+        self.alu("frecip", [tt], tt)
+        self.alu("fmul", [tt, self.constant(_ERF_A[4])], poly)
+        for a in reversed(_ERF_A[:4]):
+            self.alu("fadd", [poly, self.constant(a)], poly)
+            self.alu("fmul", [poly, tt], poly)
+        self.alu("fmul", [ax, ax], e)
+        self.alu("fneg", [e], e)
+        self.alu("fexp", [e], e)
+        self.alu("fmul", [poly, e], poly)
+        self.alu("fsub", [self.constant(1.0), poly], poly)  # erf(|x|)
+        self.alu("fneg", [poly], e)
+        self.alu("fcmplt", [x, self.constant(0.0)], tt)
+        self.alu("fsel", [tt, e, poly], dst)
+
+    def power(self, op: g.PowOp, srcs: list[Slot], dst: Slot) -> None:
+        """Small integer constant exponents by multiplication, others as exp(b log a)."""
+        exponent = op.operands[1].owner
+        if isinstance(exponent, g.ConstantOp):
+            (b,) = constant_value(exponent.value).reshape(-1).tolist()  # type: ignore[arg-type]
+            if float(b).is_integer() and 1 <= b <= 4:
+                self.alu("fpass", [srcs[0]], dst)
+                for _ in range(int(b) - 1):
+                    self.alu("fmul", [dst, srcs[0]], dst)
+                return
+        self.alu("flog", [srcs[0]], dst)
+        self.alu("fmul", [dst, srcs[1]], dst)
+        self.alu("fexp", [dst], dst)
 
 
 @dataclass(frozen=True)
