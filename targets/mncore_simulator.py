@@ -30,6 +30,7 @@ from mncore_ir.targets.graph_interpreter import (
     InterpretationError,
     constant_value,
     find_function,
+    numpy_dtype,
 )
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
@@ -193,10 +194,13 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
     if memories is not None:
         memories.update({space: arr.copy() for space, arr in state.memory.items()})
     results = []
-    for tensor in outs:
+    for tensor in outs:  # words hold integers and booleans as exact f32 values
         shape = tuple(tensor.type.get_shape())
         at = tensor.at.address.data
-        results.append(dram[0, at:at + math.prod(shape)].reshape(shape).copy())
+        words = dram[0, at:at + math.prod(shape)].reshape(shape)
+        dtype = numpy_dtype(tensor.type.element_type)
+        results.append(words.copy() if dtype == np.float32 else
+                       (words != 0) if dtype == np.bool_ else np.rint(words).astype(dtype))
     return results, report
 
 

@@ -300,12 +300,13 @@ class ProgramBuilder:
             else:
                 body = bodies[task.body.root_reference.data] if task.body else None
                 self.lower_lanes(task, body)
-        pool = np.array(self.pool or [0.0], np.float32)
-        typ = TensorType(f32, [len(pool)])
-        tensors.append(m.TensorOp.create(properties={
-            "sym_name": StringAttr("constant_pool"), "role": StringAttr("constant"),
-            "at": m.RefAttr("dram", self.pool_base), "value": DenseIntOrFPElementsAttr.from_list(
-                typ, pool.tolist()), "type": typ}))
+        if self.pool:
+            typ = TensorType(f32, [len(self.pool)])
+            tensors.append(m.TensorOp.create(properties={
+                "sym_name": StringAttr("constant_pool"), "role": StringAttr("constant"),
+                "at": m.RefAttr("dram", self.pool_base),
+                "value": DenseIntOrFPElementsAttr.from_list(
+                    typ, np.array(self.pool, np.float32).tolist()), "type": typ}))
         block = Block([*tensors, *self.ops])  # type: ignore[list-item]
         program = m.ProgramOp(kernel.sym_name.data, self.machine.name, Region(block))
         schedule(program)
@@ -320,21 +321,18 @@ class ProgramBuilder:
         kernel, tensors, names = self.kernel, [], iter(range(1 << 30))
         for role, group in (("input", kernel.inputs), ("output", kernel.outputs)):
             for v in group:
-                typ = TensorType(f32, v.type.get_shape())  # type: ignore[attr-defined]
+                typ = TensorType(v.type.element_type, v.type.get_shape())  # type: ignore[attr-defined]
                 tensors.append(m.TensorOp.create(properties={
                     "sym_name": StringAttr(v.name_hint or f"{role}{next(names)}"),
                     "role": StringAttr(role), "at": m.RefAttr("dram", self.dram[v]),
                     "type": typ}))
         for op in kernel.body.block.ops:
             if isinstance(op, t.ConstantOp):
-                values = constant_value(op.value).astype(np.float32)  # type: ignore[arg-type]
-                typ = TensorType(f32, values.shape)
                 tensors.append(m.TensorOp.create(properties={
                     "sym_name": StringAttr(op.result.name_hint or f"const{next(names)}"),
                     "role": StringAttr("constant"),
-                    "at": m.RefAttr("dram", self.dram[op.result]),
-                    "value": DenseIntOrFPElementsAttr.from_list(typ, values.reshape(-1).tolist()),
-                    "type": typ}))
+                    "at": m.RefAttr("dram", self.dram[op.result]), "value": op.value,
+                    "type": op.value.get_type()}))
         return tensors
 
     # --- lane kernels

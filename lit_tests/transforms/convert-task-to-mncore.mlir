@@ -1,8 +1,8 @@
-// convert-task-to-mncore on elementwise kernels and copies: buffers in DRAM, inputs packed by DMA
-// runs into L2BM, scattered to L1BM and to the PEs' LM (a scalar is broadcast), the
-// body on the ALU (a copy keeps two reads of one memory apart), results gathered back
-// and stored by DMA; then mncore-schedule places everything. The program computes what
-// the task kernel computes; kinds it does not lower yet are one clear error.
+// convert-task-to-mncore: buffers in DRAM, inputs packed by (strided) DMAs into L2BM,
+// scattered to L1BM and to the PEs' LM (a scalar is broadcast), the body on the ALU (a
+// copy keeps two reads of one memory apart), results gathered back and stored by DMA;
+// then mncore-schedule places everything. The program computes what the task kernel
+// computes; kinds it does not lower are one clear error.
 // RUN: mncore-opt %s -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=96}' -o %t.task.mlir
 // RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=tiny}' -o %t.mncore.mlir
 // RUN: filecheck %s --input-file %t.mncore.mlir
@@ -25,7 +25,16 @@
 // LINEAR: result0 = tensor<8x64xf32>
 // RUN: %{python} -c "import numpy as np; a, b = np.load('%t.linear.task.npz')['result0'], np.load('%t.linear.mncore.npz')['result0']; print(np.allclose(a, b, rtol=1e-5, atol=1e-5))" | filecheck %s --check-prefix=CLOSE
 // CLOSE: True
-// RUN: not mncore-opt %S/Inputs/sum.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
+// Reductions, gather, scatter and embedding are lane kernels (Inputs/lanes.mlir): equal
+// to the task level, on both machines.
+// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{row_tile=3}' -o %t.lanes.task.mlir
+// RUN: mncore-run %t.lanes.task.mlir --random-inputs 4 --save-outputs %t.lanes.task.npz > /dev/null
+// RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
+// RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null
+// RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
+// LANES: [True, True] 6
+// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore' | filecheck %s --check-prefix=LANE-IR
+// RUN: not mncore-opt %S/Inputs/softmax.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
 // RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big}' 2>&1 | filecheck %s --check-prefix=MACHINE
 
 func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> tensor<6x40xf32> {
@@ -40,28 +49,33 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-NEXT:   mncore.tensor @b input dram[240] : tensor<40xf32>
 // CHECK-NEXT:   mncore.tensor @s input dram[288] : tensor<f32>
 // CHECK-NEXT:   mncore.tensor @output0 output dram[304] : tensor<6x40xf32>
-// CHECK-NEXT:   mncore.tensor @body_constants constant dram[544] = dense<[0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00, 1.000000e+00]> : tensor<8xf32>
 // Tiles are 2 rows of 40 (80 elements, one wave of the 128 that 32 PEs x 4 take).
-// The first tile: %x's rows are one run of 80 words; %b's two rows are two runs of 40;
-// the scalar divisor is 4 one-word loads, then broadcast.
-// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[0] -> l2bm[0] words 80 tag
-// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[240] -> l2bm[256] words 40 tag
-// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[240] -> l2bm[296] words 40 tag
-// CHECK-DAG:  mncore.dma {{[0-9]+}} "load" dram[288] -> l2bm[515] words 1 tag
+// The first tile: %x's rows are one run of 80 words; %b is read twice by one DMA of
+// two runs of 40 with stride 0; the scalar divisor is one word read 4 times, then
+// broadcast.
+// CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 80 tag 1
+// CHECK-NEXT: mncore.dma 1 "load" dram[240] -> l2bm[128] words 80 run 40 stride 0 tag 2
+// CHECK-NEXT: mncore.dma 2 "load" dram[288] -> l2bm[256] words 4 run 1 stride 0 tag 3
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "scatter" l2bm[0] -> l1bm[0] words 64
-// CHECK-DAG:  mncore.l1 {{[0-9]+}} "scatter" l1bm[0] -> lm0[4]
-// CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[512] -> l1bm[0] words 4
-// CHECK-DAG:  mncore.l1 {{[0-9]+}} "bcast" l1bm[0] -> lm0[8]
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "scatter" l1bm[0] -> lm1[128]
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "scatter" l2bm[128] -> l1bm[64] words 64
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "scatter" l1bm[64] -> lm0[128]
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[256] -> l1bm[128] words 4
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "bcast" l1bm[128] -> lm1[132]
 // a + b, then a * a reading grf0 twice: the second read goes through a copy to grf1[0];
 // the division is a reciprocal and a product.
-// CHECK-DAG:  mncore.alu {{[0-9]+}} "fadd" lm0[4], lm1[4] -> grf0[4]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fadd" lm1[128], lm0[128] -> grf0[4]
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fpass" grf0[4] -> grf1[0]
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf0[4], grf1[0] -> grf1[4]
-// CHECK-DAG:  mncore.alu {{[0-9]+}} "frecip" lm0[8] -> grf1[8]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "frecip" lm1[132] -> grf1[8]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fpass" grf1[8] -> grf0[0]
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf1[4], grf0[0] -> grf0[8]
-// CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[8] -> l1bm[0]
-// CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[0] -> l2bm[768] words 64
-// CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[768] -> dram[304] words 80 tag
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[8] -> l1bm[192]
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[192] -> l2bm[384] words 64
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[384] -> dram[304] words 80 tag
 
-// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'sum' is not lowered yet (this version lowers elementwise tasks, copies and matmuls)
+// LANE-IR: mncore.program @main machine "tiny" {
+// LANE-IR: mncore.tensor @constant_pool constant
+
+// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding
 // MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny
