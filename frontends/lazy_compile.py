@@ -25,7 +25,13 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from mncore_ir.frontends.fx import DECOMPOSITIONS, import_fx
 from mncore_ir.frontends.lazy_tensor import DeviceData, Item, Node, Scalar
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import DEVICE_PIPELINES, apply_pipeline, device_executable, make_context
+from mncore_ir.pipeline import (
+    apply_pipeline,
+    device_executable,
+    device_pipeline,
+    make_context,
+    mncore_machine,
+)
 
 COMPILER_VERSION = "mncore-ir 0.1.0 graph-v1"
 
@@ -195,7 +201,7 @@ class GraphCompiler:
             gm = to_core_aten(to_fx(graph), example_inputs(graph))
             module = import_fx(gm, example_inputs(graph), "main",
                                [f"in{i}" for i in range(len(graph.inputs))])
-            apply_pipeline(module, DEVICE_PIPELINES[self.device], self.ctx)
+            apply_pipeline(module, device_pipeline(self.device), self.ctx)
             ir = str(module)
             self._store(graph.key, ir)
             self.metrics.counters["UncachedCompile"] += 1
@@ -225,7 +231,8 @@ class GraphCompiler:
                           "shapes or Python values baked into the graph", stacklevel=2)
 
     def _path(self, key: str) -> str | None:
-        return os.path.join(self.cache_dir, f"{key}.{self.device}.mlir") if self.cache_dir else None
+        target = f"mncore-{mncore_machine()}" if self.device == "mncore" else self.device
+        return os.path.join(self.cache_dir, f"{key}.{target}.mlir") if self.cache_dir else None
 
     def _load(self, key: str) -> str | None:
         path = self._path(key)

@@ -23,6 +23,7 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS
+from mncore_ir.pipeline import mncore_machine
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
 from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
 from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, TraceGraph, replay
@@ -40,7 +41,6 @@ from mncore_ir.frontends.lazy_tensor import (
 aten = torch.ops.aten
 
 DEVICES = ("cpu", "interp", "task", "triton", "mncore")
-AVAILABLE_DEVICES = ("cpu", "interp", "task", "triton")
 POLICIES = ("error", "warn", "silent")
 
 
@@ -673,9 +673,11 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     global _RUNTIME
     if device not in DEVICES:
         raise LazyError(f"unknown device {device!r}; devices: {', '.join(DEVICES)}")
-    if device not in AVAILABLE_DEVICES:
-        raise LazyError(f"device {device!r} is not available yet (it lands with its "
-                        f"issue); available: {', '.join(AVAILABLE_DEVICES)}")
+    if device == "mncore":
+        try:
+            mncore_machine()
+        except ValueError as error:
+            raise LazyError(str(error)) from None
     if device == "triton" and not torch.cuda.is_available():
         # Triton picks interpreter or compiler per function when it is decorated, and
         # make_fx imports triton.language: choose before any tracing.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import os
+
 import numpy as np
 import torch
 from xdsl.context import Context
@@ -26,11 +28,31 @@ DEVICE_PIPELINES = {
 Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
 
 
+def mncore_machine() -> str:
+    """The machine the ``mncore`` device compiles for: ``$MNCORE_MACHINE``, or ``tiny``."""
+    from mncore_ir.dialects.mncore_machines import MACHINES
+
+    name = os.environ.get("MNCORE_MACHINE", "tiny")
+    if name not in MACHINES:
+        raise ValueError(f"MNCORE_MACHINE={name!r} is not a machine; machines: "
+                         f"{', '.join(MACHINES)}")
+    return name
+
+
+def device_pipeline(device: str) -> str:
+    """The pass pipeline ``device`` runs on an imported graph: ``mncore`` decomposes
+    composites, tiles into tasks and lowers them to a program for ``mncore_machine()``."""
+    if device == "mncore":
+        return (f"{GRAPH_PIPELINE},convert-graph-to-task,"
+                f"convert-task-to-mncore{{machine={mncore_machine()}}}")
+    return DEVICE_PIPELINES[device]
+
+
 def device_executable(module: ModuleOp, device: str) -> Executable:
     """How ``device`` runs the module's entry function on torch tensors: generated
     torch code (``cpu``), the reference interpreter (``interp``), the megakernel
-    simulator (``task``) or the Triton megakernel (``triton``: on a GPU when there is
-    one, else in Triton's interpreter)."""
+    simulator (``task``), the Triton megakernel (``triton``: on a GPU when there is
+    one, else in Triton's interpreter) or the cycle simulator (``mncore``)."""
     if device == "cpu":
         from mncore_ir.targets.graph_torch import compile_module
 
@@ -38,7 +60,13 @@ def device_executable(module: ModuleOp, device: str) -> Executable:
         return lambda args: program(*args)
     if device == "triton":
         return triton_executable(module)
-    if device == "task":
+    if device == "mncore":
+        from mncore_ir.targets.mncore_simulator import find_program
+        from mncore_ir.targets.mncore_simulator import simulate as simulate_program
+
+        program = find_program(module)
+        run = lambda arrays: simulate_program(program, arrays)[0]  # noqa: E731
+    elif device == "task":
         from mncore_ir.targets.task_simulator import TileEvaluator, find_kernel, simulate
 
         kernel = find_kernel(module)

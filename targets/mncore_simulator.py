@@ -128,7 +128,11 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         for op in program.instructions() if isinstance(op, m.DmaOp)] + [1])
     dram = state.array("dram")
     for tensor, value in zip(ins, inputs, strict=True):
-        arr = np.asarray(value, np.float32)
+        given = np.asarray(value)
+        if given.dtype.kind in "iu" and given.size and np.abs(given).max() >= 1 << 24:
+            raise InterpretationError(f"input @{tensor.sym_name.data} holds integers of 2**24 "
+                                      "or more, which a word holds only approximately")
+        arr = given.astype(np.float32)
         shape = tuple(tensor.type.get_shape())
         if arr.shape != shape:
             raise InterpretationError(f"input @{tensor.sym_name.data} has shape {arr.shape}, "

@@ -265,12 +265,23 @@ def test_task_device_trains_transformer_and_cnn() -> None:
     torch_mncore.init("cpu")
 
 
-def test_unavailable_devices_say_so() -> None:
-    for name in ("mncore",):
-        with pytest.raises(torch_mncore.LazyError, match="not available yet"):
-            torch_mncore.init(name)
-    with pytest.raises(torch_mncore.LazyError, match="unknown device"):
+def test_unknown_devices_and_machines_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(torch_mncore.LazyError, match="unknown device 'tpu'; devices: cpu, "
+                       "interp, task, triton, mncore"):
         torch_mncore.init("tpu")
+    monkeypatch.setenv("MNCORE_MACHINE", "big")
+    with pytest.raises(torch_mncore.LazyError, match="MNCORE_MACHINE='big' is not a machine; "
+                       "machines: mncore2, tiny"):
+        torch_mncore.init("mncore")
+    torch_mncore.init("cpu")
+
+
+def test_mncore_device_trains_the_seed_mlp() -> None:
+    """The cycle simulator of the tiny machine as a device: losses and weights match
+    eager over SGD steps (forward, backward and update all run as one program)."""
+    torch_mncore.init("mncore", implicit_sync="error")
+    compare(mlp(), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), mlp_batches(5),
+            F.cross_entropy)
     torch_mncore.init("cpu")
 
 

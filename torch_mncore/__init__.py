@@ -48,8 +48,9 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
 
     ``device``: ``"cpu"`` (generated torch CPU code, the default), ``"interp"`` (the
     reference interpreter), ``"task"`` (the megakernel simulator), ``"triton"`` (the
-    Triton megakernel: on a GPU, or in Triton's interpreter without one); ``"mncore"``
-    is not available yet. ``implicit_sync``: what reading a value before
+    Triton megakernel: on a GPU, or in Triton's interpreter without one) or
+    ``"mncore"`` (a static program for the machine ``$MNCORE_MACHINE``, default
+    ``tiny``, run by the cycle simulator). ``implicit_sync``: what reading a value before
     ``sync()`` does — ``"error"``, ``"warn"`` (default, or ``$MNCORE_IMPLICIT_SYNC``) or
     ``"silent"``.
     ``asynchronous=False`` runs each graph inside ``sync()``; ``gate=False`` lets tracing
