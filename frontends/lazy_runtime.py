@@ -23,7 +23,6 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS
-from mncore_ir.pipeline import mncore_machine
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
 from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
 from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, TraceGraph, replay
@@ -37,6 +36,7 @@ from mncore_ir.frontends.lazy_tensor import (
     Value,
     ViewStep,
 )
+from mncore_ir.pipeline import mncore_machine
 
 aten = torch.ops.aten
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 import os
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
