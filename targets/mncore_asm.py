@@ -4,7 +4,8 @@ One line per step, the step's instructions joined by ``;`` (a VLIW bundle); runs
 empty steps are ``nop/N``. Operands follow the assembler's register names: ``$lm`` is
 LM0, ``$ln`` LM1, ``$lr`` GRF0, ``$ls`` GRF1, then the word address, and ``v`` for the
 4-word vector a step reads per PE; ``$lb``/``$lc`` are L1BM/L2BM, ``$d`` DRAM and
-``$aluf`` the forwarded result. ``/N`` is a word count and ``#T`` a DMA tag.
+``$aluf`` the forwarded result. ``/N`` is a word count, ``/R:S`` a strided DMA's run
+and stride, and ``#T`` a DMA tag.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def instruction(op: m.InstructionOp) -> str:
                                       for r in [*op.srcs.data, op.dst])])  # type: ignore[list-item]
     if op.words is not None:
         text += f" /{op.words.value.data}"
+    if op.run is not None and op.stride is not None:
+        text += f" /{op.run.value.data}:{op.stride.value.data}"
     if op.tag is not None:
         text += f" #{op.tag.value.data}"
     return text

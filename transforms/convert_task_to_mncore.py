@@ -170,6 +170,11 @@ class ProgramBuilder:
         at = self.size
         self.dram[value] = at
         self.size += -(-max(words, 1) // 16) * 16
+        if self.size > self.machine.dram_words:
+            name = f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: buffer {name} ({words} words at dram[{at}]) does not "
+                f"fit in dram ({self.machine.dram_words} words on {self.machine.name})")
         return at
 
     def pooled(self, values: Sequence[float]) -> int:

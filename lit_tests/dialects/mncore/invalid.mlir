@@ -365,6 +365,54 @@ mncore.program @p machine "tiny" {
 
 // -----
 
+// A strided DMA whose last run is beyond DRAM: 4 runs, 350000 apart.
+mncore.program @p machine "tiny" {
+  mncore.dma 0 "load" dram[100000] -> l2bm[0] words 8 run 2 stride 350000 tag 1
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.dma 0 "load" dram[100000] -> l2bm[0] words 8 run 2 stride 350000 tag 1
+  // CHECK-NEXT: ^^^^^^^^^^{{$}}
+  // CHECK-NEXT: dram[100000] + 1050002 words is beyond dram (1048576 words on tiny)
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// run without stride.
+mncore.program @p machine "tiny" {
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 2 tag 1
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 2 tag 1
+  // CHECK-NEXT: ^^^^^^^^^^{{$}}
+  // CHECK-NEXT: mncore.dma takes run and stride together
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// A run that does not divide the words.
+mncore.program @p machine "tiny" {
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 3 stride 4 tag 1
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 3 stride 4 tag 1
+  // CHECK-NEXT: ^^^^^^^^^^{{$}}
+  // CHECK-NEXT: mncore.dma: run 3 does not divide 8 words
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// A store whose runs overlap.
+mncore.program @p machine "tiny" {
+  mncore.dma 0 "store" l2bm[0] -> dram[0] words 8 run 4 stride 2 tag 1
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.dma 0 "store" l2bm[0] -> dram[0] words 8 run 4 stride 2 tag 1
+  // CHECK-NEXT: ^^^^^^^^^^{{$}}
+  // CHECK-NEXT: mncore.dma: stride 2 is shorter than run 4: a store would write a word twice
+  mncore.wait 1 tag 1
+}
+
+// -----
+
 // A tensor beyond DRAM: 24x24 = 576 words (at 1048000 it would fit).
 mncore.program @p machine "tiny" {
   mncore.tensor @x input dram[1048001] : tensor<24x24xf32>

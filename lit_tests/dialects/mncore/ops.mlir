@@ -61,6 +61,10 @@ mncore.program @tiny_all machine "tiny" {
   mncore.wait 28 tag 2
   mncore.dma 32 "store" l2bm[256] -> dram[128] words 4 tag 3
   mncore.wait 33 tag 3 {note = "end"}
+  // Strided DMAs: 4 runs of 2 words, 10 apart; a load may repeat a word (stride 0).
+  mncore.dma 34 "load" dram[0] -> l2bm[0] words 8 run 2 stride 10 tag 4
+  mncore.dma 35 "load" dram[7] -> l2bm[8] words 4 run 1 stride 0 tag 4
+  mncore.wait 36 tag 4
 }
 
 // CHECK-LABEL: mncore.program @tiny_all machine "tiny" {
@@ -107,6 +111,9 @@ mncore.program @tiny_all machine "tiny" {
 // CHECK-NEXT:  mncore.wait 28 tag 2{{$}}
 // CHECK-NEXT:  mncore.dma 32 "store" l2bm[256] -> dram[128] words 4 tag 3{{$}}
 // CHECK-NEXT:  mncore.wait 33 tag 3 {note = "end"}{{$}}
+// CHECK-NEXT:  mncore.dma 34 "load" dram[0] -> l2bm[0] words 8 run 2 stride 10 tag 4{{$}}
+// CHECK-NEXT:  mncore.dma 35 "load" dram[7] -> l2bm[8] words 4 run 1 stride 0 tag 4{{$}}
+// CHECK-NEXT:  mncore.wait 36 tag 4{{$}}
 // CHECK-NEXT:  }
 
 // The generic form: instructions are ops with no operands or results and the
@@ -139,6 +146,8 @@ mncore.program @tiny_all machine "tiny" {
 // GENERIC-NEXT:  "mncore.l1"() <{step = 25 : i64, kind = "reduce", srcs = [#mncore.ref<lm0[4]>], dst = #mncore.ref<l1bm[192]>}> : () -> ()
 // GENERIC:       "mncore.dma"() <{step = 32 : i64, kind = "store", srcs = [#mncore.ref<l2bm[256]>], dst = #mncore.ref<dram[128]>, words = 4 : i64, tag = 3 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.wait"() <{step = 33 : i64, kind = "", srcs = [], tag = 3 : i64}> {note = "end"} : () -> ()
+// GENERIC-NEXT:  "mncore.dma"() <{step = 34 : i64, kind = "load", srcs = [#mncore.ref<dram[0]>], dst = #mncore.ref<l2bm[0]>, words = 8 : i64, run = 2 : i64, stride = 10 : i64, tag = 4 : i64}> : () -> ()
+// GENERIC:       "mncore.wait"() <{step = 36 : i64, kind = "", srcs = [], tag = 4 : i64}> : () -> ()
 // GENERIC-NEXT:  }) : () -> ()
 
 // mncore2: 4096 PEs, 64 per L1B (an L1 block is 256 words), 8 L1Bs per L2B; LM 2048,

@@ -1,0 +1,279 @@
+"""convert-task-to-mncore on whole programs: lowered ``mncore.program``s, run by the cycle
+simulator, give the results of the levels above.
+
+* An MLP training step (forward, backward, SGD update; matmuls on the MAU) and a
+  transformer block's forward (layer norm, attention with a causal mask, GELU through
+  erf) lowered for ``tiny`` equal the graph interpreter's results (and eager PyTorch's).
+* Random small lane programs (hypothesis): reductions over any dims with or without
+  keepdim, gather and scatter with random in-range indices, and elementwise expressions
+  of comparisons, boolean logic and ``torch.where`` (with bool and int64 outputs),
+  tiled with random task options, equal the task-level simulator on the same task
+  module and eager PyTorch; integer and boolean outputs come back exactly, as integers
+  and booleans.
+* An embedding lowered for ``mncore2`` equals ``nn.Embedding``.
+* The simulator refuses integer inputs that a word (f32) cannot hold exactly.
+
+Every simulation also checks the schedule: the simulator raises ``HazardError`` on any
+read of a word before it is ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.model_zoo import Block, mlp_sgd
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
+from mncore_ir.targets.graph_interpreter import InterpretationError, run_function
+from mncore_ir.targets.mncore_simulator import find_program, simulate
+from mncore_ir.targets.task_simulator import find_kernel
+from mncore_ir.targets.task_simulator import simulate as simulate_kernel
+
+TO_TINY = GRAPH_PIPELINE + ",convert-graph-to-task,convert-task-to-mncore{machine=tiny}"
+
+
+def assert_same_results(outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
+                        rtol: float, atol: float, names: Sequence[str] | None = None) -> None:
+    """Same count, shapes and dtypes; floats within tolerance, integers and booleans equal."""
+    assert len(outputs) == len(expected)
+    names = names or [f"output {i}" for i in range(len(outputs))]
+    for name, out, exp in zip(names, outputs, expected, strict=True):
+        out, exp = np.asarray(out), np.asarray(exp)
+        assert out.shape == exp.shape, f"{name}: shape {out.shape} != {exp.shape}"
+        assert out.dtype == exp.dtype, f"{name}: dtype {out.dtype} != {exp.dtype}"
+        if exp.dtype.kind == "f":
+            np.testing.assert_allclose(out, exp, rtol=rtol, atol=atol, err_msg=name)
+        else:
+            np.testing.assert_array_equal(out, exp, err_msg=name)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def test_mlp_training_step_on_tiny_matches_the_graph_interpreter() -> None:
+    step = mlp_sgd()
+    captured = capture(step, *step.example_inputs())
+    reference, lowered = import_captured(captured), import_captured(captured)
+    arrays = [t.numpy() for t in captured.example_inputs]
+    assert arrays[-1].dtype == np.int64  # the targets: an integer input
+    expected = run_function(reference, arrays)
+    apply_pipeline(lowered, TO_TINY)
+    outputs, report = simulate(find_program(lowered), arrays)
+    assert len(outputs) == len(captured.output_names) == 13  # the loss, 6 params, 6 buffers
+    assert_same_results(outputs, expected, rtol=1e-5, atol=1e-6, names=captured.output_names)
+    assert report.issued.get("mau", 0) > 0
+
+
+def test_transformer_block_forward_on_tiny_matches_the_graph_interpreter() -> None:
+    torch.manual_seed(0)
+    model = Block(16, 2).eval()
+    x = torch.randn(1, 8, 16)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def forward(params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return torch.func.functional_call(model, params, (x,))
+
+    captured = capture(forward, params, x)
+    reference, lowered = import_captured(captured), import_captured(captured)
+    arrays = [t.numpy() for t in captured.example_inputs]
+    expected = run_function(reference, arrays)
+    apply_pipeline(lowered, TO_TINY)
+    outputs, report = simulate(find_program(lowered), arrays)
+    # erf is approximated on the ALU to 1.5e-7
+    assert_same_results(outputs, expected, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        eager = model(x).numpy()
+    assert_same_results(outputs, [eager], rtol=1e-5, atol=1e-5)
+    assert report.issued.get("mau", 0) > 0
+
+
+# --------------------------------------------------------------------------- lane programs
+
+REDUCE = {"sum": torch.sum, "mean": torch.mean, "amax": torch.amax}
+COMPARE: dict[str, Callable[[Any, Any], torch.Tensor]] = {
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
+    "ge": torch.ge}
+#: Operands of comparisons and values of ``where``: the inputs, expressions and constants.
+TERMS: dict[str, Callable[[torch.Tensor, torch.Tensor], Any]] = {
+    "x": lambda x, y: x, "y": lambda x, y: y, "x-y": lambda x, y: x - y,
+    "2x": lambda x, y: x * 2, "-y": lambda x, y: -y, "tanh(x)": lambda x, y: torch.tanh(x),
+    "sigmoid(y)": lambda x, y: torch.sigmoid(y), "erf(x)": lambda x, y: torch.erf(x),
+    "0.5": lambda x, y: 0.5, "0": lambda x, y: 0.0}
+TENSOR_TERMS = [k for k in TERMS if k[0] not in "0123456789"]
+LOGIC = ("and", "or", "and-not", "not")
+
+Program = dict[str, Any]
+
+
+@st.composite
+def shapes(draw: st.DrawFn) -> tuple[int, ...]:
+    return tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+
+
+@st.composite
+def lane_programs(draw: st.DrawFn) -> Program:
+    """A random input shape and one lane operation on it (as plain data, for shrinking
+    and printing)."""
+    shape = draw(shapes())
+    rank = len(shape)
+    kind = draw(st.sampled_from(["reduce", "gather", "scatter", "elementwise"]))
+    program: Program = {"kind": kind, "shape": shape, "seed": draw(st.integers(0, 2**16))}
+    if kind == "reduce":
+        dims = draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True))
+        program |= {"op": draw(st.sampled_from(sorted(REDUCE))),
+                    # some dims negative, as torch allows
+                    "dims": [d - rank if draw(st.booleans()) else d for d in dims],
+                    "keepdim": draw(st.booleans())}
+    elif kind in ("gather", "scatter"):
+        program |= {"dim": draw(st.integers(0, rank - 1)),
+                    "index_shape": tuple(draw(st.integers(1, n)) for n in shape)}
+        if kind == "scatter":  # torch scatters a 0-d value given as a number
+            program["value"] = draw(st.sampled_from([-7.5, 0.0, 3.25]))
+    else:
+        # y broadcasts against x: the same shape, or trailing dims with some of size 1
+        tail = shape[draw(st.integers(0, rank - 1)):]
+        program["y_shape"] = tuple(n if draw(st.booleans()) else 1 for n in tail)
+        conditions = []
+        for _ in range(draw(st.integers(1, 3))):
+            conditions.append((draw(st.sampled_from(sorted(COMPARE))),
+                               draw(st.sampled_from(TENSOR_TERMS)),
+                               draw(st.sampled_from(sorted(TERMS)))))
+        program["conditions"] = conditions
+        program["logic"] = [draw(st.sampled_from(LOGIC)) for _ in conditions[1:]]
+        program["where"] = (draw(st.sampled_from(TENSOR_TERMS)),
+                            draw(st.sampled_from(sorted(TERMS))))
+    return program
+
+
+def lane_inputs(program: Program) -> list[torch.Tensor]:
+    rng = np.random.default_rng(program["seed"])
+    shape = program["shape"]
+    kind = program["kind"]
+    if kind == "elementwise":  # halves: comparisons see ties
+        return [torch.from_numpy((rng.integers(-4, 5, s) / 2).astype(np.float32))
+                for s in (shape, program["y_shape"])]
+    x = torch.from_numpy(rng.uniform(-2, 2, shape).astype(np.float32))
+    if kind == "reduce":
+        return [x]
+    return [x, torch.from_numpy(rng.integers(0, shape[program["dim"]], program["index_shape"]))]
+
+
+def lane_function(program: Program) -> Callable[..., tuple[torch.Tensor, ...]]:
+    kind = program["kind"]
+    if kind == "reduce":
+        op = REDUCE[program["op"]]
+        return lambda x: (op(x, dim=program["dims"], keepdim=program["keepdim"]),)
+    if kind == "gather":
+        return lambda x, index: (torch.gather(x, program["dim"], index),)
+    if kind == "scatter":
+        return lambda x, index: (torch.scatter(x, program["dim"], index, program["value"]),)
+
+    def elementwise(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        conditions = [COMPARE[c](TERMS[a](x, y), TERMS[b](x, y))
+                      for c, a, b in program["conditions"]]
+        cond = conditions[0]
+        for logic, other in zip(program["logic"], conditions[1:], strict=True):
+            if logic == "and":
+                cond = cond & other
+            elif logic == "or":
+                cond = cond | other
+            elif logic == "and-not":
+                cond = cond & ~other
+            else:
+                cond = ~(cond | other)
+        a, b = program["where"]
+        chosen = torch.where(cond, TERMS[a](x, y), TERMS[b](x, y))
+        count = cond.to(torch.int64) + conditions[0].to(torch.int64) * 2
+        return chosen, cond, count
+
+    return elementwise
+
+
+def eager_results(fn: Callable[..., tuple[torch.Tensor, ...]],
+                  inputs: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    with torch.no_grad():
+        return [np.asarray(r.numpy()) for r in fn(*inputs)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=lane_programs(), row_tile=st.integers(1, 8),
+       elementwise_tile=st.integers(1, 40), fuse=st.booleans())
+def test_lane_programs_on_tiny_match_the_task_level_and_eager(
+        program: Program, row_tile: int, elementwise_tile: int, fuse: bool) -> None:
+    inputs = lane_inputs(program)
+    fn = lane_function(program)
+    eager = eager_results(fn, inputs)
+    module = import_captured(capture(fn, *inputs))
+    prepare = "canonicalize,cse,dce" + (",graph-fuse-elementwise" if fuse else "")
+    apply_pipeline(module, f"{prepare},convert-graph-to-task{{row_tile={row_tile} "
+                           f"elementwise_tile={elementwise_tile}}}")
+    text = str(module)
+    ctx = make_context()
+    task_level = parse_module(ctx, text, "task.mlir")
+    lowered = parse_module(ctx, text, "lowered.mlir")
+    arrays = [t.numpy() for t in inputs]
+    expected = simulate_kernel(find_kernel(task_level), arrays)
+    apply_pipeline(lowered, "convert-task-to-mncore{machine=tiny}")
+    outputs, _ = simulate(find_program(lowered), arrays)  # raises on any hazard
+    assert_same_results(expected, eager, rtol=1e-5, atol=1e-5)  # the reference is right
+    assert_same_results(outputs, expected, rtol=1e-5, atol=1e-5)
+    assert_same_results(outputs, eager, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- mncore2, words
+
+
+def test_embedding_on_mncore2_matches_eager() -> None:
+    torch.manual_seed(0)
+    embedding = nn.Embedding(7, 5)
+    ids = torch.tensor([[0, 6, 3], [6, 1, 0]], dtype=torch.int64)  # repeats, both ends
+    params = {k: v.detach() for k, v in embedding.named_parameters()}
+
+    def lookup(params: dict[str, torch.Tensor], ids: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return torch.func.functional_call(embedding, params, (ids,))
+
+    captured = capture(lookup, params, ids)
+    module = import_captured(captured)
+    apply_pipeline(module, GRAPH_PIPELINE + ",convert-graph-to-task,"
+                           "convert-task-to-mncore{machine=mncore2}")
+    program = find_program(module)
+    assert program.target.name == "mncore2"
+    (out,), _ = simulate(program, [t.numpy() for t in captured.example_inputs])
+    with torch.no_grad():
+        expected = embedding(ids).numpy()
+    assert out.shape == (2, 3, 5)
+    np.testing.assert_array_equal(out, expected)  # a lookup is exact
+
+
+EMBEDDING = """
+func.func @main(%w: tensor<7x5xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3x5xf32> {
+  %e = graph.embedding %w[%ids] : tensor<7x5xf32>, tensor<2x3xi64> -> tensor<2x3x5xf32>
+  func.return %e : tensor<2x3x5xf32>
+}"""
+
+
+@pytest.mark.parametrize("big", [2**24, -(2**24), 2**40])
+def test_simulator_refuses_integers_a_word_cannot_hold(big: int) -> None:
+    module = parse_module(make_context(), EMBEDDING, "embedding.mlir")
+    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny}")
+    program = find_program(module)
+    w = np.arange(35, dtype=np.float32).reshape(7, 5)
+    ids = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int64)
+    (out,), _ = simulate(program, [w, ids])  # in range: fine
+    np.testing.assert_array_equal(out, w[ids])
+    ids[1, 2] = 2**24 - 1  # the largest accepted: out of the table, but a word holds it
+    simulate(program, [w, ids])
+    ids[1, 2] = big
+    with pytest.raises(InterpretationError, match=r"input @ids holds integers of 2\*\*24"):
+        simulate(program, [w, ids])
