@@ -142,6 +142,9 @@ class Ring:
 
 
 class ProgramBuilder:
+    JC = 4
+    """Columns of C each L1B accumulates at once in the A-stationary matmul."""
+
     def __init__(self, kernel: t.KernelOp, machine: Machine) -> None:
         self.kernel, self.machine = kernel, machine
         self.ops: list[m.InstructionOp] = []
@@ -159,9 +162,16 @@ class ProgramBuilder:
         self.lm_limit = half
         self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
         self.loads = 0
-        stages = max(2, min(16, machine.l2bm_words // self.wave))
+        # L2BM: a ring of wave-sized staging areas, then two large areas for matmul
+        # operands; L1BM: a ring of chunks, a matmul result area, two operand areas.
+        stages = max(2, min(4, machine.l2bm_words // self.wave // 2))
         self.stage = Ring("l2bm", 0, self.wave, stages)
-        self.l1 = Ring("l1bm", 0, self.chunk, max(2, min(16, machine.l1bm_words // self.chunk)))
+        top = stages * self.wave
+        self.big_stage = Ring("l2bm", top, (machine.l2bm_words - top) // 3, 3)
+        chunks = max(2, min(8, machine.l1bm_words // self.chunk // 2))
+        self.l1 = Ring("l1bm", 0, self.chunk, chunks)
+        self.l1_out = chunks * self.chunk
+        self.l1_top = self.l1_out + self.JC * self.chunk
         self.grf: dict[str, int] = {}
 
     # --- places
@@ -515,7 +525,108 @@ class ProgramBuilder:
     # --- matmul
 
     def lower_matmul(self, task: t.TaskOp) -> None:
-        """``C = A @ B`` on the MAU: each PE owns one row and 4 columns of C and adds
+        """The A-stationary kernel where A's rows fit in LM as 4x4 matrices, else the
+        streaming one."""
+        depth = task.reads()[0][1].sizes[-1]
+        bl1 = (self.machine.l1bm_words - self.l1_top) // 2
+        width = min(depth, self.big_stage.size // (self.machine.l1b_per_l2b * self.JC),
+                    bl1 // self.JC) // 4 * 4
+        matrices = 2 * (self.machine.lm_words - self.lm_limit)
+        if depth % 4 == 0 and width >= 4 and 4 * depth <= matrices:
+            self.lower_matmul_stationary(task, width)
+        else:
+            self.lower_matmul_streaming(task)
+
+    def lower_matmul_stationary(self, task: t.TaskOp, width: int) -> None:
+        """``C = A @ B`` with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
+        of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
+        L1B ``g`` computes ``JC`` columns of C at a time: ``B[4kc:4kc+4, j]`` is
+        broadcast to its PEs and ``mma`` adds ``A(4x4) . b`` to column ``j``'s
+        accumulator. One L1 broadcast feeds one ``mma``; columns of B stream through
+        L2BM (strided DMAs, ``width`` rows at a time) while the MAU works; columns of C
+        are stored by strided DMAs."""
+        (a, at), (b, bt) = task.reads()
+        ((c, ct),) = task.writes()
+        rows, cols, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
+        sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
+        base_a = self.dram[a] + int(np.dot(at.offsets, sa))
+        base_b = self.dram[b] + int(np.dot(bt.offsets, sb))
+        base_c = self.dram[c] + int(np.dot(ct.offsets, sc))
+        per, blocks, jc = self.machine.pes_per_l1b, self.machine.l1b_per_l2b, self.JC
+        bl1 = (self.machine.l1bm_words - self.l1_top) // 2
+        b_areas = Ring("l1bm", self.l1_top, bl1, 2)
+        half = self.lm_limit
+        vectors = Ring("grf0", 4, 4, (self.machine.grf_words - 4) // 4)
+        accs = [("grf1", 4 + 4 * j) for j in range(jc)]
+
+        a_stages = Ring("l2bm", self.big_stage.start, 4 * per,  # A's pieces, many in flight
+                        self.big_stage.size * self.big_stage.count // (4 * per))
+
+        def matrix(kc: int) -> tuple[str, int]:
+            return ("lm0", "lm1")[kc % 2], half + 16 * (kc // 2)
+
+        for r0 in range(0, rows, 4 * per):
+            block = min(4 * per, rows - r0)
+            for kc in range(depth // 4):  # A[r0 + 4p + i, 4kc:4kc+4] -> row i of PE p's matrix
+                for i in range(min(4, block)):
+                    count = -(-(block - i) // 4)
+                    stage, l1 = a_stages.take(), self.l1.take()
+                    self.dma("load", m.RefAttr("dram", base_a + int((r0 + i) * sa[-2] + 4 * kc)),
+                             m.RefAttr(*stage), 4 * count, 4, int(4 * sa[-2]))
+                    self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4 * count))
+                    space, at_ = matrix(kc)
+                    self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(space, at_ + 4 * i)))
+            # Units of (columns, rows of B): the next unit's DMAs are emitted before
+            # this unit's work, so the engine's queue runs ahead of the MAU.
+            units = [(c0, k0) for c0 in range(0, cols, blocks * jc)
+                     for k0 in range(0, depth, width)]
+            areas = {0: self.load_columns(base_b, sb, cols, depth, width, *units[0], b_areas)}
+            for u, (c0, k0) in enumerate(units):
+                if u + 1 < len(units):
+                    areas[u + 1] = self.load_columns(base_b, sb, cols, depth, width,
+                                                     *units[u + 1], b_areas)
+                live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
+                if k0 == 0:
+                    for jl in live:
+                        self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*accs[jl])))
+                area, kw = areas.pop(u), min(width, depth - k0)
+                for kc in range(kw // 4):
+                    for jl in live:
+                        vector = vectors.take()
+                        self.emit(m.L1Op(0, "bcast", [m.RefAttr(area[0], area[1] + jl * kw
+                                                                + 4 * kc)], m.RefAttr(*vector)))
+                        self.emit(m.MauOp(0, "mma", [m.RefAttr(*matrix(k0 // 4 + kc)),
+                                                     m.RefAttr(*vector), m.RefAttr(*accs[jl])],
+                                          m.RefAttr(*accs[jl])))
+                if k0 + width < depth:
+                    continue
+                for jl in live:  # C[r0 + 4p + i, j] for PE p, word i: rows in order
+                    self.emit(m.L1Op(0, "gather", [m.RefAttr(*accs[jl])],
+                                     m.RefAttr("l1bm", self.l1_out + jl * self.chunk)))
+                out = self.big_stage.take()
+                self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", self.l1_out)], m.RefAttr(*out),
+                                 jc * self.chunk))
+                for index in range(blocks * jc):
+                    if c0 + index < cols:
+                        self.dma("store", m.RefAttr(out[0], out[1] + index * self.chunk),
+                                 m.RefAttr("dram", base_c + int(r0 * sc[-2] + c0 + index)),
+                                 block, 1, int(sc[-2]))
+
+    def load_columns(self, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
+                     c0: int, k0: int, areas: Ring) -> tuple[str, int]:
+        """``B[k0:k0+width, c0 + JC g + jl]`` to L1B ``g``'s area as ``[jl][row]``."""
+        kw, jc = min(width, depth - k0), self.JC
+        stage = self.big_stage.take()
+        for index in range(self.machine.l1b_per_l2b * jc):  # column c0 + index
+            if c0 + index < cols:
+                self.dma("load", m.RefAttr("dram", base_b + int(k0 * sb[-2] + c0 + index)),
+                         m.RefAttr(stage[0], stage[1] + index * kw), kw, 1, int(sb[-2]))
+        area = areas.take()
+        self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*area), jc * kw))
+        return area
+
+    def lower_matmul_streaming(self, task: t.TaskOp) -> None:
+        """``C = A @ B`` on the MAU (any K): each PE owns one row and 4 columns of C and adds
         ``a(4) . B(4x4)`` over K in chunks of 4 (``vmm``). The PEs of one L1B share a
         block of 4 columns, so that block's 4x4 piece of B is broadcast to them; each PE
         gets its own piece of A's row. Missing rows and columns are zeros."""

@@ -4,8 +4,9 @@ The input's instruction order is its meaning (steps there only need to be increa
 the pass gives every instruction the earliest step that keeps that meaning and obeys
 the machine: one instruction per slot per step, the LM/GRF port rules, and the
 latencies — a value is read only once its writer's latency has passed, DMA data only
-after the wait on its tag, and a wait is placed once its transfers should be done (so
-it does not stall). Instructions are placed in critical-path order (longest
+after the wait on its tag, and a wait is placed once its transfers are done (so it does
+not stall): DMAs keep their program order, as the engine's queue does, so the
+scheduler knows when each one finishes. Instructions are placed in critical-path order (longest
 latency-weighted path to the end first), each at its earliest free step.
 
 Dependencies come from the words instructions touch, per memory space: read after
@@ -79,6 +80,7 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                                 "ties it to the previous step; write the value to a memory")
         nodes.append(Node(op, *accesses(op, machine)))
     waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
+    last_dma = -1  # DMAs keep their order: the engine's queue is first in, first out
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
     writer: dict[tuple[str, int], int] = {}
     readers: dict[tuple[str, int], list[int]] = {}
@@ -132,6 +134,9 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                 readers[(space, word)] = []
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
+            if last_dma >= 0:
+                edge(last_dma, j, 1)
+            last_dma = j
     if waiting_dma:
         raise ScheduleError(f"mncore-schedule: DMA tags {sorted(waiting_dma)} are never "
                             "waited for")
@@ -190,14 +195,22 @@ def schedule(program: m.ProgramOp) -> int:
     ready = [(-n.priority, i) for i, n in enumerate(nodes) if not n.preds]
     heapq.heapify(ready)
     table = Reservations()
+    engine_free = 0  # the cycle the DMA engine finishes the transfers placed so far
+    finish: dict[int, int] = {}
     while ready:
         _, i = heapq.heappop(ready)
         node = nodes[i]
         step = max((nodes[p].step + d for p, d in node.preds), default=0)
+        if isinstance(node.op, m.WaitOp):  # when its transfers leave the engine's queue
+            step = max([step] + [-(-finish[p] // 4) for p, _ in node.preds if p in finish])
         while not table.fits(node, step, machine):
             step += 1
         node.step = step
         table.take(node, step)
+        if isinstance(node.op, m.DmaOp):  # placed in program order (a chain of edges)
+            start = max(4 * step + machine.dma_setup_cycles, engine_free)
+            engine_free = finish[i] = start + -(-len(node.op.dram_words()) //
+                                                machine.dma_words_per_cycle)
         for s, _ in node.succs:
             remaining[s] -= 1
             if remaining[s] == 0:
