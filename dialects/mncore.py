@@ -115,7 +115,7 @@ def parse_ref(parser: AttrParser) -> tuple[str, int]:
 
 class InstructionOp(IRDLOperation):
     """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (words N)? (run N stride
-    N)? (tag N)?``."""
+    N)? (l2b N)? (tag N)?``."""
 
     SLOT: ClassVar[str]
     KINDS: ClassVar[tuple[str, ...]]
@@ -126,20 +126,22 @@ class InstructionOp(IRDLOperation):
     words = opt_prop_def(IntegerAttr[I64])
     run = opt_prop_def(IntegerAttr[I64])
     stride = opt_prop_def(IntegerAttr[I64])
+    l2b = opt_prop_def(IntegerAttr[I64])
     tag = opt_prop_def(IntegerAttr[I64])
     traits = lazy_traits_def(lambda: (HasParent(ProgramOp),))
 
-    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "tag")
+    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "l2b", "tag")
 
     def __init__(self, step: int, kind: str, srcs: Sequence[RefAttr] = (),
                  dst: RefAttr | None = None, words: int | None = None,
                  tag: int | None = None, run: int | None = None,
-                 stride: int | None = None) -> None:
+                 stride: int | None = None, l2b: int | None = None) -> None:
         props: dict[str, Attribute] = {"step": IntegerAttr(step, i64), "kind": StringAttr(kind),
                                        "srcs": ArrayAttr(list(srcs))}
         if dst is not None:
             props["dst"] = dst
-        for name, value in (("words", words), ("run", run), ("stride", stride), ("tag", tag)):
+        for name, value in (("words", words), ("run", run), ("stride", stride), ("l2b", l2b),
+                            ("tag", tag)):
             if value is not None:
                 props[name] = IntegerAttr(value, i64)
         super().__init__(properties=props)
@@ -191,7 +193,7 @@ class InstructionOp(IRDLOperation):
             printer.print_attr_dict(self.attributes)
 
     USES: ClassVar[tuple[str, ...]] = ()
-    """Which of ``words``, ``run``, ``stride`` and ``tag`` the instruction takes."""
+    """Which of ``words``, ``run``, ``stride``, ``l2b`` and ``tag`` the instruction takes."""
 
     def verify_(self) -> None:
         if self.kind.data not in self.KINDS:
@@ -325,13 +327,14 @@ class L2Op(InstructionOp):
 class DmaOp(InstructionOp):
     """Asynchronous DRAM <-> L2BM transfer of ``words`` (``load`` broadcasts to every
     L2BM, ``store`` writes L2B 0's words), finished when ``mncore.wait`` on its tag
-    returns. With ``run R stride S`` the DRAM side is strided: runs of ``R`` words, ``S``
+    returns. ``l2b N`` loads into L2B ``N`` only, or stores from it. With ``run R
+    stride S`` the DRAM side is strided: runs of ``R`` words, ``S``
     words apart (a 2-D descriptor; a load may repeat words with a shorter stride, even
     0); the L2BM side is always contiguous."""
 
     name = "mncore.dma"
     SLOT: ClassVar[str] = "dma"
-    USES: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "tag")
+    USES: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "l2b", "tag")
     KINDS: ClassVar[tuple[str, ...]] = ("load", "store")
 
     def verify_(self) -> None:
@@ -352,6 +355,11 @@ class DmaOp(InstructionOp):
             if stride < run and not load:
                 raise VerifyException(f"mncore.dma: stride {stride} is shorter than run {run}:"
                                       " a store would write a word twice")
+
+    @property
+    def block(self) -> int | None:
+        """The one L2B the transfer touches, or ``None``: a load to all, a store from 0."""
+        return self.l2b.value.data if self.l2b is not None else None
 
     @property
     def dram(self) -> RefAttr:
@@ -590,6 +598,9 @@ class ProgramOp(IRDLOperation):
             used[(step, op.SLOT)] = op
             reads, writes = op.operands_of(machine)
             self._check_bounds(op, [*reads, *writes], machine)
+            if isinstance(op, DmaOp) and op.block is not None and op.block >= machine.l2bs:
+                raise OpVerifyException(op, f"l2b {op.block} is beyond the {machine.l2bs} "
+                                            f"L2Bs of {machine.name}")
             for ref, _ in reads:
                 space = ref.space.data
                 if space == "fwd" and step - 1 not in producers:

@@ -86,10 +86,10 @@ class State:
     memory: dict[str, np.ndarray] = field(default_factory=dict)
     ready: dict[str, np.ndarray] = field(default_factory=dict)
     writer: dict[str, np.ndarray] = field(default_factory=dict)
-    pending: list[tuple[int, str, np.ndarray, int, str, np.ndarray]] = field(
+    pending: list[tuple[int, str, np.ndarray, int, str, np.ndarray, int | None]] = field(
         default_factory=list)
     """In-flight DMAs: (tag, destination space, destination words, finishing cycle, source
-    space, source words)."""
+    space, source words, the one L2B whose L2BM it touches or ``None`` for all)."""
     dma_free: int = 0
     """The cycle the DMA engine finishes its queue: transfers share its bandwidth."""
 
@@ -129,9 +129,11 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
     dram = state.array("dram")
     for tensor, value in zip(ins, inputs, strict=True):
         given = np.asarray(value)
-        if given.dtype.kind in "iu" and given.size and np.abs(given).max() >= 1 << 24:
-            raise InterpretationError(f"input @{tensor.sym_name.data} holds integers of 2**24 "
-                                      "or more, which a word holds only approximately")
+        if given.dtype.kind in "iu" and given.size and (
+                int(given.max()) >= 1 << 24 or int(given.min()) <= -(1 << 24)):
+            raise InterpretationError(f"input @{tensor.sym_name.data} holds integers of "
+                                      "magnitude 2**24 or more, which a word holds only "
+                                      "approximately")
         arr = given.astype(np.float32)
         shape = tuple(tensor.type.get_shape())
         if arr.shape != shape:
@@ -220,6 +222,18 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
     return int(both[0]) if len(both) else None
 
 
+def l2b_of(op: m.InstructionOp) -> int | None:
+    """The one L2B whose L2BM ``op`` touches (a DMA's), or ``None``: all of them."""
+    if isinstance(op, m.DmaOp):
+        return op.block if op.block is not None or op.kind.data == "load" else 0
+    return None
+
+
+def _apart(space: str, a: int | None, b: int | None) -> bool:
+    """Two accesses of ``space`` that touch different L2Bs' copies."""
+    return space == "l2bm" and a is not None and b is not None and a != b
+
+
 def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, step: int,
          fwd: dict[int, np.ndarray]) -> np.ndarray:
     space = ref.space.data
@@ -237,8 +251,9 @@ def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, s
         raise HazardError(step, op, f"reads {space}[{word}] written at step "
                                     f"{state.writer[space][word]}, ready only at step "
                                     f"{ready[late]}")
-    for tag, dspace, dwords, *_ in state.pending:
-        if dspace == space and (word := _overlap(words, dwords)) is not None:
+    for tag, dspace, dwords, _, _, _, block in state.pending:
+        if dspace == space and not _apart(space, l2b_of(op), block) and (
+                word := _overlap(words, dwords)) is not None:
             raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
                                         f"DMA tag {tag}")
     return arr[:, words]
@@ -250,12 +265,17 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
     arr = state.array(space)
     if words[-1] >= arr.shape[1]:
         raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
-    for tag, dspace, dwords, _, sspace, swords in state.pending:
+    for tag, dspace, dwords, _, sspace, swords, block in state.pending:
         for busy, touched, what in ((dspace, dwords, "writing"), (sspace, swords, "reading")):
-            if busy == space and (word := _overlap(words, touched)) is not None:
+            if busy == space and not _apart(space, l2b_of(op), block) and (
+                    word := _overlap(words, touched)) is not None:
                 raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
                                             f"{tag} is still {what} it")
-    arr[:, words] = value
+    block = l2b_of(op) if space == "l2bm" else None
+    if block is None:
+        arr[:, words] = value
+    else:
+        arr[block, words] = value[block]
     machine = state.machine
     latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
                "l1": machine.l1_latency, "l2": machine.l2_latency, "dma": 0}[op.SLOT]
@@ -267,7 +287,7 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
         (src,) = op.srcs.data
         source = op.dram_words() if op.kind.data == "load" else span(src, len(words))
         state.pending.append((op.tag.value.data, space, words, finish,  # type: ignore[union-attr]
-                              src.space.data, source))
+                              src.space.data, source, l2b_of(op)))
 
 
 def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:
@@ -303,7 +323,10 @@ def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> 
             return src.reshape(machine.l2bs, per * n)
         return src.reshape(machine.l2bs, per, n).sum(axis=1)
     if isinstance(op, m.DmaOp):
-        return np.repeat(src, machine.l2bs, axis=0) if kind == "load" else src[:1]
+        if kind == "load":
+            return np.repeat(src, machine.l2bs, axis=0)
+        block = l2b_of(op) or 0
+        return src[block:block + 1]
     raise AssertionError(op.name)
 
 

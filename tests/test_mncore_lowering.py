@@ -264,7 +264,7 @@ func.func @main(%w: tensor<7x5xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3x5xf32>
 }"""
 
 
-@pytest.mark.parametrize("big", [2**24, -(2**24), 2**40])
+@pytest.mark.parametrize("big", [2**24, -(2**24), 2**40, np.iinfo(np.int64).min])
 def test_simulator_refuses_integers_a_word_cannot_hold(big: int) -> None:
     module = parse_module(make_context(), EMBEDDING, "embedding.mlir")
     apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny}")
@@ -276,5 +276,24 @@ def test_simulator_refuses_integers_a_word_cannot_hold(big: int) -> None:
     ids[1, 2] = 2**24 - 1  # the largest accepted: out of the table, but a word holds it
     simulate(program, [w, ids])
     ids[1, 2] = big
-    with pytest.raises(InterpretationError, match=r"input @ids holds integers of 2\*\*24"):
+    with pytest.raises(InterpretationError,
+                       match=r"input @ids holds integers of magnitude 2\*\*24 or more"):
         simulate(program, [w, ids])
+
+
+def test_logical_ops_on_integers_match_the_interpreter() -> None:
+    """``graph.and``/``graph.or`` are logical on any type: non-zero integers are true."""
+    text = """func.func @main(%a: tensor<4xi64>, %b: tensor<4xi64>)
+        -> (tensor<4xi64>, tensor<4xi64>) {
+      %c = graph.and %a, %b : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+      %d = graph.or %a, %b : tensor<4xi64>, tensor<4xi64> -> tensor<4xi64>
+      func.return %c, %d : tensor<4xi64>, tensor<4xi64>
+    }"""
+    a, b = np.array([1, 0, 3, 0]), np.array([3, 3, -2, 0])
+    expected = run_function(parse_module(make_context(), text, "m.mlir"), [a, b])
+    module = parse_module(make_context(), text, "m.mlir")
+    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny}")
+    outs, _ = simulate(find_program(module), [a, b])
+    for ours, theirs in zip(outs, expected, strict=True):
+        assert ours.dtype == np.int64
+        np.testing.assert_array_equal(ours, theirs)

@@ -217,9 +217,9 @@ class ProgramBuilder:
         self.ops.append(op)
 
     def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
-            stride: int | None = None) -> None:
+            stride: int | None = None, l2b: int | None = None) -> None:
         self.tag += 1
-        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride))
+        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b))
         self.emit(m.WaitOp(0, "", [], None, None, self.tag))
 
     def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot) -> None:
@@ -578,7 +578,8 @@ class ProgramBuilder:
                     self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(space, at_ + 4 * i)))
             # Units of (columns, rows of B): the next unit's DMAs are emitted before
             # this unit's work, so the engine's queue runs ahead of the MAU.
-            units = [(c0, k0) for c0 in range(0, cols, blocks * jc)
+            span = self.machine.l2bs * blocks * jc  # columns per unit: L2B n takes
+            units = [(c0, k0) for c0 in range(0, cols, span)  # c0 + n blocks jc + ...
                      for k0 in range(0, depth, width)]
             areas = {0: self.load_columns(base_b, sb, cols, depth, width, *units[0], b_areas)}
             for u, (c0, k0) in enumerate(units):
@@ -606,21 +607,30 @@ class ProgramBuilder:
                 out = self.big_stage.take()
                 self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", self.l1_out)], m.RefAttr(*out),
                                  jc * self.chunk))
-                for index in range(blocks * jc):
+                for index in range(span):
+                    n, local = divmod(index, blocks * jc)
                     if c0 + index < cols:
-                        self.dma("store", m.RefAttr(out[0], out[1] + index * self.chunk),
+                        self.dma("store", m.RefAttr(out[0], out[1] + local * self.chunk),
                                  m.RefAttr("dram", base_c + int(r0 * sc[-2] + c0 + index)),
-                                 block, 1, int(sc[-2]))
+                                 block, 1, int(sc[-2]), self.one_l2b(n))
+
+    def one_l2b(self, n: int) -> int | None:
+        """``l2b n`` where the machine has several L2Bs (with one, the default says it)."""
+        return n if self.machine.l2bs > 1 else None
 
     def load_columns(self, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
                      c0: int, k0: int, areas: Ring) -> tuple[str, int]:
-        """``B[k0:k0+width, c0 + JC g + jl]`` to L1B ``g``'s area as ``[jl][row]``."""
+        """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
+        ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each)."""
         kw, jc = min(width, depth - k0), self.JC
         stage = self.big_stage.take()
-        for index in range(self.machine.l1b_per_l2b * jc):  # column c0 + index
+        per_l2b = self.machine.l1b_per_l2b * jc
+        for index in range(self.machine.l2bs * per_l2b):  # column c0 + index
+            n, local = divmod(index, per_l2b)
             if c0 + index < cols:
                 self.dma("load", m.RefAttr("dram", base_b + int(k0 * sb[-2] + c0 + index)),
-                         m.RefAttr(stage[0], stage[1] + index * kw), kw, 1, int(sb[-2]))
+                         m.RefAttr(stage[0], stage[1] + local * kw), kw, 1, int(sb[-2]),
+                         self.one_l2b(n))
         area = areas.take()
         self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*area), jc * kw))
         return area
@@ -723,6 +733,12 @@ class ProgramBuilder:
                 where[op.results[0]] = self.constant(float(v))
                 continue
             dst = self.fresh()
+            if isinstance(op, g.AndOp | g.OrOp):  # logical: operands as 0 or 1 first
+                for k, operand in enumerate(op.operands):
+                    if g.element_type_of(operand) != i1:
+                        truth = self.fresh()
+                        self.alu("fcmpne", [srcs[k], zero()], truth)
+                        srcs[k] = truth
             if type(op) in _ALU:
                 self.alu(_ALU[type(op)], srcs, dst)
             elif type(op) in _SWAPPED:

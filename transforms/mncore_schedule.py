@@ -36,17 +36,28 @@ class ScheduleError(DiagnosticException):
     """A program the scheduler cannot place."""
 
 
-Access = tuple[str, Sequence[int]]  # space, words
+Access = tuple[str, Sequence[int], int | None]  # space, words, the one L2B or None: all
 
 
 def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[Access]]:
     reads, writes = op.operands_of(machine)
-    found = ([(r.space.data, range(r.address.data, r.address.data + n)) for r, n in reads],
-             [(r.space.data, range(r.address.data, r.address.data + n)) for r, n in writes])
+    block = None
+    if isinstance(op, m.DmaOp):  # one L2B's copy of L2BM, or all for a plain load
+        block = op.block if op.block is not None or op.kind.data == "load" else 0
+    found: tuple[list[Access], list[Access]] = (
+        [(r.space.data, range(r.address.data, r.address.data + n),
+          block if r.space.data == "l2bm" else None) for r, n in reads],
+        [(r.space.data, range(r.address.data, r.address.data + n),
+          block if r.space.data == "l2bm" else None) for r, n in writes])
     if isinstance(op, m.DmaOp):  # the DRAM side may be strided
         side = found[0] if op.kind.data == "load" else found[1]
-        side[0] = ("dram", op.dram_words().tolist())
+        side[0] = ("dram", op.dram_words().tolist(), None)
     return found
+
+
+def _meet(a: int | None, b: int | None) -> bool:
+    """Whether accesses to two L2Bs' copies (``None``: all) touch a common copy."""
+    return a is None or b is None or a == b
 
 
 @dataclass
@@ -82,8 +93,10 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
     waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
     last_dma = -1  # DMAs keep their order: the engine's queue is first in, first out
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
-    writer: dict[tuple[str, int], int] = {}
-    readers: dict[tuple[str, int], list[int]] = {}
+    # Per word, the writers and readers since the last write that covered them: (node,
+    # L2B or None); L2BM words have a copy per L2B, which DMAs may touch one at a time.
+    writers: dict[tuple[str, int], list[tuple[int, int | None]]] = {}
+    readers: dict[tuple[str, int], list[tuple[int, int | None]]] = {}
 
     def edge(a: int, b: int, distance: int) -> None:
         nodes[b].preds.append((a, distance))
@@ -108,16 +121,17 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                 waited_by[i] = j
             continue
         found: list[tuple[int, int, str]] = []  # earlier node, distance, what j does
-        for space, words in node.reads:
+        for space, words, block in node.reads:
             for word in words:
-                if (space, word) in writer:
-                    i = writer[(space, word)]
-                    found.append((i, latency(nodes[i].op, machine), "reads"))
-        for space, words in node.writes:
+                for i, other in writers.get((space, word), ()):
+                    if _meet(block, other):
+                        found.append((i, latency(nodes[i].op, machine), "reads"))
+        for space, words, block in node.writes:
             for word in words:
-                if (space, word) in writer:
-                    found.append((writer[(space, word)], 1, "overwrites"))
-                found += [(i, 0, "overwrites") for i in readers.get((space, word), ())]
+                found += [(i, 1, "overwrites") for i, other in writers.get((space, word), ())
+                          if _meet(block, other)]
+                found += [(i, 0, "overwrites") for i, other in readers.get((space, word), ())
+                          if _meet(block, other)]
         needs: dict[int, int] = {}
         for i, distance, what in found:
             source, gap = after(i, j, distance, what)
@@ -125,13 +139,18 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
         for i, gap in needs.items():
             if i != j:
                 edge(i, j, gap)
-        for space, words in node.reads:
+        for space, words, block in node.reads:
             for word in words:
-                readers.setdefault((space, word), []).append(j)
-        for space, words in node.writes:
+                readers.setdefault((space, word), []).append((j, block))
+        for space, words, block in node.writes:
             for word in words:
-                writer[(space, word)] = j
-                readers[(space, word)] = []
+                key = (space, word)
+                if block is None:
+                    writers[key], readers[key] = [(j, None)], []
+                else:  # older accesses of other L2Bs' copies stay live
+                    writers[key] = [w for w in writers.get(key, ()) if w[1] != block] + [
+                        (j, block)]
+                    readers[key] = [r for r in readers.get(key, ()) if r[1] != block]
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
             if last_dma >= 0:
