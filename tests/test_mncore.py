@@ -16,6 +16,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import MACHINES
@@ -236,25 +237,84 @@ def test_conversion_names_the_kinds_it_cannot_lower() -> None:
         apply_pipeline(module, "convert-task-to-mncore")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.integers(1, 9), depth=st.integers(1, 10), cols=st.integers(1, 10),
-       batch=st.integers(1, 2), tile=st.tuples(st.integers(1, 9), st.integers(1, 9)))
-def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, batch: int,
-                                            tile: tuple[int, int]) -> None:
-    rng = np.random.default_rng(1)
-    a = rng.uniform(-2, 2, (batch, rows, depth)).astype(np.float32)
-    b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
-    module = parse_module(make_context(), f"""
+def matmul_module(batch: int, rows: int, depth: int, cols: int) -> ModuleOp:
+    return parse_module(make_context(), f"""
     func.func @main(%a: tensor<{batch}x{rows}x{depth}xf32>, %b: tensor<{batch}x{depth}x{cols}xf32>)
         -> tensor<{batch}x{rows}x{cols}xf32> {{
       %c = graph.matmul %a, %b : tensor<{batch}x{rows}x{depth}xf32>,
           tensor<{batch}x{depth}x{cols}xf32> -> tensor<{batch}x{rows}x{cols}xf32>
       func.return %c : tensor<{batch}x{rows}x{cols}xf32>
     }}""", "m.mlir")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.integers(1, 70), depth=st.sampled_from([1, 3, 4, 8, 10, 36, 64]),
+       cols=st.integers(1, 20), batch=st.integers(1, 2),
+       tile=st.tuples(st.integers(1, 70), st.integers(1, 20)),
+       kernel=st.sampled_from(["auto", "streaming"]))
+def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, batch: int,
+                                            tile: tuple[int, int], kernel: str) -> None:
+    """Both kernels (auto picks the A-stationary one where K is a multiple of 4 that
+    fits: several row blocks of 64, several chunks of B's rows and column units here)."""
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-2, 2, (batch, rows, depth)).astype(np.float32)
+    b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
+    module = matmul_module(batch, rows, depth, cols)
     apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={tile[0]},{tile[1]}}},"
-                           "convert-task-to-mncore{machine=tiny}")
+                           f"convert-task-to-mncore{{machine=tiny matmul_kernel={kernel}}}")
     (out,), _ = simulate(find_program(module), [a, b])
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", ["stationary", "streaming"])
+def test_matmul_on_mncore2_uses_every_l2b(kernel: str) -> None:
+    """On mncore2 the stationary kernel gives each of the 8 L2Bs its own columns of C
+    (DMAs to one L2B): 300 columns are 2 units of 256, the second partly empty."""
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, (1, 40, 68)).astype(np.float32)
+    b = rng.uniform(-1, 1, (1, 68, 300)).astype(np.float32)
+    module = matmul_module(1, 40, 68, 300)
+    apply_pipeline(module, "convert-graph-to-task{matmul_tile=64,512},"
+                           f"convert-task-to-mncore{{machine=mncore2 matmul_kernel={kernel}}}")
+    program = find_program(module)
+    (out,), _ = simulate(program, [a, b])
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    blocks = {op.block for op in program.instructions() if isinstance(op, m.DmaOp)}
+    assert blocks == (set(range(8)) | {None} if kernel == "stationary" else {None})
+
+
+def test_stationary_matmul_says_when_it_does_not_apply() -> None:
+    module = matmul_module(1, 4, 6, 4)
+    apply_pipeline(module, "convert-graph-to-task")
+    with pytest.raises(MNCoreConversionError, match="matmul_kernel=stationary needs K a "
+                       "multiple of 4 with 4 K <= 256 words of LM per PE on tiny; K is 6"):
+        apply_pipeline(module, "convert-task-to-mncore{matmul_kernel=stationary}")
+
+
+def test_dmas_to_different_l2bs_do_not_collide() -> None:
+    """Two loads to the same L2BM words of different L2Bs are in flight together; a
+    store from L2B 1 writes L2B 1's copy."""
+    program = parse_program("""mncore.program @p machine "mncore2" {
+      mncore.tensor @x input dram[0] : tensor<8xf32>
+      mncore.tensor @y output dram[16] : tensor<4xf32>
+      mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 l2b 1 tag 1
+      mncore.dma 1 "load" dram[4] -> l2bm[0] words 4 l2b 2 tag 2
+      mncore.wait 40 tag 1
+      mncore.wait 41 tag 2
+      mncore.dma 42 "store" l2bm[0] -> dram[16] words 4 l2b 1 tag 3
+      mncore.wait 80 tag 3
+    }""")
+    (y,), _ = simulate(program, [np.arange(8, dtype=np.float32)])
+    np.testing.assert_array_equal(y, [0, 1, 2, 3])
+    scheduled = parse_program(str(program))
+    schedule(scheduled)
+    (y,), _ = simulate(scheduled, [np.arange(8, dtype=np.float32)])
+    np.testing.assert_array_equal(y, [0, 1, 2, 3])
+    with pytest.raises(Exception, match="l2b 8 is beyond the 8 L2Bs of mncore2"):
+        parse_program("""mncore.program @p machine "mncore2" {
+          mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 l2b 8 tag 1
+          mncore.wait 40 tag 1
+        }""")
 
 
 def test_mlp_forward_runs_on_tiny() -> None:

@@ -145,8 +145,8 @@ class ProgramBuilder:
     JC = 4
     """Columns of C each L1B accumulates at once in the A-stationary matmul."""
 
-    def __init__(self, kernel: t.KernelOp, machine: Machine) -> None:
-        self.kernel, self.machine = kernel, machine
+    def __init__(self, kernel: t.KernelOp, machine: Machine, matmul: str = "auto") -> None:
+        self.kernel, self.machine, self.matmul = kernel, machine, matmul
         self.ops: list[m.InstructionOp] = []
         self.dram: dict[SSAValue, int] = {}
         self.tag = 0
@@ -532,7 +532,12 @@ class ProgramBuilder:
         width = min(depth, self.big_stage.size // (self.machine.l1b_per_l2b * self.JC),
                     bl1 // self.JC) // 4 * 4
         matrices = 2 * (self.machine.lm_words - self.lm_limit)
-        if depth % 4 == 0 and width >= 4 and 4 * depth <= matrices:
+        fits = depth % 4 == 0 and width >= 4 and 4 * depth <= matrices
+        if self.matmul == "stationary" and not fits:
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: matmul_kernel=stationary needs K a multiple of 4 "
+                f"with 4 K <= {matrices} words of LM per PE on {self.machine.name}; K is {depth}")
+        if fits and self.matmul != "streaming":
             self.lower_matmul_stationary(task, width)
         else:
             self.lower_matmul_streaming(task)
@@ -839,10 +844,17 @@ class ConvertTaskToMNCorePass(ModulePass):
     machine: str = "tiny"
     """A machine of ``dialects/mncore_machines.py``."""
 
+    matmul_kernel: str = "auto"
+    """``stationary`` (A in LM, ``mma``; needs K a multiple of 4 that fits), ``streaming``
+    (any K, ``vmm``) or ``auto``: stationary where it applies."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
                                         f"{self.machine!r}; machines: {', '.join(MACHINES)}")
+        if self.matmul_kernel not in ("auto", "stationary", "streaming"):
+            raise MNCoreConversionError(f"convert-task-to-mncore: matmul_kernel is auto, "
+                                        f"stationary or streaming, not {self.matmul_kernel!r}")
         for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
-            program = ProgramBuilder(kernel, MACHINES[self.machine]).build()
+            program = ProgramBuilder(kernel, MACHINES[self.machine], self.matmul_kernel).build()
             Rewriter.replace_op(kernel, program)
