@@ -266,21 +266,27 @@ def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, ba
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("kernel", ["stationary", "streaming"])
-def test_matmul_on_mncore2_uses_every_l2b(kernel: str) -> None:
-    """On mncore2 the stationary kernel gives each of the 8 L2Bs its own columns of C
-    (DMAs to one L2B): 300 columns are 2 units of 256, the second partly empty."""
+@pytest.mark.parametrize(("rows", "depth", "cols", "kernel", "l2bs"), [
+    (40, 68, 300, "stationary", set(range(8))),  # columns split: 2 units of 256 columns
+    (600, 20, 40, "stationary", {0, 1, 2}),  # rows split: 3 blocks of 256 rows
+    (40, 68, 300, "streaming", set()),
+])
+def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, kernel: str,
+                                             l2bs: set[int]) -> None:
+    """On mncore2 the stationary kernel gives each L2B its own columns of C (wide C) or
+    its own rows (tall C) through DMAs to one L2B; the streaming kernel repeats the work
+    of L2B 0 on every L2B."""
     rng = np.random.default_rng(2)
-    a = rng.uniform(-1, 1, (1, 40, 68)).astype(np.float32)
-    b = rng.uniform(-1, 1, (1, 68, 300)).astype(np.float32)
-    module = matmul_module(1, 40, 68, 300)
-    apply_pipeline(module, "convert-graph-to-task{matmul_tile=64,512},"
+    a = rng.uniform(-1, 1, (1, rows, depth)).astype(np.float32)
+    b = rng.uniform(-1, 1, (1, depth, cols)).astype(np.float32)
+    module = matmul_module(1, rows, depth, cols)
+    apply_pipeline(module, "convert-graph-to-task{matmul_tile=1024,512},"
                            f"convert-task-to-mncore{{machine=mncore2 matmul_kernel={kernel}}}")
     program = find_program(module)
     (out,), _ = simulate(program, [a, b])
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
     blocks = {op.block for op in program.instructions() if isinstance(op, m.DmaOp)}
-    assert blocks == (set(range(8)) | {None} if kernel == "stationary" else {None})
+    assert blocks - {None} == l2bs
 
 
 def test_stationary_matmul_says_when_it_does_not_apply() -> None:

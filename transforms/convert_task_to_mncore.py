@@ -549,7 +549,9 @@ class ProgramBuilder:
         broadcast to its PEs and ``mma`` adds ``A(4x4) . b`` to column ``j``'s
         accumulator. One L1 broadcast feeds one ``mma``; columns of B stream through
         L2BM (strided DMAs, ``width`` rows at a time) while the MAU works; columns of C
-        are stored by strided DMAs."""
+        are stored by strided DMAs. The L2Bs split either the rows (each its own block
+        of A; B broadcast) or the columns (A broadcast; each L2B its own columns of B),
+        whichever ``split_rows`` expects to be faster."""
         (a, at), (b, bt) = task.reads()
         ((c, ct),) = task.writes()
         rows, cols, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
@@ -557,40 +559,49 @@ class ProgramBuilder:
         base_a = self.dram[a] + int(np.dot(at.offsets, sa))
         base_b = self.dram[b] + int(np.dot(bt.offsets, sb))
         base_c = self.dram[c] + int(np.dot(ct.offsets, sc))
-        per, blocks, jc = self.machine.pes_per_l1b, self.machine.l1b_per_l2b, self.JC
+        per, blocks, jc, l2bs = (self.machine.pes_per_l1b, self.machine.l1b_per_l2b, self.JC,
+                                 self.machine.l2bs)
         bl1 = (self.machine.l1bm_words - self.l1_top) // 2
         b_areas = Ring("l1bm", self.l1_top, bl1, 2)
         half = self.lm_limit
         vectors = Ring("grf0", 4, 4, (self.machine.grf_words - 4) // 4)
         accs = [("grf1", 4 + 4 * j) for j in range(jc)]
-
         a_stages = Ring("l2bm", self.big_stage.start, 4 * per,  # A's pieces, many in flight
                         self.big_stage.size * self.big_stage.count // (4 * per))
+        by_rows = self.split_rows(rows, cols, depth)
+        tall = 4 * per  # rows of A an L2B holds
+        span = blocks * jc * (1 if by_rows else l2bs)  # columns of C per unit
 
         def matrix(kc: int) -> tuple[str, int]:
             return ("lm0", "lm1")[kc % 2], half + 16 * (kc // 2)
 
-        for r0 in range(0, rows, 4 * per):
-            block = min(4 * per, rows - r0)
-            for kc in range(depth // 4):  # A[r0 + 4p + i, 4kc:4kc+4] -> row i of PE p's matrix
-                for i in range(min(4, block)):
-                    count = -(-(block - i) // 4)
+        for r0 in range(0, rows, tall * (l2bs if by_rows else 1)):
+            # (L2B or None for all, first row, rows) of each block of A this pass holds
+            parts = [(self.one_l2b(n), r0 + tall * n, min(tall, rows - r0 - tall * n))
+                     for n in range(l2bs) if r0 + tall * n < rows] if by_rows else [
+                (None, r0, min(tall, rows - r0))]
+            for kc in range(depth // 4):  # A[first + 4p + i, 4kc:4kc+4] -> row i of PE p
+                for i in range(min(4, parts[0][2])):
                     stage, l1 = a_stages.take(), self.l1.take()
-                    self.dma("load", m.RefAttr("dram", base_a + int((r0 + i) * sa[-2] + 4 * kc)),
-                             m.RefAttr(*stage), 4 * count, 4, int(4 * sa[-2]))
+                    for n, first, block in parts:
+                        if i < block:
+                            count = -(-(block - i) // 4)
+                            self.dma("load", m.RefAttr("dram", base_a + int((first + i) * sa[-2]
+                                                                            + 4 * kc)),
+                                     m.RefAttr(*stage), 4 * count, 4, int(4 * sa[-2]), n)
+                    count = -(-(parts[0][2] - i) // 4)
                     self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4 * count))
                     space, at_ = matrix(kc)
                     self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(space, at_ + 4 * i)))
             # Units of (columns, rows of B): the next unit's DMAs are emitted before
             # this unit's work, so the engine's queue runs ahead of the MAU.
-            span = self.machine.l2bs * blocks * jc  # columns per unit: L2B n takes
-            units = [(c0, k0) for c0 in range(0, cols, span)  # c0 + n blocks jc + ...
-                     for k0 in range(0, depth, width)]
-            areas = {0: self.load_columns(base_b, sb, cols, depth, width, *units[0], b_areas)}
+            units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, depth, width)]
+            areas = {0: self.load_columns(base_b, sb, cols, depth, width, *units[0], b_areas,
+                                          by_rows)}
             for u, (c0, k0) in enumerate(units):
                 if u + 1 < len(units):
                     areas[u + 1] = self.load_columns(base_b, sb, cols, depth, width,
-                                                     *units[u + 1], b_areas)
+                                                     *units[u + 1], b_areas, by_rows)
                 live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
                 if k0 == 0:
                     for jl in live:
@@ -606,36 +617,57 @@ class ProgramBuilder:
                                           m.RefAttr(*accs[jl])))
                 if k0 + width < depth:
                     continue
-                for jl in live:  # C[r0 + 4p + i, j] for PE p, word i: rows in order
+                for jl in live:  # C[first + 4p + i, j] for PE p, word i: rows in order
                     self.emit(m.L1Op(0, "gather", [m.RefAttr(*accs[jl])],
                                      m.RefAttr("l1bm", self.l1_out + jl * self.chunk)))
                 out = self.big_stage.take()
                 self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", self.l1_out)], m.RefAttr(*out),
                                  jc * self.chunk))
                 for index in range(span):
+                    if c0 + index >= cols:
+                        continue
                     n, local = divmod(index, blocks * jc)
-                    if c0 + index < cols:
+                    for block_l2b, first, block in (parts if by_rows else [
+                            (self.one_l2b(n), r0, parts[0][2])]):
                         self.dma("store", m.RefAttr(out[0], out[1] + local * self.chunk),
-                                 m.RefAttr("dram", base_c + int(r0 * sc[-2] + c0 + index)),
-                                 block, 1, int(sc[-2]), self.one_l2b(n))
+                                 m.RefAttr("dram", base_c + int(first * sc[-2] + c0 + index)),
+                                 block, 1, int(sc[-2]), block_l2b)
+
+    def split_rows(self, rows: int, cols: int, depth: int) -> bool:
+        """Whether the L2Bs split C's rows (A loaded once; B once per pass of ``l2bs``
+        row blocks) rather than its columns (B once per row block): the smaller of the
+        estimated max(DMA cycles, MAU cycles), then the fewer MAU cycles."""
+        machine, jc = self.machine, self.JC
+        if machine.l2bs == 1:
+            return False
+
+        def cost(by_rows: bool) -> tuple[float, float]:
+            passes = -(-rows // (4 * machine.pes_per_l1b * (machine.l2bs if by_rows else 1)))
+            span = machine.l1b_per_l2b * jc * (1 if by_rows else machine.l2bs)
+            mau = passes * -(-cols // span) * depth * jc  # (depth / 4) jc steps of 4 cycles
+            words = rows * depth + passes * depth * cols + rows * cols
+            return max(mau, words / machine.dma_words_per_cycle), mau
+
+        return cost(True) < cost(False)
 
     def one_l2b(self, n: int) -> int | None:
         """``l2b n`` where the machine has several L2Bs (with one, the default says it)."""
         return n if self.machine.l2bs > 1 else None
 
     def load_columns(self, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
-                     c0: int, k0: int, areas: Ring) -> tuple[str, int]:
+                     c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
         """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
-        ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each)."""
+        ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each), or with
+        ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs)."""
         kw, jc = min(width, depth - k0), self.JC
         stage = self.big_stage.take()
         per_l2b = self.machine.l1b_per_l2b * jc
-        for index in range(self.machine.l2bs * per_l2b):  # column c0 + index
+        for index in range(per_l2b if shared else self.machine.l2bs * per_l2b):
             n, local = divmod(index, per_l2b)
             if c0 + index < cols:
                 self.dma("load", m.RefAttr("dram", base_b + int(k0 * sb[-2] + c0 + index)),
                          m.RefAttr(stage[0], stage[1] + local * kw), kw, 1, int(sb[-2]),
-                         self.one_l2b(n))
+                         None if shared else self.one_l2b(n))
         area = areas.take()
         self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*area), jc * kw))
         return area

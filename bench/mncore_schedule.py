@@ -1,0 +1,123 @@
+"""Programs from convert-task-to-mncore on mncore2: scheduled cycles against a lower bound.
+
+For square matmuls (one task each) and the MLP training step (forward, backward, SGD):
+the simulated cycles divided by a lower bound, the larger of
+
+* MAU cycles: multiply-adds / (16 per cycle per MAB x 1024 MABs), and
+* transfer cycles: the words of the program's inputs and outputs / 16 words per cycle
+  (the DMA engine's bandwidth; every word crosses it at least once);
+
+then the compile time of convert-task-to-mncore (with its list scheduling), the
+simulator's speed in simulated steps per second, and useful FLOP/cycle against peak.
+Matmuls run with both kernels; the streaming one (the first version) is the baseline of
+the same process. Figures are simulated cycles, deterministic; only the seconds are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.mncore_machines import MACHINES
+from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.model_zoo import mlp_sgd
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
+from mncore_ir.targets.mncore_simulator import find_program, simulate
+from mncore_ir.targets.task_simulator import find_kernel
+
+
+def matmul_text(n: int) -> str:
+    typ = f"tensor<{n}x{n}xf32>"
+    return (f"func.func @main(%a: {typ}, %b: {typ}) -> {typ} {{\n"
+            f"  %c = graph.matmul %a, %b : {typ}, {typ} -> {typ}\n"
+            f"  func.return %c : {typ}\n}}")
+
+
+def multiply_adds(kernel: t.KernelOp) -> int:
+    total = 0
+    for task in kernel.tasks():
+        if task.kind.data == "matmul":
+            (_, a), _ = task.reads()
+            ((_, c),) = task.writes()
+            total += math.prod(c.sizes) * a.sizes[-1]
+    return total
+
+
+def measure(name: str, module: Any, inputs: list[np.ndarray], options: str) -> dict[str, Any]:
+    """Lower the task-level ``module`` for mncore2, simulate it, compare with the bound."""
+    machine = MACHINES["mncore2"]
+    fmas = multiply_adds(find_kernel(module))
+    start = time.perf_counter()
+    apply_pipeline(module, f"convert-task-to-mncore{{machine=mncore2 {options}}}")
+    compile_s = time.perf_counter() - start
+    program = find_program(module)
+    start = time.perf_counter()
+    _, report = simulate(program, inputs)
+    sim_s = time.perf_counter() - start
+    words = sum(math.prod(x.type.get_shape()) for x in program.tensors("input")) + sum(
+        math.prod(x.type.get_shape()) for x in program.tensors("output"))
+    mau = fmas / (machine.mau_fma_per_cycle_per_mab * machine.pes // machine.pe_per_mab)
+    transfer = words / machine.dma_words_per_cycle
+    bound = max(mau, transfer)
+    return {"case": name, "instructions": len(program.instructions()), "compile_s": compile_s,
+            "steps": report.steps, "cycles": report.cycles, "mau": mau, "transfer": transfer,
+            "ratio": report.cycles / bound, "mau_util": report.utilisation("mau"),
+            "steps_per_s": report.steps / sim_s,
+            "useful": 2 * fmas / report.cycles / machine.peak_flops_per_cycle,
+            "l2bs": len({op.block for op in program.instructions()
+                         if isinstance(op, m.DmaOp) and op.block is not None}) or 1}
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    print(f"{'case':<30}{'instrs':>8}{'compile s':>10}{'cycles':>9}{'MAU bd':>8}"
+          f"{'DMA bd':>8}{'/bound':>8}{'MAU %':>7}{'L2Bs':>5}{'useful':>8}{'steps/s':>9}")
+    for r in rows:
+        print(f"{r['case']:<30}{r['instructions']:>8}{r['compile_s']:>10.1f}{r['cycles']:>9}"
+              f"{r['mau']:>8.0f}{r['transfer']:>8.0f}{r['ratio']:>7.2f}x"
+              f"{r['mau_util']:>7.1%}{r['l2bs']:>5}{r['useful']:>8.1%}{r['steps_per_s']:>9.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512])
+    parser.add_argument("--baseline-up-to", type=int, default=256,
+                        help="largest size also run with the streaming kernel")
+    args = parser.parse_args()
+    machine = MACHINES["mncore2"]
+    print(machine.describe())
+    print(f"DMA: {machine.dma_words_per_cycle} words/cycle, {machine.dma_setup_cycles} cycles "
+          f"set-up; MAU peak {machine.peak_flops_per_cycle} FLOP/cycle; 1 step = 4 cycles\n")
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in args.sizes:
+        a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+        for kernel in ("stationary", "streaming"):
+            if kernel == "streaming" and n > args.baseline_up_to:
+                continue
+            module = parse_module(make_context(), matmul_text(n), "matmul.mlir")
+            apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={n},{n}}}")
+            rows.append(measure(f"matmul {n}^3 {kernel}", module, [a, b],
+                                f"matmul_kernel={kernel}"))
+    step = mlp_sgd()
+    captured = capture(step, *step.example_inputs())
+    inputs = [x.numpy() for x in captured.example_inputs]
+    module = import_captured(captured)
+    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task")
+    tasks = len(find_kernel(module).tasks())
+    rows.append(measure(f"MLP SGD step ({tasks} tasks)", module, inputs, ""))
+    print_rows(rows)
+    stationary = {r["case"].split()[1]: r["ratio"] for r in rows if "stationary" in r["case"]}
+    streaming = {r["case"].split()[1]: r["ratio"] for r in rows if "streaming" in r["case"]}
+    print("\nstreaming / stationary cycles: " + ", ".join(
+        f"{size} {streaming[size] / stationary[size]:.1f}x" for size in streaming))
+
+
+if __name__ == "__main__":
+    main()
