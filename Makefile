@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/python examples/mlp_seed.py
 	$(BIN)/python examples/mlp_megakernel.py
+	$(BIN)/python examples/mlp_mncore.py
 
 test: lint lit pytest
 
@@ -34,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/lazy_overhead.py
 	$(BIN)/python bench/task_graph.py
 	$(BIN)/python bench/triton_megakernel.py
+	$(BIN)/python bench/mncore_schedule.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

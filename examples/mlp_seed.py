@@ -1,7 +1,10 @@
 """The seed's MLP training loop, as the seed writes it: a GPU training loop ported to
 the mncore device by three lines (marked "added"). Only the synthetic data loader is new.
 
-    python examples/mlp_seed.py [--device cpu|interp|task|triton] [--steps 100]
+    python examples/mlp_seed.py [--device cpu|interp|task|triton|mncore] [--steps 100]
+
+(``mncore`` simulates every cycle of a 512-wide MLP: use a few steps, or
+``examples/mlp_mncore.py``, a smaller MLP on the same device.)
 """
 
 import argparse
@@ -23,13 +26,13 @@ def synthetic_loader(steps, batch=64, features=512, classes=10, seed=0):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu",
-                        help="cpu (default), interp, task or triton")
+                        help="cpu (default), interp, task, triton or mncore")
     parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
     train_loader = synthetic_loader(args.steps)
     torch.manual_seed(0)
 
-    torch_mncore.init(device=args.device)  # added (the seed's init_mncore() once that lands)
+    torch_mncore.init(device=args.device)  # added (the seed's init_mncore() for mncore)
 
     model = torch.nn.Sequential(
         torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)

@@ -252,6 +252,9 @@ class Worker:
             try:
                 results = job.compiled.run(args)
                 self.busy.append((begin, time.perf_counter()))
+                take_counts = getattr(job.compiled.run, "take_counts", None)
+                if take_counts is not None:  # a simulator's steps and cycles
+                    self.metrics.counters.update(take_counts())
             except Exception as error:
                 raise LazyError(f"graph execution failed: {diagnose(job.graph, args, error)}"
                                 ) from error

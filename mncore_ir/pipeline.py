@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -61,11 +63,9 @@ def device_executable(module: ModuleOp, device: str) -> Executable:
         return triton_executable(module)
     if device == "mncore":
         from mncore_ir.targets.mncore_simulator import find_program
-        from mncore_ir.targets.mncore_simulator import simulate as simulate_program
 
-        program = find_program(module)
-        run = lambda arrays: simulate_program(program, arrays)[0]  # noqa: E731
-    elif device == "task":
+        return ProgramRunner(find_program(module))
+    if device == "task":
         from mncore_ir.targets.task_simulator import TileEvaluator, find_kernel, simulate
 
         kernel = find_kernel(module)
@@ -81,6 +81,27 @@ def device_executable(module: ModuleOp, device: str) -> Executable:
         return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
 
     return interpret
+
+
+class ProgramRunner:
+    """Runs an ``mncore.program`` in the cycle simulator on torch tensors, counting the
+    simulated steps and cycles (the lazy runtime adds them to its counters)."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        from mncore_ir.targets.mncore_simulator import simulate
+
+        outs, report = simulate(self.program, [a.numpy() for a in args])
+        self.counts.update({"MNCoreRuns": 1, "MNCoreSteps": report.steps,
+                            "MNCoreCycles": report.cycles})
+        return [torch.from_numpy(np.array(o)) for o in outs]
+
+    def take_counts(self) -> Counter[str]:
+        counts, self.counts = self.counts, Counter()
+        return counts
 
 
 def make_context() -> Context:
