@@ -4,7 +4,8 @@
 // bundle, in program order), a run of N empty steps as `nop/N` (also before the first
 // instruction). Registers: $lm/$ln are LM0/LM1, $lr/$ls GRF0/GRF1, $lb L1BM, $lc
 // L2BM, $d DRAM, $aluf the forwarded result; a PE operand carries `v` (the 4-word
-// vector), `/N` is a word count and `#T` a DMA tag. ALU kinds become `fv` + the kind
+// vector), `/N` is a word count, `/R:S` a strided DMA's run and stride, `@N` a DMA's
+// one L2B and `#T` a DMA tag. ALU kinds become `fv` + the kind
 // without its `f`, mma `fvmma`; transfers are the slot + the kind. Programs are
 // separated by an empty line; other ops (a function) are not printed.
 // RUN: mncore-opt %s -t mncore-asm | filecheck %s --match-full-lines
@@ -73,6 +74,12 @@ mncore.program @q machine "mncore2" {
   mncore.alu 9 "frecip" fwd[0] -> grf1[28]
   mncore.l2 10 "bcast" l2bm[32000] -> l1bm[0] words 64
   mncore.l2 11 "gather" l1bm[256] -> l2bm[0] words 256
+  mncore.alu 12 "fcmplt" grf0[0], lm0[0] -> grf1[32]
+  mncore.alu 15 "fsel" grf1[32], lm1[0], grf0[0] -> grf1[36]
+  mncore.dma 16 "load" dram[0] -> l2bm[64] words 64 run 4 stride 100 l2b 3 tag 5
+  mncore.dma 17 "store" l2bm[0] -> dram[7] words 8 run 1 stride 9 tag 6
+  mncore.wait 18 tag 5
+  mncore.wait 19 tag 6
 }
 
 // CHECK-NEXT: # mncore.program @q on mncore2: 4 groups x 2 L2B x 8 L1B x 16 MAB x 4 PE = 4096 PEs; LM 2048, GRF 256, L1BM 8192, L2BM 32768 words
@@ -88,4 +95,11 @@ mncore.program @q machine "mncore2" {
 // CHECK-NEXT: fvrecip $aluf $ls28v
 // CHECK-NEXT: l2bcast $lc32000 $lb0 /64
 // CHECK-NEXT: l2gather $lb256 $lc0 /256
+// CHECK-NEXT: fvcmplt $lr0v $lm0v $ls32v
+// CHECK-NEXT: nop/2
+// CHECK-NEXT: fvsel $ls32v $ln0v $lr0v $ls36v
+// CHECK-NEXT: dmaload $d0 $lc64 /64 /4:100 @3 #5
+// CHECK-NEXT: dmastore $lc0 $d7 /8 /1:9 #6
+// CHECK-NEXT: wait #5
+// CHECK-NEXT: wait #6
 // CHECK-NOT:  {{.}}
