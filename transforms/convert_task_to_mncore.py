@@ -177,15 +177,45 @@ class ProgramBuilder:
     # --- places
 
     def place(self, value: SSAValue, words: int) -> int:
+        """``value`` at the end of DRAM, for the whole program."""
         at = self.size
         self.dram[value] = at
         self.size += -(-max(words, 1) // 16) * 16
-        if self.size > self.machine.dram_words:
+        self.check_dram(value, words, at)
+        return at
+
+    def allocate(self, buffers: Sequence[SSAValue]) -> None:
+        """Intermediate buffers share DRAM by liveness (from the first to the last task
+        that touches them, in kernel order): first fit among the buffers still live."""
+        first: dict[SSAValue, int] = {}
+        last: dict[SSAValue, int] = {}
+        for i, task in enumerate(self.kernel.tasks()):
+            for v in (*task.ins, *task.outs):
+                first.setdefault(v, i)
+                last[v] = i
+        base, end = self.size, 0
+        live: list[tuple[int, int, int]] = []  # (first word, past the last, last task)
+        for v in sorted(buffers, key=lambda v: first.get(v, -1)):
+            words = math.prod(v.type.get_shape())  # type: ignore[attr-defined]
+            size = -(-max(words, 1) // 16) * 16
+            live = [block for block in live if block[2] >= first.get(v, -1)]
+            at = 0
+            for lo, hi, _ in sorted(live):
+                if at + size <= lo:
+                    break
+                at = max(at, hi)
+            live.append((at, at + size, last.get(v, -1)))
+            self.dram[v] = base + at
+            end = max(end, at + size)
+            self.check_dram(v, words, base + at)
+        self.size = base + end
+
+    def check_dram(self, value: SSAValue, words: int, at: int) -> None:
+        if at + words > self.machine.dram_words:
             name = f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: buffer {name} ({words} words at dram[{at}]) does not "
                 f"fit in dram ({self.machine.dram_words} words on {self.machine.name})")
-        return at
 
     def pooled(self, values: Sequence[float]) -> int:
         """The pool address of ``values`` (shared when asked again)."""
@@ -295,17 +325,24 @@ class ProgramBuilder:
                 raise MNCoreConversionError(
                     f"convert-task-to-mncore: task kind {kind!r} is not lowered{hint}; "
                     f"lowered kinds: {', '.join(LOWERED)}")
-        values = [*kernel.inputs, *kernel.outputs, *(
-            op.results[0] for op in kernel.body.block.ops
-            if isinstance(op, t.BufferOp | t.ConstantOp))]
-        for v in values:
+        ops = kernel.body.block.ops
+        fixed = [*kernel.inputs, *kernel.outputs,
+                 *(op.result for op in ops if isinstance(op, t.ConstantOp))]
+        buffers = [op.result for op in ops if isinstance(op, t.BufferOp)]
+        for v in [*fixed, *buffers]:
             element = v.type.element_type  # type: ignore[attr-defined]
             if element != f32 and not isinstance(element, IntegerType):
                 raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} has no word "
                                             "form (f32, integers and booleans do)")
+        for v in fixed:
             self.place(v, math.prod(v.type.get_shape()))  # type: ignore[attr-defined]
+        self.allocate(buffers)
         self.pool_base = self.size
-        tensors = self.tensors()
+        tensors: list[m.TensorOp | m.BufferOp] = [*self.tensors()]
+        tensors += [m.BufferOp.create(properties={  # where the intermediates live
+            "sym_name": StringAttr(f"buffer{i}"), "at": m.RefAttr("dram", self.dram[v]),
+            "words": IntegerAttr(math.prod(v.type.get_shape()), i64)})  # type: ignore[attr-defined]
+            for i, v in enumerate(buffers)]
         self.lm_scratch = {s: self.reserve_lm(s) for s in ("lm0", "lm1")}
         bodies = kernel.bodies()
         for task in kernel.tasks():

@@ -34,6 +34,13 @@
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
 // LANES: [True, True] 6
 // RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore' | filecheck %s --check-prefix=LANE-IR
+// Intermediate buffers share DRAM by liveness (first fit), shown as mncore.buffer ops;
+// the program still equals the task level.
+// RUN: mncore-opt %S/Inputs/chain.mlir -p 'convert-graph-to-task{reuse_buffers=false}' -o %t.chain.task.mlir
+// RUN: mncore-opt %t.chain.task.mlir -p convert-task-to-mncore | filecheck %s --check-prefix=LIVENESS
+// RUN: mncore-opt %t.chain.task.mlir -p convert-task-to-mncore | mncore-run --random-inputs 1 > %t.chain.mncore
+// RUN: mncore-run %t.chain.task.mlir --random-inputs 1 | %{python} -c "import sys; print(sys.stdin.read() == open('%t.chain.mncore').read())" | filecheck %s --check-prefix=CHAIN
+// CHAIN: True
 // RUN: not mncore-opt %S/Inputs/softmax.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
 // RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big}' 2>&1 | filecheck %s --check-prefix=MACHINE
 // RUN: not mncore-opt %S/Inputs/too_big.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=CAPACITY
@@ -74,6 +81,13 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[8] -> l1bm[192]
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[192] -> l2bm[384] words 64
 // CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[384] -> dram[304] words 80 tag
+
+// LIVENESS:      mncore.tensor @x input dram[0] : tensor<4x8xf32>
+// LIVENESS-NEXT: mncore.tensor @output0 output dram[32] : tensor<4x8xf32>
+// LIVENESS-NEXT: mncore.buffer @buffer0 dram[64] words 32
+// LIVENESS-NEXT: mncore.buffer @buffer1 dram[96] words 32
+// LIVENESS-NEXT: mncore.buffer @buffer2 dram[64] words 32
+// LIVENESS-NEXT: mncore.buffer @buffer3 dram[96] words 32
 
 // LANE-IR: mncore.program @main machine "tiny" {
 // LANE-IR: mncore.tensor @constant_pool constant
