@@ -1,7 +1,8 @@
 """``convert-task-to-mncore{machine=...}``: task kernels become ``mncore.program``s.
 
 Every buffer lives in DRAM, row-major, one value per word: f32, and integers and booleans
-as exact f32 values (below 2**24). Most task kinds are **lane kernels**: each output
+as exact f32 values (below 2**24); intermediates share DRAM by liveness. Most task kinds
+are **lane kernels**: each output
 element of the task's tile is a *lane*, and lanes are processed in waves of 4 words per
 PE over the PEs of one L2B (a DMA load reaches every L2B, so the others repeat the same
 work). A lane kernel is a straight line of
@@ -22,7 +23,8 @@ kernels:
   accumulated (the reduction runs over time, lanes in parallel);
 * gather, scatter, embedding: there is no data-dependent addressing on a SIMD machine, so
   each lane compares its index with every candidate position and selects (one-hot);
-* matmul on the MAU: see ``lower_matmul``.
+* matmul on the MAU: A-stationary with ``mma`` over all L2Bs where K fits
+  (``lower_matmul_stationary``), else streaming with ``vmm`` (``lower_matmul_streaming``).
 
 Instructions are emitted in this order (their meaning) and placed by
 ``mncore-schedule``'s list scheduler.
