@@ -737,34 +737,16 @@ class ProgramBuilder:
                 width = min(4, depth - kc)
                 stage_m, stage_v = self.stage.take()[1], self.stage.take()[1]
                 for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
-                    cols = min(4, cols_all - 4 * jb)
                     target = stage_m + 16 * gi
-                    source = base_b + int(kc * sb[-2] + 4 * jb * sb[-1])
-                    if cols == 4:
-                        self.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target),
-                                 4 * width, 4, int(sb[-2]))
-                    else:
-                        for i in range(width):
-                            self.dma("load", m.RefAttr("dram", source + int(i * sb[-2])),
-                                     m.RefAttr("l2bm", target + 4 * i), cols)
-                            self.dma("load", m.RefAttr("dram", zeros),
-                                     m.RefAttr("l2bm", target + 4 * i + cols), 4 - cols)
+                    self.load_padded(base_b + int(kc * sb[-2] + 4 * jb * sb[-1]), int(sb[-2]),
+                                     width, min(4, cols_all - 4 * jb), target, zeros)
                     if width < 4:
                         self.dma("load", m.RefAttr("dram", zeros),
                                  m.RefAttr("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
                 for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
-                    count = min(per, rows - rb * per)
-                    target = stage_v + 4 * per * gi
-                    source = base_a + int(rb * per * sa[-2] + kc * sa[-1])
-                    if width == 4:
-                        self.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target),
-                                 4 * count, 4, int(sa[-2]))
-                    else:
-                        for p in range(count):
-                            self.dma("load", m.RefAttr("dram", source + int(p * sa[-2])),
-                                     m.RefAttr("l2bm", target + 4 * p), width)
-                            self.dma("load", m.RefAttr("dram", zeros),
-                                     m.RefAttr("l2bm", target + 4 * p + width), 4 - width)
+                    self.load_padded(base_a + int(rb * per * sa[-2] + kc * sa[-1]), int(sa[-2]),
+                                     min(per, rows - rb * per), width, stage_v + 4 * per * gi,
+                                     zeros)
                 l1_m, l1_v = self.l1.take(), self.l1.take()
                 self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_m)], m.RefAttr(*l1_m),
                                  16))
@@ -793,6 +775,20 @@ class ProgramBuilder:
                     for p in range(count):
                         self.dma("store", m.RefAttr("l2bm", stage_c + 4 * per * gi + 4 * p),
                                  m.RefAttr("dram", target + int(p * sc[-2])), cols)
+
+    def load_padded(self, source: int, stride: int, rows: int, width: int, target: int,
+                    zeros: int) -> None:
+        """``rows`` runs of ``width`` words, ``stride`` apart in DRAM, into the 4-word
+        slots of L2BM from ``target``, each padded with zeros (from ``zeros``)."""
+        if width == 4:
+            self.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target), 4 * rows,
+                     4, stride)
+            return
+        for r in range(rows):
+            self.dma("load", m.RefAttr("dram", source + r * stride),
+                     m.RefAttr("l2bm", target + 4 * r), width)
+            self.dma("load", m.RefAttr("dram", zeros), m.RefAttr("l2bm", target + 4 * r + width),
+                     4 - width)
 
     # --- task bodies on the ALU
 
