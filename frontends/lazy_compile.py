@@ -21,9 +21,17 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch import fx
 from torch.fx.experimental.proxy_tensor import make_fx
+from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.frontends.fx import DECOMPOSITIONS, import_fx
-from mncore_ir.frontends.lazy_tensor import DeviceData, Item, Node, Scalar
+from mncore_ir.frontends.lazy_tensor import (
+    DeviceData,
+    Item,
+    LazyError,
+    Node,
+    Scalar,
+    describe_location,
+)
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import (
     apply_pipeline,
@@ -54,6 +62,23 @@ class TraceGraph:
         for the on-disk cache and dumps."""
         text = repr(self.structure) + COMPILER_VERSION
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+#: ATen ops behind the task kinds a device may refuse, to name the user's line.
+_KIND_OPS = {"conv2d": ("convolution",), "conv2d_backward": ("convolution_backward",),
+             "max_pool2d": ("max_pool2d",), "max_pool2d_backward": ("max_pool2d",),
+             "index_put": ("index_put", "embedding_dense_backward"),
+             "layer_norm_backward": ("native_layer_norm_backward",)}
+
+
+def culprit(graph: TraceGraph, error: Exception) -> str:
+    """`` (first at <source line>)`` for the traced op behind a refused task kind."""
+    found = re.search(r"task kind '(\w+)'", str(error))
+    names = _KIND_OPS.get(found.group(1), (found.group(1),)) if found else ()
+    for node in graph.nodes:
+        if node.where and any(name in str(node.op) for name in names):
+            return f" (first at {describe_location(node.where)})"
+    return ""
 
 
 @dataclass(eq=False)
@@ -201,7 +226,11 @@ class GraphCompiler:
             gm = to_core_aten(to_fx(graph), example_inputs(graph))
             module = import_fx(gm, example_inputs(graph), "main",
                                [f"in{i}" for i in range(len(graph.inputs))])
-            apply_pipeline(module, device_pipeline(self.device), self.ctx)
+            try:
+                apply_pipeline(module, device_pipeline(self.device), self.ctx)
+            except DiagnosticException as error:
+                raise LazyError(f"the {self.device} device cannot compile this step: {error}"
+                                f"{culprit(graph, error)}") from None
             ir = str(module)
             self._store(graph.key, ir)
             self.metrics.counters["UncachedCompile"] += 1

@@ -29,6 +29,7 @@ from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, Trace
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
+    LazyError,
     LazyStorage,
     LazyTensor,
     Node,
@@ -42,10 +43,6 @@ aten = torch.ops.aten
 
 DEVICES = ("cpu", "interp", "task", "triton", "mncore")
 POLICIES = ("error", "warn", "silent")
-
-
-class LazyError(RuntimeError):
-    """A user-facing error of the lazy-tensor runtime."""
 
 
 class ImplicitSyncError(LazyError):

@@ -64,6 +64,10 @@ class DeviceData:
         self._future = None
 
 
+class LazyError(RuntimeError):
+    """A user-facing error of the lazy-tensor runtime."""
+
+
 @dataclass(eq=False, slots=True)
 class Scalar:
     """A Python number hoisted into a graph input, as a 0-d tensor of ``dtype``."""

@@ -276,6 +276,18 @@ def test_unknown_devices_and_machines_say_so(monkeypatch: pytest.MonkeyPatch) ->
     torch_mncore.init("cpu")
 
 
+def test_mncore_device_names_the_line_it_cannot_compile() -> None:
+    torch_mncore.init("mncore", implicit_sync="silent")
+    conv = nn.Conv2d(3, 4, 3).mncore()
+    out = conv(torch.randn(1, 3, 8, 8).mncore())  # no conv2d lowering at the mncore level
+    with pytest.raises(torch_mncore.LazyError, match=r"the mncore device cannot compile this "
+                       r"step: .*task kind 'conv2d' is not lowered.* \(first at .*test_lazy.py:"
+                       r"\d+: out = conv"):
+        torch_mncore.sync()
+    del out
+    torch_mncore.init("cpu")
+
+
 def test_mncore_device_trains_the_seed_mlp() -> None:
     """The cycle simulator of the tiny machine as a device: losses and weights match
     eager over SGD steps (forward, backward and update all run as one program)."""
