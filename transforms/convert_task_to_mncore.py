@@ -20,7 +20,8 @@ kernels:
   and ``where`` are composed from ALU instructions);
 * permute, reshape, slice: loads from the source words, stores;
 * sum, mean, amax: the reduced elements of each lane are loaded one after another and
-  accumulated (the reduction runs over time, lanes in parallel);
+  accumulated (the reduction runs over time, lanes in parallel); a sum or mean of few
+  outputs over many elements goes through the tree instead (``reduce_tree``);
 * gather, scatter, embedding: there is no data-dependent addressing on a SIMD machine, so
   each lane compares its index with every candidate position and selects (one-hot);
 * matmul on the MAU: A-stationary with ``mma`` over all L2Bs where K fits
@@ -159,6 +160,7 @@ class ProgramBuilder:
         self.pool: list[float] = []  # DRAM words of the constant pool
         self.pool_index: dict[tuple[float, ...], int] = {}
         self.constants: dict[float, Slot] = {}
+        self.ones: Slot | None = None
         half = machine.lm_words // 2
         self.lm_constants = {"lm0": 0, "lm1": 0}  # constants fill each LM's lower half
         self.lm_limit = half
@@ -400,6 +402,9 @@ class ProgramBuilder:
         return out
 
     def lower_lanes(self, task: t.TaskOp, body: t.BodyOp | None) -> None:
+        if self.tree_pays(task):
+            self.reduce_tree(task)
+            return
         writes = task.writes()
         tile = writes[0][1]
         n = math.prod(tile.sizes)
@@ -459,15 +464,23 @@ class ProgramBuilder:
         return self.address(value, [start + step * local[d] if d == dim else
                                     local[d] + region.offsets[d] for d in range(len(shape))])
 
+    @staticmethod
+    def reduced_dims(task: t.TaskOp) -> tuple[list[int], list[int]]:
+        """The reduced dimensions of a reduction task's input and the input dimension
+        each output dimension indexes."""
+        ((value, _),) = task.reads()
+        rank = len(value.type.get_shape())  # type: ignore[attr-defined]
+        dims = sorted(int(d) % rank for d in  # type: ignore[attr-defined]
+                      task.attrs.data["dims"].get_values())  # type: ignore[attr-defined]
+        keep = task.attrs.data.get("keepdim")
+        keep = bool(keep.value.data) if keep is not None else False  # type: ignore[attr-defined]
+        return dims, [d for d in range(rank) if keep or d not in dims]
+
     def reduce(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
         """Each lane accumulates its reduced elements, loaded one after another."""
         ((value, region),) = task.reads()
         shape = value.type.get_shape()  # type: ignore[attr-defined]
-        dims = sorted(int(d) % len(shape) for d in  # type: ignore[attr-defined]
-                      task.attrs.data["dims"].get_values())  # type: ignore[attr-defined]
-        keep = task.attrs.data.get("keepdim")
-        keep = bool(keep.value.data) if keep is not None else False  # type: ignore[attr-defined]
-        kept = [d for d in range(len(shape)) if keep or d not in dims]
+        dims, kept = self.reduced_dims(task)
         count = len(coords[0]) if coords else 1
         base = [np.full(count, region.offsets[d], np.int64) for d in range(len(shape))]
         for i, d in enumerate(kept):
@@ -485,6 +498,75 @@ class ProgramBuilder:
         if task.kind.data == "mean":
             self.alu("fmul", [acc, self.constant(1.0 / math.prod(reduced))], acc)
         return [acc]
+
+    def tree_pays(self, task: t.TaskOp) -> bool:
+        """Whether a sum or mean goes through the tree: few outputs of many elements.
+        Counted in loads: lanes take ``R`` loads per wave of outputs; the tree takes
+        ``R / wave`` per output, plus about 4 for the tree and the store."""
+        if task.kind.data not in ("sum", "mean"):
+            return False
+        ((value, _),) = task.reads()
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        reduced = math.prod(shape[d] for d in self.reduced_dims(task)[0])
+        outputs = math.prod(task.writes()[0][1].sizes)
+        return outputs * (-(-reduced // self.wave) + 4) < reduced * -(-outputs // self.wave)
+
+    def reduce_tree(self, task: t.TaskOp) -> None:
+        """A sum or mean through the tree, one output at a time: its elements spread
+        over every lane of the wave (zeros past the end) and accumulate there, the L1
+        and L2 ``reduce`` sum over PEs and L1Bs keeping the 4 words apart, and the MAU
+        adds the 4 (``mma`` with a matrix of ones) after a broadcast back to the PEs."""
+        ((value, region),) = task.reads()
+        ((out, tile),) = task.writes()
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        dims, kept = self.reduced_dims(task)
+        reduced = np.indices([shape[d] for d in dims]).reshape(len(dims), -1)
+        count = reduced.shape[1]
+        zero, ones = self.pooled([0.0]), self.ones_matrix()
+        for flat in range(math.prod(tile.sizes)):
+            at = [o + c for o, c in zip(tile.offsets, np.unravel_index(flat, tile.sizes),
+                                        strict=True)]
+            mine = [np.full(count, region.offsets[d], np.int64) for d in range(len(shape))]
+            for i, d in enumerate(kept):
+                if d not in dims:
+                    mine[d] = np.full(count, at[i], np.int64)
+            for d, index in zip(dims, reduced, strict=True):
+                mine[d] = index
+            addresses = self.address(value, mine)
+            self.grf = {"grf0": 4, "grf1": 4}
+            acc, vector, total = ("grf0", 4), ("grf0", 8), ("grf1", 4)
+            for first in range(0, count, self.wave):
+                chunk = np.full(self.wave, zero, np.int64)
+                part = addresses[first:first + self.wave]
+                chunk[:len(part)] = part
+                x = self.load(chunk)
+                self.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
+            l1, stage, back = self.l1.take(), self.stage.take(), self.l1.take()
+            self.emit(m.L1Op(0, "reduce", [m.RefAttr(*acc)], m.RefAttr(*l1)))
+            self.emit(m.L2Op(0, "reduce", [m.RefAttr(*l1)], m.RefAttr(*stage), 4))
+            self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*back), 4))
+            self.emit(m.L1Op(0, "bcast", [m.RefAttr(*back)], m.RefAttr(*vector)))
+            self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*total)))
+            self.emit(m.MauOp(0, "mma", [m.RefAttr(*ones), m.RefAttr(*vector),
+                                         m.RefAttr(*total)], m.RefAttr(*total)))
+            if task.kind.data == "mean":
+                self.alu("fmul", [total, self.constant(1.0 / count)], total)
+            self.store(total, self.address(out, [np.array([c]) for c in at]) if at else
+                       np.array([self.dram[out]]))
+
+    def ones_matrix(self) -> Slot:
+        """16 words of 1.0 in LM: ``mma`` with it sums a vector's 4 words."""
+        if self.ones is None:
+            space = "lm0"
+            at = self.lm_constants[space]
+            if at + 16 > self.lm_limit:
+                raise MNCoreConversionError("convert-task-to-mncore: the kernel's constants do "
+                                            f"not fit in the lower half of {space}")
+            self.lm_constants[space] += 16
+            for row in range(4):
+                self.broadcast(self.pooled([1.0]), (space, at + 4 * row))
+            self.ones = (space, at)
+        return self.ones
 
     def select_matching(self, index: Slot, candidates: int, value_at: Callable[[int], Slot],
                         acc: Slot) -> None:

@@ -32,7 +32,7 @@
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
-// LANES: [True, True] 6
+// LANES: [True, True] 8
 // RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore' | filecheck %s --check-prefix=LANE-IR
 // Intermediate buffers share DRAM by liveness (first fit), shown as mncore.buffer ops;
 // the program still equals the task level.
@@ -91,6 +91,10 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 
 // LANE-IR: mncore.program @main machine "tiny" {
 // LANE-IR: mncore.tensor @constant_pool constant
+// The tree: an L1 and an L2 reduce, a broadcast back, mma with a matrix of ones.
+// LANE-IR: mncore.l1 {{[0-9]+}} "reduce" grf0[4] -> l1bm
+// LANE-IR: mncore.l2 {{[0-9]+}} "reduce" l1bm{{.*}} words 4
+// LANE-IR: mncore.mau {{[0-9]+}} "mma" lm0{{.*}}, grf0[8], grf1[4] -> grf1[4]
 
 // KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding
 // CAPACITY: mncore-opt: error: convert-task-to-mncore: buffer %x (1100000 words at dram[0]) does not fit in dram (1048576 words on tiny)
