@@ -114,8 +114,8 @@ def parse_ref(parser: AttrParser) -> tuple[str, int]:
 
 
 class InstructionOp(IRDLOperation):
-    """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (words N)? (run N stride
-    N)? (l2b N)? (tag N)?``."""
+    """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (mask REF)? (words N)?
+    (run N stride N)? (l2b N)? (tag N)?``."""
 
     SLOT: ClassVar[str]
     KINDS: ClassVar[tuple[str, ...]]
@@ -123,6 +123,7 @@ class InstructionOp(IRDLOperation):
     kind = prop_def(StringAttr)
     srcs = prop_def(ArrayAttr[RefAttr], default_value=ArrayAttr([]))
     dst = opt_prop_def(RefAttr)
+    mask = opt_prop_def(RefAttr)
     words = opt_prop_def(IntegerAttr[I64])
     run = opt_prop_def(IntegerAttr[I64])
     stride = opt_prop_def(IntegerAttr[I64])
@@ -135,11 +136,14 @@ class InstructionOp(IRDLOperation):
     def __init__(self, step: int, kind: str, srcs: Sequence[RefAttr] = (),
                  dst: RefAttr | None = None, words: int | None = None,
                  tag: int | None = None, run: int | None = None,
-                 stride: int | None = None, l2b: int | None = None) -> None:
+                 stride: int | None = None, l2b: int | None = None,
+                 mask: RefAttr | None = None) -> None:
         props: dict[str, Attribute] = {"step": IntegerAttr(step, i64), "kind": StringAttr(kind),
                                        "srcs": ArrayAttr(list(srcs))}
         if dst is not None:
             props["dst"] = dst
+        if mask is not None:
+            props["mask"] = mask
         for name, value in (("words", words), ("run", run), ("stride", stride), ("l2b", l2b),
                             ("tag", tag)):
             if value is not None:
@@ -165,13 +169,16 @@ class InstructionOp(IRDLOperation):
                 and "." not in token.text):
             srcs = parser.parse_comma_separated_list(
                 Parser.Delimiter.NONE, lambda: RefAttr(*parse_ref(parser)))
+        mask = None
         if parser.parse_optional_punctuation("->") is not None:
             dst = RefAttr(*parse_ref(parser))
+            if parser.parse_optional_keyword("mask") is not None:
+                mask = RefAttr(*parse_ref(parser))
         numbers: dict[str, int] = {}
         for name in cls.NUMBERS:
             if parser.parse_optional_keyword(name) is not None:
                 numbers[name] = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        op = cls(step, kind, srcs, dst, **numbers)
+        op = cls(step, kind, srcs, dst, mask=mask, **numbers)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
@@ -184,6 +191,8 @@ class InstructionOp(IRDLOperation):
             printer.print_string(" " + ", ".join(str(r) for r in self.srcs.data))
         if self.dst is not None:
             printer.print_string(f" -> {self.dst}")
+        if self.mask is not None:
+            printer.print_string(f" mask {self.mask}")
         for name in self.NUMBERS:
             value = getattr(self, name)
             if value is not None:
@@ -203,6 +212,8 @@ class InstructionOp(IRDLOperation):
             value = getattr(self, name)
             if value is not None and name not in self.USES:
                 raise VerifyException(f"{self.name} takes no {name}")
+        if self.mask is not None and not isinstance(self, AluOp):
+            raise VerifyException(f"{self.name} takes no mask (only mncore.alu does)")
         if self.words is not None and self.words.value.data < 1:
             raise VerifyException(f"{self.name} moves at least 1 word")
 
@@ -221,7 +232,8 @@ def _spaces(ref: RefAttr, allowed: Sequence[str], what: str, op: InstructionOp) 
 @irdl_op_definition
 class AluOp(InstructionOp):
     """Elementwise on 4 words per PE: ``dst = kind(srcs...)``. Comparisons write 1.0 or
-    0.0; ``fsel c, a, b`` is ``c != 0 ? a : b``."""
+    0.0; ``fsel c, a, b`` is ``c != 0 ? a : b``. With ``mask REF`` only the words whose
+    mask word is not zero are written (a per-PE, per-word write mask)."""
 
     name = "mncore.alu"
     SLOT: ClassVar[str] = "alu"
@@ -240,9 +252,13 @@ class AluOp(InstructionOp):
         for ref in self.srcs.data:
             _spaces(ref, (*PE_SPACES, "fwd"), "sources", self)
         _spaces(self.dst, PE_SPACES, "the destination", self)
+        if self.mask is not None:
+            _spaces(self.mask, PE_SPACES, "the mask", self)
 
     def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
-        return [(r, 4) for r in self.srcs.data], [(self.dst, 4)]
+        """The mask, if any, is read after the sources."""
+        masks = [(self.mask, 4)] if self.mask is not None else []
+        return [(r, 4) for r in self.srcs.data] + masks, [(self.dst, 4)]
 
 
 @irdl_op_definition

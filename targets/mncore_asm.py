@@ -4,8 +4,8 @@ One line per step, the step's instructions joined by ``;`` (a VLIW bundle); runs
 empty steps are ``nop/N``. Operands follow the assembler's register names: ``$lm`` is
 LM0, ``$ln`` LM1, ``$lr`` GRF0, ``$ls`` GRF1, then the word address, and ``v`` for the
 4-word vector a step reads per PE; ``$lb``/``$lc`` are L1BM/L2BM, ``$d`` DRAM and
-``$aluf`` the forwarded result. ``/N`` is a word count, ``/R:S`` a strided DMA's run
-and stride, ``@N`` a DMA's one L2B and ``#T`` a DMA tag.
+``$aluf`` the forwarded result. ``?REG`` is an ALU write mask, ``/N`` a word count,
+``/R:S`` a strided DMA's run and stride, ``@N`` a DMA's one L2B and ``#T`` a DMA tag.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def instruction(op: m.InstructionOp) -> str:
     if isinstance(op, m.AluOp | m.MauOp):
         mnemonic = "fv" + (kind if isinstance(op, m.MauOp) else kind.removeprefix("f"))
         refs = [*op.srcs.data, op.dst]
-        return " ".join([mnemonic, *(operand(r, True) for r in refs)])  # type: ignore[arg-type]
+        text = " ".join([mnemonic, *(operand(r, True) for r in refs)])  # type: ignore[arg-type]
+        return text + (f" ?{operand(op.mask, True)}" if op.mask is not None else "")
     prefix = {"l1": "l1", "l2": "l2", "dma": "dma"}[op.SLOT]
     text = " ".join([prefix + kind, *(operand(r, op.SLOT == "l1" and r.space.data != "l1bm")
                                       for r in [*op.srcs.data, op.dst])])  # type: ignore[list-item]

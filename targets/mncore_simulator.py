@@ -183,14 +183,15 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
             else:
                 values = [read(state, op, ref, span(ref, n), step, fwd) for ref, n in
                           op.operands_of(machine)[0]]
-            writes.append((op, execute(op, values, machine)))
+            mask = values.pop() if isinstance(op, m.AluOp) and op.mask is not None else None
+            writes.append((op, execute(op, values, machine), mask))
             flops += op_flops(op, machine)
         fwd = {}
-        for op, result in writes:
+        for op, result, mask in writes:
             ((dst, n),) = op.operands_of(machine)[1]
             words = op.dram_words() if isinstance(op, m.DmaOp) and op.kind.data == "store" \
                 else span(dst, n)
-            write(state, op, dst, words, result, step, 4 * step + stall)
+            write(state, op, dst, words, result, step, 4 * step + stall, mask)
             if op.SLOT in ("alu", "mau") and (op.SLOT == "alu" or step not in fwd):
                 fwd[step] = result
     report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
@@ -260,7 +261,8 @@ def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, s
 
 
 def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
-          value: np.ndarray, step: int, cycle: int) -> None:
+          value: np.ndarray, step: int, cycle: int, mask: np.ndarray | None = None) -> None:
+    """``mask``: write only where it is not zero (the rest keeps its value)."""
     space = ref.space.data
     arr = state.array(space)
     if words[-1] >= arr.shape[1]:
@@ -271,6 +273,8 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
                     word := _overlap(words, touched)) is not None:
                 raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
                                             f"{tag} is still {what} it")
+    if mask is not None:
+        value = np.where(mask != 0, value, arr[:, words])
     block = l2b_of(op) if space == "l2bm" else None
     if block is None:
         arr[:, words] = value

@@ -289,6 +289,37 @@ def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, k
     assert blocks - {None} == l2bs
 
 
+def test_masked_alu_writes_only_where_the_mask_is_set() -> None:
+    """ReLU by a write mask: copy x, then write 0 where x < 0; scheduled, it runs the same."""
+    text = """mncore.program @p machine "tiny" {
+      mncore.tensor @x input dram[0] : tensor<128xf32>
+      mncore.tensor @zero constant dram[128] = dense<0.0> : tensor<4xf32>
+      mncore.tensor @y output dram[256] : tensor<128xf32>
+      mncore.dma 0 "load" dram[0] -> l2bm[0] words 128 tag 1
+      mncore.dma 1 "load" dram[128] -> l2bm[128] words 4 tag 2
+      mncore.wait 40 tag 1
+      mncore.wait 41 tag 2
+      mncore.l2 42 "scatter" l2bm[0] -> l1bm[0] words 64
+      mncore.l2 43 "bcast" l2bm[128] -> l1bm[64] words 4
+      mncore.l1 50 "scatter" l1bm[0] -> lm0[0]
+      mncore.l1 51 "bcast" l1bm[64] -> grf1[0]
+      mncore.alu 60 "fcmplt" lm0[0], grf1[0] -> grf0[0]
+      mncore.alu 61 "fpass" lm0[0] -> grf1[4]
+      mncore.alu 70 "fpass" grf1[0] -> grf1[4] mask grf0[0]
+      mncore.l1 80 "gather" grf1[4] -> l1bm[128]
+      mncore.l2 90 "gather" l1bm[128] -> l2bm[256] words 64
+      mncore.dma 100 "store" l2bm[256] -> dram[256] words 128 tag 3
+      mncore.wait 140 tag 3
+    }"""
+    x = np.linspace(-2, 2, 128, dtype=np.float32)
+    for scheduled in (False, True):
+        program = parse_program(text)
+        if scheduled:
+            schedule(program)
+        (y,), _ = simulate(program, [x])
+        np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
 def test_stationary_matmul_says_when_it_does_not_apply() -> None:
     module = matmul_module(1, 4, 6, 4)
     apply_pipeline(module, "convert-graph-to-task")

@@ -256,10 +256,11 @@ class ProgramBuilder:
         self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b))
         self.emit(m.WaitOp(0, "", [], None, None, self.tag))
 
-    def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot) -> None:
-        """One ALU instruction. A source in a memory an earlier source already reads is
-        first copied to a scratch word of a memory no source uses (the port rules)."""
-        srcs = list(srcs)
+    def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot, mask: Slot | None = None) -> None:
+        """One ALU instruction (``mask``: write only where it is not zero). A source in a
+        memory an earlier source already reads is first copied to a scratch word of a
+        memory no source uses (the port rules)."""
+        srcs = [*srcs, mask] if mask is not None else list(srcs)
         used = {srcs[0][0]} if srcs else set()
         for i in range(1, len(srcs)):
             if srcs[i][0] in used:
@@ -269,7 +270,10 @@ class ProgramBuilder:
                 self.emit(m.AluOp(0, "fpass", [m.RefAttr(*srcs[i])], m.RefAttr(*scratch)))
                 srcs[i] = scratch
             used.add(srcs[i][0])
-        self.emit(m.AluOp(0, kind, [m.RefAttr(*s) for s in srcs], m.RefAttr(*dst)))
+        if mask is not None:
+            *srcs, mask = srcs
+        self.emit(m.AluOp(0, kind, [m.RefAttr(*s) for s in srcs], m.RefAttr(*dst),
+                          mask=m.RefAttr(*mask) if mask is not None else None))
 
     def constant(self, value: float) -> Slot:
         """An LM slot holding ``value`` in all 4 words of every PE, loaded on first use."""
@@ -578,7 +582,7 @@ class ProgramBuilder:
             if k:
                 self.alu("fadd", [counter, self.constant(1.0)], counter)
             self.alu("fcmpeq", [index, counter], match)
-            self.alu("fsel", [match, value_at(k), acc], acc)
+            self.alu("fpass", [value_at(k)], acc, mask=match)
 
     def gather(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
         """``out[c] = input[c with c[dim] = index[c]]``."""
@@ -616,7 +620,7 @@ class ProgramBuilder:
                 c, idx_shape[d] - 1) for d, c in enumerate(coords)])
             where = self.load(np.where(inside, at, outside))
             self.alu("fcmpeq", [where, mine], match)
-            self.alu("fsel", [match, fill, acc], acc)
+            self.alu("fpass", [fill], acc, mask=match)
         return [acc]
 
     def embedding(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:

@@ -4,8 +4,8 @@
 // bundle, in program order), a run of N empty steps as `nop/N` (also before the first
 // instruction). Registers: $lm/$ln are LM0/LM1, $lr/$ls GRF0/GRF1, $lb L1BM, $lc
 // L2BM, $d DRAM, $aluf the forwarded result; a PE operand carries `v` (the 4-word
-// vector), `/N` is a word count, `/R:S` a strided DMA's run and stride, `@N` a DMA's
-// one L2B and `#T` a DMA tag. ALU kinds become `fv` + the kind
+// vector), `?REG` an ALU write mask, `/N` is a word count, `/R:S` a strided DMA's run
+// and stride, `@N` a DMA's one L2B and `#T` a DMA tag. ALU kinds become `fv` + the kind
 // without its `f`, mma `fvmma`; transfers are the slot + the kind. Programs are
 // separated by an empty line; other ops (a function) are not printed.
 // RUN: mncore-opt %s -t mncore-asm | filecheck %s --match-full-lines
@@ -76,6 +76,7 @@ mncore.program @q machine "mncore2" {
   mncore.l2 11 "gather" l1bm[256] -> l2bm[0] words 256
   mncore.alu 12 "fcmplt" grf0[0], lm0[0] -> grf1[32]
   mncore.alu 15 "fsel" grf1[32], lm1[0], grf0[0] -> grf1[36]
+  mncore.alu 16 "fpass" lm0[0] -> grf1[40] mask grf0[40]
   mncore.dma 16 "load" dram[0] -> l2bm[64] words 64 run 4 stride 100 l2b 3 tag 5
   mncore.dma 17 "store" l2bm[0] -> dram[7] words 8 run 1 stride 9 tag 6
   mncore.wait 18 tag 5
@@ -98,7 +99,7 @@ mncore.program @q machine "mncore2" {
 // CHECK-NEXT: fvcmplt $lr0v $lm0v $ls32v
 // CHECK-NEXT: nop/2
 // CHECK-NEXT: fvsel $ls32v $ln0v $lr0v $ls36v
-// CHECK-NEXT: dmaload $d0 $lc64 /64 /4:100 @3 #5
+// CHECK-NEXT: fvpass $lm0v $ls40v ?$lr40v ; dmaload $d0 $lc64 /64 /4:100 @3 #5
 // CHECK-NEXT: dmastore $lc0 $d7 /8 /1:9 #6
 // CHECK-NEXT: wait #5
 // CHECK-NEXT: wait #6

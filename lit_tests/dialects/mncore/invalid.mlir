@@ -365,6 +365,39 @@ mncore.program @p machine "tiny" {
 
 // -----
 
+// Only the ALU takes a write mask.
+mncore.program @p machine "tiny" {
+  mncore.l1 0 "bcast" l1bm[0] -> lm0[0] mask grf0[0]
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.l1 0 "bcast" l1bm[0] -> lm0[0] mask grf0[0]
+  // CHECK-NEXT: ^^^^^^^^^{{$}}
+  // CHECK-NEXT: mncore.l1 takes no mask (only mncore.alu does)
+}
+
+// -----
+
+// A mask lives in a PE's memory.
+mncore.program @p machine "tiny" {
+  mncore.alu 0 "fpass" lm0[0] -> grf0[0] mask l1bm[0]
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.alu 0 "fpass" lm0[0] -> grf0[0] mask l1bm[0]
+  // CHECK-NEXT: ^^^^^^^^^^{{$}}
+  // CHECK-NEXT: mncore.alu 'fpass': the mask must be in lm0/lm1/grf0/grf1, not l1bm
+}
+
+// -----
+
+// The mask takes a read port: with a GRF0 source, a GRF0 mask is a second read.
+mncore.program @p machine "tiny" {
+  mncore.alu 0 "fpass" grf0[4] -> grf1[0] mask grf0[0]
+  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
+  // CHECK-NEXT: mncore.alu 0 "fpass" grf0[4] -> grf1[0] mask grf0[0]
+  // CHECK-NEXT: ^^^^^^^^^^{{$}}
+  // CHECK-NEXT: step 0 has two reads of grf0: a GRF has one read and one write port
+}
+
+// -----
+
 // A strided DMA whose last run is beyond DRAM: 4 runs, 350000 apart.
 mncore.program @p machine "tiny" {
   mncore.dma 0 "load" dram[100000] -> l2bm[0] words 8 run 2 stride 350000 tag 1

@@ -65,6 +65,8 @@ mncore.program @tiny_all machine "tiny" {
   mncore.dma 34 "load" dram[0] -> l2bm[0] words 8 run 2 stride 10 tag 4
   mncore.dma 35 "load" dram[7] -> l2bm[8] words 4 run 1 stride 0 tag 4
   mncore.wait 36 tag 4
+  // A masked write: only the words whose grf0[40] word is not zero.
+  mncore.alu 37 "fpass" lm0[0] -> grf1[40] mask grf0[40]
 }
 
 // CHECK-LABEL: mncore.program @tiny_all machine "tiny" {
@@ -114,6 +116,7 @@ mncore.program @tiny_all machine "tiny" {
 // CHECK-NEXT:  mncore.dma 34 "load" dram[0] -> l2bm[0] words 8 run 2 stride 10 tag 4{{$}}
 // CHECK-NEXT:  mncore.dma 35 "load" dram[7] -> l2bm[8] words 4 run 1 stride 0 tag 4{{$}}
 // CHECK-NEXT:  mncore.wait 36 tag 4{{$}}
+// CHECK-NEXT:  mncore.alu 37 "fpass" lm0[0] -> grf1[40] mask grf0[40]{{$}}
 // CHECK-NEXT:  }
 
 // The generic form: instructions are ops with no operands or results and the
@@ -148,6 +151,7 @@ mncore.program @tiny_all machine "tiny" {
 // GENERIC-NEXT:  "mncore.wait"() <{step = 33 : i64, kind = "", srcs = [], tag = 3 : i64}> {note = "end"} : () -> ()
 // GENERIC-NEXT:  "mncore.dma"() <{step = 34 : i64, kind = "load", srcs = [#mncore.ref<dram[0]>], dst = #mncore.ref<l2bm[0]>, words = 8 : i64, run = 2 : i64, stride = 10 : i64, tag = 4 : i64}> : () -> ()
 // GENERIC:       "mncore.wait"() <{step = 36 : i64, kind = "", srcs = [], tag = 4 : i64}> : () -> ()
+// GENERIC-NEXT:  "mncore.alu"() <{step = 37 : i64, kind = "fpass", srcs = [#mncore.ref<lm0[0]>], dst = #mncore.ref<grf1[40]>, mask = #mncore.ref<grf0[40]>}> : () -> ()
 // GENERIC-NEXT:  }) : () -> ()
 
 // mncore2: 4096 PEs, 64 per L1B (an L1 block is 256 words), 8 L1Bs per L2B; LM 2048,
