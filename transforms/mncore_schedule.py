@@ -5,8 +5,8 @@ the pass gives every instruction the earliest step that keeps that meaning and o
 the machine: one instruction per slot per step, the LM/GRF port rules, and the
 latencies — a value is read only once its writer's latency has passed, DMA data only
 after the wait on its tag, and a wait is placed once its transfers are done (so it does
-not stall): DMAs keep their program order, as the engine's queue does, so the
-scheduler knows when each one finishes. Instructions are placed in critical-path order (longest
+not stall): DMAs issue in the order they are placed, which is the order of the engine's
+queue, so the scheduler knows when each one finishes. Instructions are placed in critical-path order (longest
 latency-weighted path to the end first), each at its earliest free step.
 
 Dependencies come from the words instructions touch, per memory space: read after
@@ -91,7 +91,6 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                                 "ties it to the previous step; write the value to a memory")
         nodes.append(Node(op, *accesses(op, machine)))
     waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
-    last_dma = -1  # DMAs keep their order: the engine's queue is first in, first out
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
     # Per word, the writers and readers since the last write that covered them: (node,
     # L2B or None); L2BM words have a copy per L2B, which DMAs may touch one at a time.
@@ -153,9 +152,6 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                     readers[key] = [r for r in readers.get(key, ()) if r[1] != block]
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
-            if last_dma >= 0:
-                edge(last_dma, j, 1)
-            last_dma = j
     if waiting_dma:
         raise ScheduleError(f"mncore-schedule: DMA tags {sorted(waiting_dma)} are never "
                             "waited for")
@@ -215,6 +211,7 @@ def schedule(program: m.ProgramOp) -> int:
     heapq.heapify(ready)
     table = Reservations()
     engine_free = 0  # the cycle the DMA engine finishes the transfers placed so far
+    last_dma = -1  # the step of the last DMA placed
     finish: dict[int, int] = {}
     while ready:
         _, i = heapq.heappop(ready)
@@ -222,11 +219,14 @@ def schedule(program: m.ProgramOp) -> int:
         step = max((nodes[p].step + d for p, d in node.preds), default=0)
         if isinstance(node.op, m.WaitOp):  # when its transfers leave the engine's queue
             step = max([step] + [-(-finish[p] // 4) for p, _ in node.preds if p in finish])
+        if isinstance(node.op, m.DmaOp):  # issued in the order placed: the queue's order
+            step = max(step, last_dma + 1)
         while not table.fits(node, step, machine):
             step += 1
         node.step = step
         table.take(node, step)
-        if isinstance(node.op, m.DmaOp):  # placed in program order (a chain of edges)
+        if isinstance(node.op, m.DmaOp):
+            last_dma = step
             start = max(4 * step + machine.dma_setup_cycles, engine_free)
             engine_free = finish[i] = start + -(-len(node.op.dram_words()) //
                                                 machine.dma_words_per_cycle)
