@@ -2,10 +2,10 @@
 
 Every buffer lives in DRAM, row-major, one value per word: f32, and integers and booleans
 as exact f32 values (below 2**24); intermediates share DRAM by liveness. Most task kinds
-are **lane kernels**: each output
-element of the task's tile is a *lane*, and lanes are processed in waves of 4 words per
-PE over the PEs of one L2B (a DMA load reaches every L2B, so the others repeat the same
-work). A lane kernel is a straight line of
+are **lane kernels**: each output element of the task's tile is a *lane*, and lanes are
+processed in waves of 4 words per PE over all PEs (L2B ``n`` gets its lanes by DMAs to
+it alone; a wave that fits one L2B goes to all of them, which repeat the same work). A
+lane kernel is a straight line of
 
 * **loads**: any per-lane DRAM addresses, moved by DMAs of their runs (a run of rows at
   a constant distance is one strided DMA) into an L2BM staging area, then scattered to
@@ -303,9 +303,10 @@ class ProgramBuilder:
             self.broadcast(int(addresses[0]), slot)
             return slot
         stage, l1 = self.stage.take(), self.l1.take()
-        for first, address, words, run, stride in descriptors(addresses, load=True):
-            self.dma("load", m.RefAttr("dram", address), m.RefAttr("l2bm", stage[1] + first),
-                     words, run, stride)
+        for n, part in self.per_l2b(addresses):
+            for first, address, words, run, stride in descriptors(part, load=True):
+                self.dma("load", m.RefAttr("dram", address),
+                         m.RefAttr("l2bm", stage[1] + first), words, run, stride, n)
         self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*l1), self.chunk))
         self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(*slot)))
         return slot
@@ -315,9 +316,18 @@ class ProgramBuilder:
         stage, l1 = self.stage.take(), self.l1.take()
         self.emit(m.L1Op(0, "gather", [m.RefAttr(*slot)], m.RefAttr(*l1)))
         self.emit(m.L2Op(0, "gather", [m.RefAttr(*l1)], m.RefAttr(*stage), self.chunk))
-        for first, address, words, run, stride in descriptors(addresses, load=False):
-            self.dma("store", m.RefAttr("l2bm", stage[1] + first), m.RefAttr("dram", address),
-                     words, run, stride)
+        for n, part in self.per_l2b(addresses):
+            for first, address, words, run, stride in descriptors(part, load=False):
+                self.dma("store", m.RefAttr("l2bm", stage[1] + first),
+                         m.RefAttr("dram", address), words, run, stride, n)
+
+    def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
+        """A wave's lanes by L2B: L2B ``n`` takes lanes ``n wave ..``; a wave that one L2B
+        holds goes to all of them (loads) or comes from L2B 0 (stores)."""
+        if len(addresses) <= self.wave:
+            return [(None, addresses)]
+        return [(n, addresses[n * self.wave:(n + 1) * self.wave])
+                for n in range(-(-len(addresses) // self.wave))]
 
     # --- the program
 
@@ -419,9 +429,10 @@ class ProgramBuilder:
             "embedding": lambda c: self.embedding(task, c),
         }.get(task.kind.data, lambda c: self.reduce(task, c) if task.kind.data in REDUCTIONS
               else [self.load(self.copy_addresses(task, tile, c))])
-        for w in range(-(-n // self.wave)):
+        lanes = self.wave * self.machine.l2bs  # every L2B takes its own lanes
+        for w in range(-(-n // lanes)):
             self.grf = {"grf0": 4, "grf1": 4}
-            flat = np.arange(w * self.wave, min(n, (w + 1) * self.wave))
+            flat = np.arange(w * lanes, min(n, (w + 1) * lanes))
             local = np.unravel_index(flat, tile.sizes) if tile.sizes else ()
             coords = [o + c for o, c in zip(tile.offsets, local, strict=True)] or [
                 np.zeros(len(flat), np.int64)]

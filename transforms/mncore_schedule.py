@@ -6,8 +6,9 @@ the machine: one instruction per slot per step, the LM/GRF port rules, and the
 latencies — a value is read only once its writer's latency has passed, DMA data only
 after the wait on its tag, and a wait is placed once its transfers are done (so it does
 not stall): DMAs issue in the order they are placed, which is the order of the engine's
-queue, so the scheduler knows when each one finishes. Instructions are placed in critical-path order (longest
-latency-weighted path to the end first), each at its earliest free step.
+queue, so the scheduler knows when each one finishes. Instructions are placed in
+critical-path order (longest latency-weighted path to the end first), each at its
+earliest free step.
 
 Dependencies come from the words instructions touch, per memory space: read after
 write (the writer's latency; after the wait for DMA writes), write after read (same

@@ -34,6 +34,18 @@
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
 // LANES: [True, True] 8
 // RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore' | filecheck %s --check-prefix=LANE-IR
+// On mncore2 a wave of more lanes than one L2B holds gives each L2B its own (DMAs to
+// one L2B), and equals the task level.
+// RUN: mncore-opt %S/Inputs/wide.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=6400 row_tile=64}' -o %t.wide.task.mlir
+// RUN: mncore-run %t.wide.task.mlir --random-inputs 2 --save-outputs %t.wide.task.npz > /dev/null
+// RUN: mncore-opt %t.wide.task.mlir -p 'convert-task-to-mncore{machine=mncore2}' -o %t.wide.mncore.mlir
+// RUN: mncore-run %t.wide.mncore.mlir --random-inputs 2 --save-outputs %t.wide.mncore.npz > /dev/null
+// RUN: %{python} -c "import numpy as np; a, b = np.load('%t.wide.task.npz'), np.load('%t.wide.mncore.npz'); print([np.allclose(a[k], b[k], rtol=1e-5, atol=1e-5) for k in a])" | filecheck %s --check-prefix=WIDE
+// WIDE: [True, True]
+// RUN: filecheck %s --input-file %t.wide.mncore.mlir --check-prefix=WIDE-IR
+// WIDE-IR-DAG: "load" {{.*}} l2b 0 tag
+// WIDE-IR-DAG: "load" {{.*}} l2b 3 tag
+// WIDE-IR-DAG: "store" {{.*}} l2b 3 tag
 // Intermediate buffers share DRAM by liveness (first fit), shown as mncore.buffer ops;
 // the program still equals the task level.
 // RUN: mncore-opt %S/Inputs/chain.mlir -p 'convert-graph-to-task{reuse_buffers=false}' -o %t.chain.task.mlir
