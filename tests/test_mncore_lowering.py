@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import Block, mlp_sgd
+from mncore_ir.model_zoo import Block, gpt_adamw, mlp_sgd
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import InterpretationError, run_function
@@ -297,3 +297,20 @@ def test_logical_ops_on_integers_match_the_interpreter() -> None:
     for ours, theirs in zip(outs, expected, strict=True):
         assert ours.dtype == np.int64
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_gpt2_adamw_training_step_on_tiny_matches_the_graph_interpreter() -> None:
+    """A one-layer GPT-2 step (embeddings, attention, GELU, tied head, cross-entropy,
+    backward with index_put, AdamW): every output within the model tests' tolerance."""
+    step = gpt_adamw(layers=1)
+    captured = capture(step, *step.example_inputs())
+    inputs = [x.numpy() for x in captured.example_inputs]
+    expected = run_function(import_captured(captured), inputs)
+    module = import_captured(captured)
+    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task,"
+                           "convert-task-to-mncore{machine=tiny}")
+    outs, report = simulate(find_program(module), inputs)
+    assert len(outs) == len(expected)
+    for ours, theirs in zip(outs, expected, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+    assert report.issued["mau"] > 0

@@ -22,8 +22,9 @@ kernels:
 * sum, mean, amax: the reduced elements of each lane are loaded one after another and
   accumulated (the reduction runs over time, lanes in parallel); a sum or mean of few
   outputs over many elements goes through the tree instead (``reduce_tree``);
-* gather, scatter, embedding: there is no data-dependent addressing on a SIMD machine, so
-  each lane compares its index with every candidate position and selects (one-hot);
+* gather, scatter, embedding, index_put: there is no data-dependent addressing on a SIMD
+  machine, so each lane compares its index with every candidate position and selects
+  (one-hot, by write masks);
 * matmul on the MAU: A-stationary with ``mma`` over all L2Bs where K fits
   (``lower_matmul_stationary``), else streaming with ``vmm`` (``lower_matmul_streaming``).
 
@@ -70,7 +71,8 @@ class MNCoreConversionError(DiagnosticException):
 #: Task kinds that only move data: their output tile is a copy of words of the input.
 COPIES = ("permute", "reshape", "slice")
 REDUCTIONS = {"sum": "fadd", "mean": "fadd", "amax": "fmax"}
-LOWERED = ("elementwise", "matmul", *COPIES, *REDUCTIONS, "gather", "scatter", "embedding")
+LOWERED = ("elementwise", "matmul", *COPIES, *REDUCTIONS, "gather", "scatter", "embedding",
+           "index_put")
 
 #: Body ops that are one ALU instruction.
 _ALU = {g.AddOp: "fadd", g.SubOp: "fsub", g.MulOp: "fmul", g.MaximumOp: "fmax",
@@ -427,6 +429,7 @@ class ProgramBuilder:
             "gather": lambda c: self.gather(task, c),
             "scatter": lambda c: self.scatter(task, c),
             "embedding": lambda c: self.embedding(task, c),
+            "index_put": lambda c: self.index_put(task, c),
         }.get(task.kind.data, lambda c: self.reduce(task, c) if task.kind.data in REDUCTIONS
               else [self.load(self.copy_addresses(task, tile, c))])
         lanes = self.wave * self.machine.l2bs  # every L2B takes its own lanes
@@ -645,6 +648,36 @@ class ProgramBuilder:
         self.alu("fzero", [], acc)
         self.select_matching(where, rows, lambda k: self.load(self.address(
             weight, [np.full_like(coords[-1], k), coords[-1]])), acc)
+        return [acc]
+
+    def index_put(self, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
+        """``out = input``, then for each index position ``i``: the lanes of row
+        ``indices[i]`` take (or add, with ``accumulate``) ``values[i, ...]``, by a write
+        mask; positions in order, so a repeated row keeps the last value."""
+        (x, _), (indices, _), (values, _) = task.reads()
+        accumulate = task.attrs.data.get("accumulate")
+        add = bool(accumulate.value.data) if accumulate is not None else False  # type: ignore[attr-defined]
+        index_shape = indices.type.get_shape()  # type: ignore[attr-defined]
+        value_shape = values.type.get_shape()  # type: ignore[attr-defined]
+        lanes = len(coords[0])
+        acc, match = self.fresh(), self.fresh()
+        self.alu("fpass", [self.load(self.address(x, coords))], acc)
+        row = self.keep(self.load(self.table(coords[0])))
+        for position in np.ndindex(*index_shape):
+            where = self.load(np.full(lanes, self.address(
+                indices, [np.array([p]) for p in position])[0] if position else
+                self.dram[indices]))
+            self.alu("fcmpeq", [where, row], match)
+            full = [np.full(lanes, p) for p in position] + list(coords[1:])
+            lead = len(full) - len(value_shape)
+            value = self.load(self.address(values, [
+                np.zeros(lanes, np.int64) if n == 1 else full[lead + d]
+                for d, n in enumerate(value_shape)]) if value_shape else
+                np.full(lanes, self.dram[values]))
+            if add:
+                self.alu("fadd", [acc, value], acc, mask=match)
+            else:
+                self.alu("fpass", [value], acc, mask=match)
         return [acc]
 
     def keep(self, slot: Slot) -> Slot:

@@ -25,14 +25,14 @@
 // LINEAR: result0 = tensor<8x64xf32>
 // RUN: %{python} -c "import numpy as np; a, b = np.load('%t.linear.task.npz')['result0'], np.load('%t.linear.mncore.npz')['result0']; print(np.allclose(a, b, rtol=1e-5, atol=1e-5))" | filecheck %s --check-prefix=CLOSE
 // CLOSE: True
-// Reductions, gather, scatter and embedding are lane kernels (Inputs/lanes.mlir): equal
+// Reductions, gather, scatter, embedding and index_put are lane kernels (Inputs/lanes.mlir): equal
 // to the task level, on both machines.
 // RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{row_tile=3}' -o %t.lanes.task.mlir
 // RUN: mncore-run %t.lanes.task.mlir --random-inputs 4 --save-outputs %t.lanes.task.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
-// LANES: [True, True] 8
+// LANES: [True, True] 9
 // RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore' | filecheck %s --check-prefix=LANE-IR
 // On mncore2 a wave of more lanes than one L2B holds gives each L2B its own (DMAs to
 // one L2B), and equals the task level.
@@ -108,6 +108,6 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // LANE-IR: mncore.l2 {{[0-9]+}} "reduce" l1bm{{.*}} words 4
 // LANE-IR: mncore.mau {{[0-9]+}} "mma" lm0{{.*}}, grf0[8], grf1[4] -> grf1[4]
 
-// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding
+// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding, index_put
 // CAPACITY: mncore-opt: error: convert-task-to-mncore: buffer %x (1100000 words at dram[0]) does not fit in dram (1048576 words on tiny)
 // MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny
