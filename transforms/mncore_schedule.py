@@ -21,7 +21,7 @@ accepted here.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -82,6 +82,31 @@ def dma_steps(op: m.DmaOp, machine: Machine) -> int:
     return -(-cycles // 4)
 
 
+History = tuple[tuple[int, "int | None"], ...]
+
+
+def distinct(state: dict[tuple[str, int], History], space: str, words: Sequence[int]
+             ) -> list[History]:
+    """The different histories of ``words`` (most words of an access share one)."""
+    found: dict[int, History] = {}
+    for word in words:
+        history = state.get((space, word), ())
+        found.setdefault(id(history), history)
+    return list(found.values())
+
+
+def extend(state: dict[tuple[str, int], History], space: str, words: Sequence[int],
+           change: Callable[[History], History]) -> None:
+    """Replace each word's history by ``change`` of it, computing each distinct one once
+    (the originals are kept alive while their ids key the memo)."""
+    memo: dict[int, tuple[History, History]] = {}
+    for word in words:
+        old = state.get((space, word), ())
+        if id(old) not in memo:
+            memo[id(old)] = (old, change(old))
+        state[(space, word)] = memo[id(old)][1]
+
+
 def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
     """Nodes with their dependency edges. Per memory word, the last writer and the
     readers since it are enough: older accesses are ordered through them."""
@@ -95,8 +120,10 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
     # Per word, the writers and readers since the last write that covered them: (node,
     # L2B or None); L2BM words have a copy per L2B, which DMAs may touch one at a time.
-    writers: dict[tuple[str, int], list[tuple[int, int | None]]] = {}
-    readers: dict[tuple[str, int], list[tuple[int, int | None]]] = {}
+    # Words an instruction touches together share one tuple, so each distinct history
+    # is looked at (and extended) once per access.
+    writers: dict[tuple[str, int], History] = {}
+    readers: dict[tuple[str, int], History] = {}
 
     def edge(a: int, b: int, distance: int) -> None:
         nodes[b].preds.append((a, distance))
@@ -120,37 +147,40 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                 edge(i, j, dma_steps(nodes[i].op, machine))  # type: ignore[arg-type]
                 waited_by[i] = j
             continue
-        found: list[tuple[int, int, str]] = []  # earlier node, distance, what j does
+        found: dict[tuple[int, str], int] = {}  # (earlier node, what j does) -> distance
         for space, words, block in node.reads:
-            for word in words:
-                for i, other in writers.get((space, word), ()):
+            for history in distinct(writers, space, words):
+                for i, other in history:
                     if _meet(block, other):
-                        found.append((i, latency(nodes[i].op, machine), "reads"))
+                        found[(i, "reads")] = latency(nodes[i].op, machine)
         for space, words, block in node.writes:
-            for word in words:
-                found += [(i, 1, "overwrites") for i, other in writers.get((space, word), ())
-                          if _meet(block, other)]
-                found += [(i, 0, "overwrites") for i, other in readers.get((space, word), ())
-                          if _meet(block, other)]
+            for history, distance in ((h, 1) for h in distinct(writers, space, words)):
+                for i, other in history:
+                    if _meet(block, other):
+                        found[(i, "overwrites")] = max(found.get((i, "overwrites"), 0), distance)
+            for history in distinct(readers, space, words):
+                for i, other in history:
+                    if _meet(block, other):
+                        found.setdefault((i, "overwrites"), 0)
         needs: dict[int, int] = {}
-        for i, distance, what in found:
+        for (i, what), distance in found.items():
             source, gap = after(i, j, distance, what)
             needs[source] = max(needs.get(source, 0), gap)
         for i, gap in needs.items():
             if i != j:
                 edge(i, j, gap)
         for space, words, block in node.reads:
-            for word in words:
-                readers.setdefault((space, word), []).append((j, block))
+            extend(readers, space, words, lambda h, b=block, j=j: (*h, (j, b)))
         for space, words, block in node.writes:
-            for word in words:
-                key = (space, word)
-                if block is None:
-                    writers[key], readers[key] = [(j, None)], []
-                else:  # older accesses of other L2Bs' copies stay live
-                    writers[key] = [w for w in writers.get(key, ()) if w[1] != block] + [
-                        (j, block)]
-                    readers[key] = [r for r in readers.get(key, ()) if r[1] != block]
+            if block is None:
+                mine: History = ((j, None),)
+                for word in words:
+                    writers[(space, word)], readers[(space, word)] = mine, ()
+            else:  # older accesses of other L2Bs' copies stay live
+                extend(writers, space, words, lambda h, b=block, j=j: (
+                    *(w for w in h if w[1] != b), (j, b)))
+                extend(readers, space, words, lambda h, b=block: tuple(
+                    r for r in h if r[1] != b))
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
     if waiting_dma:
