@@ -71,12 +71,21 @@ _KIND_OPS = {"conv2d": ("convolution",), "conv2d_backward": ("convolution_backwa
              "layer_norm_backward": ("native_layer_norm_backward",)}
 
 
+#: Element types a device may refuse, as torch dtypes.
+_DTYPES = {"f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
 def culprit(graph: TraceGraph, error: Exception) -> str:
-    """`` (first at <source line>)`` for the traced op behind a refused task kind."""
-    found = re.search(r"task kind '(\w+)'", str(error))
-    names = _KIND_OPS.get(found.group(1), (found.group(1),)) if found else ()
+    """`` (first at <source line>)`` for the traced op behind a refused task kind or
+    element type."""
+    kind = re.search(r"task kind '(\w+)'", str(error))
+    names = _KIND_OPS.get(kind.group(1), (kind.group(1),)) if kind else ()
+    element = re.search(r"<[^>]*?x?(f64|f16|bf16)>", str(error))
+    dtype = _DTYPES[element.group(1)] if element else None
     for node in graph.nodes:
-        if node.where and any(name in str(node.op) for name in names):
+        outputs = node.meta if isinstance(node.meta, tuple | list) else (node.meta,)
+        if node.where and (any(name in str(node.op) for name in names) or any(
+                getattr(out, "dtype", None) == dtype for out in outputs)):
             return f" (first at {describe_location(node.where)})"
     return ""
 

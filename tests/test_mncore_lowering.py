@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -314,3 +315,28 @@ def test_gpt2_adamw_training_step_on_tiny_matches_the_graph_interpreter() -> Non
     for ours, theirs in zip(outs, expected, strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
     assert report.issued["mau"] > 0
+
+
+@pytest.mark.parametrize("machine", ["tiny", "mncore2"])
+def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str) -> None:
+    """Grouped, strided, padded conv2d and an overlapping, padded max-pool, forward and
+    backward (input, weight and bias gradients; pool indices exactly)."""
+    torch.manual_seed(0)
+
+    def step(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        with torch.enable_grad():
+            leaves = [v.detach().requires_grad_(True) for v in (x, w, b)]
+            y = F.conv2d(leaves[0], leaves[1], leaves[2], stride=2, padding=1, groups=2)
+            z, index = F.max_pool2d(y, 2, stride=1, padding=1, return_indices=True)
+            grads = torch.autograd.grad((z * z).sum(), leaves)
+        return (y.detach(), z.detach(), index, *grads)
+
+    args = (torch.randn(2, 4, 7, 6), torch.randn(6, 2, 3, 3), torch.randn(6))
+    captured = capture(step, *args)
+    module = import_captured(captured)
+    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task,"
+                           f"convert-task-to-mncore{{machine={machine}}}")
+    outs, _ = simulate(find_program(module), [a.numpy() for a in args])
+    for ours, theirs in zip(outs, step(*args), strict=True):
+        assert ours.dtype == theirs.numpy().dtype
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-4, atol=1e-4)

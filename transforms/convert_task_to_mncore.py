@@ -25,6 +25,7 @@ kernels:
 * gather, scatter, embedding, index_put: there is no data-dependent addressing on a SIMD
   machine, so each lane compares its index with every candidate position and selects
   (one-hot, by write masks);
+* conv2d, max-pool and their backward ops: ``mncore_windows``;
 * matmul on the MAU: A-stationary with ``mma`` over all L2Bs where K fits
   (``lower_matmul_stationary``), else streaming with ``vmm`` (``lower_matmul_streaming``).
 
@@ -61,6 +62,7 @@ from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES, Machine
 from mncore_ir.targets.graph_interpreter import constant_value
+from mncore_ir.transforms import mncore_windows as windows
 from mncore_ir.transforms.mncore_schedule import schedule
 
 
@@ -72,7 +74,7 @@ class MNCoreConversionError(DiagnosticException):
 COPIES = ("permute", "reshape", "slice")
 REDUCTIONS = {"sum": "fadd", "mean": "fadd", "amax": "fmax"}
 LOWERED = ("elementwise", "matmul", *COPIES, *REDUCTIONS, "gather", "scatter", "embedding",
-           "index_put")
+           "index_put", "conv2d", "conv2d_backward", "max_pool2d", "max_pool2d_backward")
 
 #: Body ops that are one ALU instruction.
 _ALU = {g.AddOp: "fadd", g.SubOp: "fsub", g.MulOp: "fmul", g.MaximumOp: "fmax",
@@ -421,17 +423,29 @@ class ProgramBuilder:
         if self.tree_pays(task):
             self.reduce_tree(task)
             return
+        if task.kind.data == "conv2d_backward":
+            windows.lower_conv2d_backward(self, task)
+            return
         writes = task.writes()
         tile = writes[0][1]
-        n = math.prod(tile.sizes)
         kernel: Callable[[list[np.ndarray]], list[Slot]] = {
             "elementwise": lambda c: self.elementwise(task, body, tile, c),  # type: ignore[arg-type]
             "gather": lambda c: self.gather(task, c),
             "scatter": lambda c: self.scatter(task, c),
             "embedding": lambda c: self.embedding(task, c),
             "index_put": lambda c: self.index_put(task, c),
+            "conv2d": lambda c: windows.conv2d(self, task, c),
+            "max_pool2d": lambda c: windows.max_pool2d(self, task, c),
+            "max_pool2d_backward": lambda c: windows.max_pool2d_backward(self, task, c),
         }.get(task.kind.data, lambda c: self.reduce(task, c) if task.kind.data in REDUCTIONS
               else [self.load(self.copy_addresses(task, tile, c))])
+        self.lanes_over(tile, writes, kernel)
+
+    def lanes_over(self, tile: t.Tile, writes: Sequence[tuple[SSAValue, t.Tile]],
+                   kernel: Callable[[list[np.ndarray]], list[Slot]]) -> None:
+        """Run ``kernel`` on waves of the lanes of ``tile`` (absolute coordinates, one
+        array per dimension) and store the slots it returns to ``writes``."""
+        n = math.prod(tile.sizes)
         lanes = self.wave * self.machine.l2bs  # every L2B takes its own lanes
         for w in range(-(-n // lanes)):
             self.grf = {"grf0": 4, "grf1": 4}
@@ -540,7 +554,6 @@ class ProgramBuilder:
         dims, kept = self.reduced_dims(task)
         reduced = np.indices([shape[d] for d in dims]).reshape(len(dims), -1)
         count = reduced.shape[1]
-        zero, ones = self.pooled([0.0]), self.ones_matrix()
         for flat in range(math.prod(tile.sizes)):
             at = [o + c for o, c in zip(tile.offsets, np.unravel_index(flat, tile.sizes),
                                         strict=True)]
@@ -550,27 +563,34 @@ class ProgramBuilder:
                     mine[d] = np.full(count, at[i], np.int64)
             for d, index in zip(dims, reduced, strict=True):
                 mine[d] = index
-            addresses = self.address(value, mine)
-            self.grf = {"grf0": 4, "grf1": 4}
-            acc, vector, total = ("grf0", 4), ("grf0", 8), ("grf1", 4)
-            for first in range(0, count, self.wave):
-                chunk = np.full(self.wave, zero, np.int64)
-                part = addresses[first:first + self.wave]
-                chunk[:len(part)] = part
-                x = self.load(chunk)
-                self.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
-            l1, stage, back = self.l1.take(), self.stage.take(), self.l1.take()
-            self.emit(m.L1Op(0, "reduce", [m.RefAttr(*acc)], m.RefAttr(*l1)))
-            self.emit(m.L2Op(0, "reduce", [m.RefAttr(*l1)], m.RefAttr(*stage), 4))
-            self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*back), 4))
-            self.emit(m.L1Op(0, "bcast", [m.RefAttr(*back)], m.RefAttr(*vector)))
-            self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*total)))
-            self.emit(m.MauOp(0, "mma", [m.RefAttr(*ones), m.RefAttr(*vector),
-                                         m.RefAttr(*total)], m.RefAttr(*total)))
-            if task.kind.data == "mean":
-                self.alu("fmul", [total, self.constant(1.0 / count)], total)
-            self.store(total, self.address(out, [np.array([c]) for c in at]) if at else
-                       np.array([self.dram[out]]))
+            self.sum_tree(self.address(value, mine),
+                          self.address(out, [np.array([c]) for c in at]) if at else
+                          np.array([self.dram[out]]),
+                          1.0 / count if task.kind.data == "mean" else 1.0)
+
+    def sum_tree(self, addresses: np.ndarray, target: np.ndarray, scale: float) -> None:
+        """``scale`` times the sum of the DRAM words ``addresses``, stored to the word
+        ``target``, through the tree (see ``reduce_tree``)."""
+        zero, ones = self.pooled([0.0]), self.ones_matrix()
+        self.grf = {"grf0": 4, "grf1": 4}
+        acc, vector, total = ("grf0", 4), ("grf0", 8), ("grf1", 4)
+        for first in range(0, len(addresses), self.wave):
+            chunk = np.full(self.wave, zero, np.int64)
+            part = addresses[first:first + self.wave]
+            chunk[:len(part)] = part
+            x = self.load(chunk)
+            self.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
+        l1, stage, back = self.l1.take(), self.stage.take(), self.l1.take()
+        self.emit(m.L1Op(0, "reduce", [m.RefAttr(*acc)], m.RefAttr(*l1)))
+        self.emit(m.L2Op(0, "reduce", [m.RefAttr(*l1)], m.RefAttr(*stage), 4))
+        self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*back), 4))
+        self.emit(m.L1Op(0, "bcast", [m.RefAttr(*back)], m.RefAttr(*vector)))
+        self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*total)))
+        self.emit(m.MauOp(0, "mma", [m.RefAttr(*ones), m.RefAttr(*vector),
+                                     m.RefAttr(*total)], m.RefAttr(*total)))
+        if scale != 1.0:
+            self.alu("fmul", [total, self.constant(scale)], total)
+        self.store(total, target)
 
     def ones_matrix(self) -> Slot:
         """16 words of 1.0 in LM: ``mma`` with it sums a vector's 4 words."""
