@@ -26,8 +26,7 @@ kernels:
   machine, so each lane compares its index with every candidate position and selects
   (one-hot, by write masks);
 * conv2d, max-pool and their backward ops: ``mncore_windows``;
-* matmul on the MAU: A-stationary with ``mma`` over all L2Bs where K fits
-  (``lower_matmul_stationary``), else streaming with ``vmm`` (``lower_matmul_streaming``).
+* matmul on the MAU: ``mncore_matmul``.
 
 Instructions are emitted in this order (their meaning) and placed by
 ``mncore-schedule``'s list scheduler.
@@ -55,20 +54,21 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES, Machine
 from mncore_ir.targets.graph_interpreter import constant_value
+from mncore_ir.transforms import mncore_matmul
 from mncore_ir.transforms import mncore_windows as windows
+from mncore_ir.transforms.mncore_common import (
+    MNCoreConversionError,
+    Ring,
+    descriptors,
+    strides_of,
+)
 from mncore_ir.transforms.mncore_schedule import schedule
-
-
-class MNCoreConversionError(DiagnosticException):
-    """A kernel this conversion cannot lower."""
-
 
 #: Task kinds that only move data: their output tile is a copy of words of the input.
 COPIES = ("permute", "reshape", "slice")
@@ -92,66 +92,7 @@ _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 Slot = tuple[str, int]  # a PE memory and the first of its 4 words
 
 
-def strides_of(shape: Sequence[int]) -> np.ndarray:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return np.array(out[::-1], dtype=np.int64)
-
-
-def runs(addresses: np.ndarray) -> list[tuple[int, int, int]]:
-    """(first element, first address, length) of each run of consecutive addresses."""
-    if not len(addresses):
-        return []
-    breaks = np.flatnonzero(np.diff(addresses) != 1) + 1
-    starts = np.concatenate([[0], breaks])
-    ends = np.concatenate([breaks, [len(addresses)]])
-    return [(int(s), int(addresses[s]), int(e - s)) for s, e in zip(starts, ends, strict=True)]
-
-
-def descriptors(addresses: np.ndarray, load: bool
-                ) -> list[tuple[int, int, int, int | None, int | None]]:
-    """The runs of ``addresses`` grouped into strided DMAs: (first element, first
-    address, words, run, stride), run and stride ``None`` for one contiguous run. A load
-    may read a word again (stride 0); a store never writes one twice."""
-    out: list[tuple[int, int, int, int | None, int | None]] = []
-    found = runs(addresses)
-    i = 0
-    while i < len(found):
-        first, address, length = found[i]
-        j = i + 1
-        if j < len(found) and found[j][2] == length:
-            stride = found[j][1] - address
-            while (j < len(found) and found[j][2] == length
-                   and found[j][1] - found[j - 1][1] == stride):
-                j += 1
-            if stride >= length or (load and stride >= 0):
-                out.append((first, address, length * (j - i), length, stride))
-                i = j
-                continue
-        out.append((first, address, length, None, None))
-        i += 1
-    return out
-
-
-class Ring:
-    """Areas of one memory handed out round-robin: reuse is safe (the scheduler orders
-    it) and the ring's length is how many transfers may overlap."""
-
-    def __init__(self, space: str, start: int, size: int, count: int) -> None:
-        self.space, self.start, self.size, self.count, self.next = space, start, size, count, 0
-
-    def take(self) -> tuple[str, int]:
-        at = self.start + self.size * (self.next % self.count)
-        self.next += 1
-        return self.space, at
-
-
 class ProgramBuilder:
-    JC = 4
-    """Columns of C each L1B accumulates at once in the A-stationary matmul."""
-
     def __init__(self, kernel: t.KernelOp, machine: Machine, matmul: str = "auto") -> None:
         self.kernel, self.machine, self.matmul = kernel, machine, matmul
         self.ops: list[m.InstructionOp] = []
@@ -170,8 +111,9 @@ class ProgramBuilder:
         self.lm_limit = half
         self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
         self.loads = 0
-        # L2BM: a ring of wave-sized staging areas, then two large areas for matmul
-        # operands; L1BM: a ring of chunks, a matmul result area, two operand areas.
+        # L2BM: a ring of wave-sized staging areas, then a ring of three large areas for
+        # matmul operands and results; L1BM: a ring of chunks, a matmul result area, then
+        # two matmul operand areas.
         stages = max(2, min(4, machine.l2bm_words // self.wave // 2))
         self.stage = Ring("l2bm", 0, self.wave, stages)
         top = stages * self.wave
@@ -179,7 +121,7 @@ class ProgramBuilder:
         chunks = max(2, min(8, machine.l1bm_words // self.chunk // 2))
         self.l1 = Ring("l1bm", 0, self.chunk, chunks)
         self.l1_out = chunks * self.chunk
-        self.l1_top = self.l1_out + self.JC * self.chunk
+        self.l1_top = self.l1_out + mncore_matmul.JC * self.chunk
         self.grf: dict[str, int] = {}
 
     # --- places
@@ -370,7 +312,7 @@ class ProgramBuilder:
         for task in kernel.tasks():
             kind = task.kind.data
             if kind == "matmul":
-                self.lower_matmul(task)
+                mncore_matmul.lower_matmul(self, task)
             else:
                 body = bodies[task.body.root_reference.data] if task.body else None
                 self.lower_lanes(task, body)
@@ -710,235 +652,6 @@ class ProgramBuilder:
     def table(self, values: np.ndarray) -> np.ndarray:
         """DRAM addresses of per-lane compile-time values (in the constant pool)."""
         return self.pooled(values.tolist()) + np.arange(len(values))
-
-    # --- matmul
-
-    def lower_matmul(self, task: t.TaskOp) -> None:
-        """The A-stationary kernel where A's rows fit in LM as 4x4 matrices, else the
-        streaming one."""
-        depth = task.reads()[0][1].sizes[-1]
-        bl1 = (self.machine.l1bm_words - self.l1_top) // 2
-        width = min(depth, self.big_stage.size // (self.machine.l1b_per_l2b * self.JC),
-                    bl1 // self.JC) // 4 * 4
-        matrices = 2 * (self.machine.lm_words - self.lm_limit)
-        fits = depth % 4 == 0 and width >= 4 and 4 * depth <= matrices
-        if self.matmul == "stationary" and not fits:
-            raise MNCoreConversionError(
-                f"convert-task-to-mncore: matmul_kernel=stationary needs K a multiple of 4 "
-                f"with 4 K <= {matrices} words of LM per PE on {self.machine.name}; K is {depth}")
-        if fits and self.matmul != "streaming":
-            self.lower_matmul_stationary(task, width)
-        else:
-            self.lower_matmul_streaming(task)
-
-    def lower_matmul_stationary(self, task: t.TaskOp, width: int) -> None:
-        """``C = A @ B`` with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
-        of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
-        L1B ``g`` computes ``JC`` columns of C at a time: ``B[4kc:4kc+4, j]`` is
-        broadcast to its PEs and ``mma`` adds ``A(4x4) . b`` to column ``j``'s
-        accumulator. One L1 broadcast feeds one ``mma``; columns of B stream through
-        L2BM (strided DMAs, ``width`` rows at a time) while the MAU works; columns of C
-        are stored by strided DMAs. The L2Bs split either the rows (each its own block
-        of A; B broadcast) or the columns (A broadcast; each L2B its own columns of B),
-        whichever ``split_rows`` expects to be faster."""
-        (a, at), (b, bt) = task.reads()
-        ((c, ct),) = task.writes()
-        rows, cols, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
-        sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
-        base_a = self.dram[a] + int(np.dot(at.offsets, sa))
-        base_b = self.dram[b] + int(np.dot(bt.offsets, sb))
-        base_c = self.dram[c] + int(np.dot(ct.offsets, sc))
-        per, blocks, jc, l2bs = (self.machine.pes_per_l1b, self.machine.l1b_per_l2b, self.JC,
-                                 self.machine.l2bs)
-        bl1 = (self.machine.l1bm_words - self.l1_top) // 2
-        b_areas = Ring("l1bm", self.l1_top, bl1, 2)
-        half = self.lm_limit
-        vectors = Ring("grf0", 4, 4, (self.machine.grf_words - 4) // 4)
-        accs = [("grf1", 4 + 4 * j) for j in range(jc)]
-        a_stages = Ring("l2bm", self.big_stage.start, 4 * per,  # A's pieces, many in flight
-                        self.big_stage.size * self.big_stage.count // (4 * per))
-        by_rows = self.split_rows(rows, cols, depth)
-        tall = 4 * per  # rows of A an L2B holds
-        span = blocks * jc * (1 if by_rows else l2bs)  # columns of C per unit
-
-        def matrix(kc: int) -> tuple[str, int]:
-            return ("lm0", "lm1")[kc % 2], half + 16 * (kc // 2)
-
-        for r0 in range(0, rows, tall * (l2bs if by_rows else 1)):
-            # (L2B or None for all, first row, rows) of each block of A this pass holds
-            parts = [(self.one_l2b(n), r0 + tall * n, min(tall, rows - r0 - tall * n))
-                     for n in range(l2bs) if r0 + tall * n < rows] if by_rows else [
-                (None, r0, min(tall, rows - r0))]
-            for kc in range(depth // 4):  # A[first + 4p + i, 4kc:4kc+4] -> row i of PE p
-                for i in range(min(4, parts[0][2])):
-                    stage, l1 = a_stages.take(), self.l1.take()
-                    for n, first, block in parts:
-                        if i < block:
-                            count = -(-(block - i) // 4)
-                            self.dma("load", m.RefAttr("dram", base_a + int((first + i) * sa[-2]
-                                                                            + 4 * kc)),
-                                     m.RefAttr(*stage), 4 * count, 4, int(4 * sa[-2]), n)
-                    count = -(-(parts[0][2] - i) // 4)
-                    self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4 * count))
-                    space, at_ = matrix(kc)
-                    self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(space, at_ + 4 * i)))
-            # Units of (columns, rows of B): the next unit's DMAs are emitted before
-            # this unit's work, so the engine's queue runs ahead of the MAU.
-            units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, depth, width)]
-            areas = {0: self.load_columns(base_b, sb, cols, depth, width, *units[0], b_areas,
-                                          by_rows)}
-            for u, (c0, k0) in enumerate(units):
-                if u + 1 < len(units):
-                    areas[u + 1] = self.load_columns(base_b, sb, cols, depth, width,
-                                                     *units[u + 1], b_areas, by_rows)
-                live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
-                if k0 == 0:
-                    for jl in live:
-                        self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*accs[jl])))
-                area, kw = areas.pop(u), min(width, depth - k0)
-                for kc in range(kw // 4):
-                    for jl in live:
-                        vector = vectors.take()
-                        self.emit(m.L1Op(0, "bcast", [m.RefAttr(area[0], area[1] + jl * kw
-                                                                + 4 * kc)], m.RefAttr(*vector)))
-                        self.emit(m.MauOp(0, "mma", [m.RefAttr(*matrix(k0 // 4 + kc)),
-                                                     m.RefAttr(*vector), m.RefAttr(*accs[jl])],
-                                          m.RefAttr(*accs[jl])))
-                if k0 + width < depth:
-                    continue
-                for jl in live:  # C[first + 4p + i, j] for PE p, word i: rows in order
-                    self.emit(m.L1Op(0, "gather", [m.RefAttr(*accs[jl])],
-                                     m.RefAttr("l1bm", self.l1_out + jl * self.chunk)))
-                out = self.big_stage.take()
-                self.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", self.l1_out)], m.RefAttr(*out),
-                                 jc * self.chunk))
-                for index in range(span):
-                    if c0 + index >= cols:
-                        continue
-                    n, local = divmod(index, blocks * jc)
-                    for block_l2b, first, block in (parts if by_rows else [
-                            (self.one_l2b(n), r0, parts[0][2])]):
-                        self.dma("store", m.RefAttr(out[0], out[1] + local * self.chunk),
-                                 m.RefAttr("dram", base_c + int(first * sc[-2] + c0 + index)),
-                                 block, 1, int(sc[-2]), block_l2b)
-
-    def split_rows(self, rows: int, cols: int, depth: int) -> bool:
-        """Whether the L2Bs split C's rows (A loaded once; B once per pass of ``l2bs``
-        row blocks) rather than its columns (B once per row block): the smaller of the
-        estimated max(DMA cycles, MAU cycles), then the fewer MAU cycles."""
-        machine, jc = self.machine, self.JC
-        if machine.l2bs == 1:
-            return False
-
-        def cost(by_rows: bool) -> tuple[float, float]:
-            passes = -(-rows // (4 * machine.pes_per_l1b * (machine.l2bs if by_rows else 1)))
-            span = machine.l1b_per_l2b * jc * (1 if by_rows else machine.l2bs)
-            mau = passes * -(-cols // span) * depth * jc  # (depth / 4) jc steps of 4 cycles
-            words = rows * depth + passes * depth * cols + rows * cols
-            return max(mau, words / machine.dma_words_per_cycle), mau
-
-        return cost(True) < cost(False)
-
-    def one_l2b(self, n: int) -> int | None:
-        """``l2b n`` where the machine has several L2Bs (with one, the default says it)."""
-        return n if self.machine.l2bs > 1 else None
-
-    def load_columns(self, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
-                     c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
-        """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
-        ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each), or with
-        ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs)."""
-        kw, jc = min(width, depth - k0), self.JC
-        stage = self.big_stage.take()
-        per_l2b = self.machine.l1b_per_l2b * jc
-        for index in range(per_l2b if shared else self.machine.l2bs * per_l2b):
-            n, local = divmod(index, per_l2b)
-            if c0 + index < cols:
-                self.dma("load", m.RefAttr("dram", base_b + int(k0 * sb[-2] + c0 + index)),
-                         m.RefAttr(stage[0], stage[1] + local * kw), kw, 1, int(sb[-2]),
-                         None if shared else self.one_l2b(n))
-        area = areas.take()
-        self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*area), jc * kw))
-        return area
-
-    def lower_matmul_streaming(self, task: t.TaskOp) -> None:
-        """``C = A @ B`` on the MAU (any K): each PE owns one row and 4 columns of C and adds
-        ``a(4) . B(4x4)`` over K in chunks of 4 (``vmm``). The PEs of one L1B share a
-        block of 4 columns, so that block's 4x4 piece of B is broadcast to them; each PE
-        gets its own piece of A's row. Missing rows and columns are zeros."""
-        (a, at), (b, bt) = task.reads()
-        ((c, ct),) = task.writes()
-        rows, cols_all, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
-        sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
-        base_a = self.dram[a] + int(np.dot(at.offsets, sa))
-        base_b = self.dram[b] + int(np.dot(bt.offsets, sb))
-        base_c = self.dram[c] + int(np.dot(ct.offsets, sc))
-        per = self.machine.pes_per_l1b
-        blocks = self.machine.l1b_per_l2b
-        zeros = self.pooled([0.0] * 4)
-        row_blocks, col_blocks = -(-rows // per), -(-cols_all // 4)
-        groups = [(jb, rb) for jb in range(col_blocks) for rb in range(row_blocks)]
-        self.grf = {"grf0": 4, "grf1": 4}
-        matrix, acc = ("grf0", 4), ("grf1", 4)
-        for first in range(0, len(groups), blocks):
-            wave = groups[first:first + blocks]
-            self.emit(m.AluOp(0, "fzero", [], m.RefAttr(*acc)))
-            for kc in range(0, depth, 4):
-                width = min(4, depth - kc)
-                stage_m, stage_v = self.stage.take()[1], self.stage.take()[1]
-                for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
-                    target = stage_m + 16 * gi
-                    self.load_padded(base_b + int(kc * sb[-2] + 4 * jb * sb[-1]), int(sb[-2]),
-                                     width, min(4, cols_all - 4 * jb), target, zeros)
-                    if width < 4:
-                        self.dma("load", m.RefAttr("dram", zeros),
-                                 m.RefAttr("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
-                for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
-                    self.load_padded(base_a + int(rb * per * sa[-2] + kc * sa[-1]), int(sa[-2]),
-                                     min(per, rows - rb * per), width, stage_v + 4 * per * gi,
-                                     zeros)
-                l1_m, l1_v = self.l1.take(), self.l1.take()
-                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_m)], m.RefAttr(*l1_m),
-                                 16))
-                for i in range(4):
-                    self.emit(m.L1Op(0, "bcast", [m.RefAttr(l1_m[0], l1_m[1] + 4 * i)],
-                                     m.RefAttr(matrix[0], matrix[1] + 4 * i)))
-                self.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_v)], m.RefAttr(*l1_v),
-                                 4 * per))
-                vector = self.lm_slot()
-                self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1_v)], m.RefAttr(*vector)))
-                self.emit(m.MauOp(0, "vmm", [m.RefAttr(*matrix), m.RefAttr(*vector),
-                                             m.RefAttr(*acc)], m.RefAttr(*acc)))
-            stage_c, l1_c = self.stage.take()[1], self.l1.take()
-            self.emit(m.L1Op(0, "gather", [m.RefAttr(*acc)], m.RefAttr(*l1_c)))
-            self.emit(m.L2Op(0, "gather", [m.RefAttr(*l1_c)], m.RefAttr("l2bm", stage_c),
-                             4 * per))
-            for gi, (jb, rb) in enumerate(wave):
-                cols = min(4, cols_all - 4 * jb)
-                count = min(per, rows - rb * per)
-                target = base_c + int(rb * per * sc[-2] + 4 * jb * sc[-1])
-                source = m.RefAttr("l2bm", stage_c + 4 * per * gi)
-                if cols == 4:
-                    self.dma("store", source, m.RefAttr("dram", target), 4 * count, 4,
-                             int(sc[-2]))
-                else:
-                    for p in range(count):
-                        self.dma("store", m.RefAttr("l2bm", stage_c + 4 * per * gi + 4 * p),
-                                 m.RefAttr("dram", target + int(p * sc[-2])), cols)
-
-    def load_padded(self, source: int, stride: int, rows: int, width: int, target: int,
-                    zeros: int) -> None:
-        """``rows`` runs of ``width`` words, ``stride`` apart in DRAM, into the 4-word
-        slots of L2BM from ``target``, each padded with zeros (from ``zeros``)."""
-        if width == 4:
-            self.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target), 4 * rows,
-                     4, stride)
-            return
-        for r in range(rows):
-            self.dma("load", m.RefAttr("dram", source + r * stride),
-                     m.RefAttr("l2bm", target + 4 * r), width)
-            self.dma("load", m.RefAttr("dram", zeros), m.RefAttr("l2bm", target + 4 * r + width),
-                     4 - width)
 
     # --- task bodies on the ALU
 

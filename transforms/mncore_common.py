@@ -1,0 +1,69 @@
+"""What convert-task-to-mncore's modules share: its error, DRAM address runs and their
+DMA descriptors, and rings of on-chip areas."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.utils.exceptions import DiagnosticException
+
+
+class MNCoreConversionError(DiagnosticException):
+    """A kernel this conversion cannot lower."""
+
+
+def strides_of(shape: Sequence[int]) -> np.ndarray:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return np.array(out[::-1], dtype=np.int64)
+
+
+def runs(addresses: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first element, first address, length) of each run of consecutive addresses."""
+    if not len(addresses):
+        return []
+    breaks = np.flatnonzero(np.diff(addresses) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(addresses)]])
+    return [(int(s), int(addresses[s]), int(e - s)) for s, e in zip(starts, ends, strict=True)]
+
+
+def descriptors(addresses: np.ndarray, load: bool
+                ) -> list[tuple[int, int, int, int | None, int | None]]:
+    """The runs of ``addresses`` grouped into strided DMAs: (first element, first
+    address, words, run, stride), run and stride ``None`` for one contiguous run. A load
+    may read a word again (stride 0); a store never writes one twice."""
+    out: list[tuple[int, int, int, int | None, int | None]] = []
+    found = runs(addresses)
+    i = 0
+    while i < len(found):
+        first, address, length = found[i]
+        j = i + 1
+        if j < len(found) and found[j][2] == length:
+            stride = found[j][1] - address
+            while (j < len(found) and found[j][2] == length
+                   and found[j][1] - found[j - 1][1] == stride):
+                j += 1
+            if stride >= length or (load and stride >= 0):
+                out.append((first, address, length * (j - i), length, stride))
+                i = j
+                continue
+        out.append((first, address, length, None, None))
+        i += 1
+    return out
+
+
+class Ring:
+    """Areas of one memory handed out round-robin: reuse is safe (the scheduler orders
+    it) and the ring's length is how many transfers may overlap."""
+
+    def __init__(self, space: str, start: int, size: int, count: int) -> None:
+        self.space, self.start, self.size, self.count, self.next = space, start, size, count, 0
+
+    def take(self) -> tuple[str, int]:
+        at = self.start + self.size * (self.next % self.count)
+        self.next += 1
+        return self.space, at
