@@ -115,8 +115,9 @@ def main() -> None:
     print_rows(rows)
     stationary = {r["case"].split()[1]: r["ratio"] for r in rows if "stationary" in r["case"]}
     streaming = {r["case"].split()[1]: r["ratio"] for r in rows if "streaming" in r["case"]}
-    print("\nstreaming / stationary cycles: " + ", ".join(
-        f"{size} {streaming[size] / stationary[size]:.1f}x" for size in streaming))
+    if streaming:
+        print("\nstreaming / stationary cycles: " + ", ".join(
+            f"{size} {streaming[size] / stationary[size]:.1f}x" for size in streaming))
 
 
 if __name__ == "__main__":
