@@ -45,6 +45,7 @@ def lower_matmul(pb: ProgramBuilder, task: t.TaskOp) -> None:
     else:
         lower_matmul_streaming(pb, task)
 
+
 def lower_matmul_stationary(pb: ProgramBuilder, task: t.TaskOp, width: int) -> None:
     """``C = A @ B`` with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
     of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
@@ -136,6 +137,7 @@ def lower_matmul_stationary(pb: ProgramBuilder, task: t.TaskOp, width: int) -> N
                              m.RefAttr("dram", base_c + int(first * sc[-2] + c0 + index)),
                              block, 1, int(sc[-2]), block_l2b)
 
+
 def split_rows(pb: ProgramBuilder, rows: int, cols: int, depth: int) -> bool:
     """Whether the L2Bs split C's rows (A loaded once; B once per pass of ``l2bs``
     row blocks) rather than its columns (B once per row block): the smaller of the
@@ -153,9 +155,11 @@ def split_rows(pb: ProgramBuilder, rows: int, cols: int, depth: int) -> bool:
 
     return cost(True) < cost(False)
 
+
 def one_l2b(pb: ProgramBuilder, n: int) -> int | None:
     """``l2b n`` where the machine has several L2Bs (with one, the default says it)."""
     return n if pb.machine.l2bs > 1 else None
+
 
 def load_columns(pb: ProgramBuilder, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
                  c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
@@ -174,6 +178,7 @@ def load_columns(pb: ProgramBuilder, base_b: int, sb: np.ndarray, cols: int, dep
     area = areas.take()
     pb.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*area), jc * kw))
     return area
+
 
 def lower_matmul_streaming(pb: ProgramBuilder, task: t.TaskOp) -> None:
     """``C = A @ B`` on the MAU (any K): each PE owns one row and 4 columns of C and adds
@@ -239,6 +244,7 @@ def lower_matmul_streaming(pb: ProgramBuilder, task: t.TaskOp) -> None:
                 for p in range(count):
                     pb.dma("store", m.RefAttr("l2bm", stage_c + 4 * per * gi + 4 * p),
                              m.RefAttr("dram", target + int(p * sc[-2])), cols)
+
 
 def load_padded(pb: ProgramBuilder, source: int, stride: int, rows: int, width: int, target: int,
                 zeros: int) -> None:
