@@ -106,16 +106,23 @@ class State:
     dram_words: int = 0
 
 
-def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
-             = None, memories: dict[str, np.ndarray] | None = None
-             ) -> tuple[list[np.ndarray], Report]:
-    """Run ``program`` on numpy inputs (its ``input`` tensors in order); returns the
-    ``output`` tensors and the report. ``trace`` collects Chrome trace events;
-    ``memories`` receives the final contents of every memory used."""
-    try:  # the assembler's rules, also when the IR was not verified when parsed
+def check(program: m.ProgramOp) -> None:
+    """The assembler's rules, as an interpretation error."""
+    try:
         program.verify_()
     except VerifyException as error:
         raise InterpretationError(str(error)) from None
+
+
+def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
+             = None, memories: dict[str, np.ndarray] | None = None, verify: bool = True
+             ) -> tuple[list[np.ndarray], Report]:
+    """Run ``program`` on numpy inputs (its ``input`` tensors in order); returns the
+    ``output`` tensors and the report. ``trace`` collects Chrome trace events;
+    ``memories`` receives the final contents of every memory used; ``verify=False``
+    skips the assembler's rules for a program already checked (run again and again)."""
+    if verify:  # the assembler's rules, also when the IR was not verified when parsed
+        check(program)
     machine = program.target
     ins, outs = program.tensors("input"), program.tensors("output")
     if len(inputs) != len(ins):
