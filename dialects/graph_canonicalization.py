@@ -7,6 +7,8 @@ result type.
 
 from __future__ import annotations
 
+import math
+
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -87,19 +89,33 @@ class DoubleNegation(RewritePattern):
 
 class ArithmeticIdentity(RewritePattern):
     """``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` when the result
-    has ``x``'s type (a broadcasting constant may not be dropped)."""
+    has ``x``'s type (a broadcasting constant may not be dropped).
 
-    RIGHT = {g.AddOp: 0, g.SubOp: 0, g.MulOp: 1, g.DivOp: 1}
-    LEFT = {g.AddOp: 0, g.MulOp: 1}
+    For floats the additive identity is signed: ``x + (-0.0)`` and ``x - 0.0`` are ``x``
+    for every ``x``, but ``(-0.0) + 0.0`` is ``+0.0``, so ``x + 0.0`` and ``x - (-0.0)``
+    are kept."""
+
+    #: op → (identity, the sign its zero must have: -1.0, 1.0, or None for "any")
+    RIGHT = {g.AddOp: (0, -1.0), g.SubOp: (0, 1.0), g.MulOp: (1, None), g.DivOp: (1, None)}
+    LEFT = {g.AddOp: (0, -1.0), g.MulOp: (1, None)}
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, g.BinaryOp):
             return
         kind = type(op)
-        if kind in self.RIGHT and splat_value(op.rhs) == self.RIGHT[kind]:
+        if kind in self.RIGHT and _is_identity(op.rhs, *self.RIGHT[kind]):
             _replace_by(rewriter, op, op.lhs)
-        elif kind in self.LEFT and splat_value(op.lhs) == self.LEFT[kind]:
+        elif kind in self.LEFT and _is_identity(op.lhs, *self.LEFT[kind]):
             _replace_by(rewriter, op, op.rhs)
+
+
+def _is_identity(value: SSAValue, identity: int, zero_sign: float | None) -> bool:
+    """Whether ``value`` is a splat of ``identity``; a float zero must have ``zero_sign``."""
+    splat = splat_value(value)
+    if splat is None or splat != identity:
+        return False
+    return zero_sign is None or not isinstance(splat, float) or (
+        math.copysign(1.0, splat) == zero_sign)
 
 
 PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {

@@ -8,14 +8,37 @@
 // CHECK-NEXT:    func.return %0, %a : tensor<4x3xf32>, tensor<4x3xf32>
 func.func @arith_identities(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
   %z = graph.constant dense<0.0> : tensor<f32>
+  %nz = graph.constant dense<-0.0> : tensor<f32>
   %o = graph.constant dense<1.0> : tensor<f32>
-  %0 = graph.add %a, %z : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xf32>
+  %0 = graph.add %a, %nz : tensor<4x3xf32>, tensor<f32> -> tensor<4x3xf32>
   %1 = graph.mul %o, %0 : tensor<f32>, tensor<4x3xf32> -> tensor<4x3xf32>
   %2 = graph.sub %b, %z : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
   %3 = graph.div %2, %o : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
   %4 = graph.add %1, %3 : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
-  %5 = graph.add %z, %a : tensor<f32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  %5 = graph.add %nz, %a : tensor<f32>, tensor<4x3xf32> -> tensor<4x3xf32>
   func.return %4, %5 : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// Signed zeros: (-0.0) + 0.0 is +0.0 and (-0.0) - (-0.0) is +0.0, so for floats
+// x + 0.0, 0.0 + x and x - (-0.0) are not x. Integer zeros are.
+// CHECK-LABEL: func.func @signed_zeros_stay
+// CHECK-NEXT:    %z = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %nz = graph.constant dense<-0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %0 = graph.add %a, %z
+// CHECK-NEXT:    %1 = graph.add %z, %a
+// CHECK-NEXT:    %2 = graph.sub %a, %nz
+// CHECK-NEXT:    func.return %0, %1, %2, %i
+func.func @signed_zeros_stay(%a: tensor<3xf32>, %i: tensor<3xi64>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xi64>) {
+  %z = graph.constant dense<0.0> : tensor<f32>
+  %nz = graph.constant dense<-0.0> : tensor<f32>
+  %iz = graph.constant dense<0> : tensor<i64>
+  %0 = graph.add %a, %z : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  %1 = graph.add %z, %a : tensor<f32>, tensor<3xf32> -> tensor<3xf32>
+  %2 = graph.sub %a, %nz : tensor<3xf32>, tensor<f32> -> tensor<3xf32>
+  %3 = graph.add %i, %iz : tensor<3xi64>, tensor<i64> -> tensor<3xi64>
+  func.return %0, %1, %2, %3 : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xi64>
 }
 
 // -----
