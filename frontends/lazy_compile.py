@@ -21,9 +21,10 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch import fx
 from torch.fx.experimental.proxy_tensor import make_fx
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from mncore_ir.frontends.fx import DECOMPOSITIONS, import_fx
+from mncore_ir.frontends.fx import DECOMPOSITIONS, FxImporter, FxImportError, user_frame
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -41,8 +42,7 @@ from mncore_ir.pipeline import (
     mncore_machine,
 )
 
-COMPILER_VERSION = "mncore-ir 0.1.0 graph-v1"
-
+COMPILER_VERSION = "mncore-ir 0.1.0 graph-v2"
 
 
 @dataclass(eq=False)
@@ -76,8 +76,8 @@ _DTYPES = {"f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 def culprit(graph: TraceGraph, error: Exception) -> str:
-    """`` (first at <source line>)`` for the traced op behind a refused task kind or
-    element type."""
+    """The source line (``path:line: code``) of the traced op behind a refused task
+    kind or element type, or ``""``."""
     kind = re.search(r"task kind '(\w+)'", str(error))
     names = _KIND_OPS.get(kind.group(1), (kind.group(1),)) if kind else ()
     element = re.search(r"<[^>]*?x?(f64|f16|bf16)>", str(error))
@@ -86,7 +86,7 @@ def culprit(graph: TraceGraph, error: Exception) -> str:
         outputs = node.meta if isinstance(node.meta, tuple | list) else (node.meta,)
         if node.where and (any(name in str(node.op) for name in names) or any(
                 getattr(out, "dtype", None) == dtype for out in outputs)):
-            return f" (first at {describe_location(node.where)})"
+            return describe_location(node.where)
     return ""
 
 
@@ -197,15 +197,98 @@ def example_inputs(graph: TraceGraph) -> list[torch.Tensor]:
             else torch.zeros((), dtype=x.dtype) for x in graph.inputs]
 
 
+class _AtNode(Exception):
+    """``cause``, raised while converting the FX node whose source line is
+    ``stack_trace``: carries the node out of ``make_fx`` and the importer."""
+
+    def __init__(self, stack_trace: str | None, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.stack_trace = stack_trace
+        self.cause = cause
+
+
+class _Replay(fx.Interpreter):
+    """Runs the trace under ``make_fx``; a node that fails names its source line."""
+
+    def __init__(self, gm: fx.GraphModule) -> None:
+        super().__init__(gm)
+        self.extra_traceback = False  # the message stays the op's own
+
+    def run_node(self, n: fx.Node) -> Any:
+        try:
+            return super().run_node(n)
+        except Exception as error:
+            raise _AtNode(n.meta.get("stack_trace"), error) from error
+
+
 def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.GraphModule:
     """Decompose to the importer's core ATen, keeping each node's source line."""
 
     def replay(*args: torch.Tensor) -> Any:
         with fx_traceback.preserve_node_meta():
-            return fx.Interpreter(gm).run(*args)
+            return _Replay(gm).run(*args)
 
     # The trace is functional already (in-place ops were rewritten while tracing).
     return make_fx(replay, decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
+
+
+def import_graph(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> ModuleOp:
+    """The core-ATen graph as ``func.func @main``; a failure names the node's line."""
+    importer = FxImporter(gm, examples, "main", [f"in{i}" for i in range(len(examples))])
+    try:
+        return ModuleOp([importer.run()])
+    except Exception as error:
+        node = importer.node
+        raise _AtNode(node.meta.get("stack_trace") if node else None, error) from error
+
+
+def _message(error: Exception) -> str:
+    """The error's text; other than the compiler's own diagnostics, with its type, so
+    that a bare ``KeyError: 'x'`` still says what it is."""
+    if isinstance(error, DiagnosticException | FxImportError):
+        return str(error)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _first_line(graph: TraceGraph) -> str:
+    """The source line of the step's first traced op that has one, or ``""``."""
+    where = next((node.where for node in graph.nodes if node.where), "")
+    return describe_location(where) if where else ""
+
+
+#: The first line of an on-disk entry: the compiler that wrote it and the body's digest.
+_HEADER = re.compile(r"// (.+); blake2b ([0-9a-f]{32})\n")
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def _unpack(data: bytes) -> str:
+    """The IR of an on-disk entry; ``ValueError`` saying why when it is not intact."""
+    newline = data.find(b"\n") + 1
+    header = _HEADER.fullmatch(data[:newline].decode("ascii", "replace"))
+    if not header:
+        raise ValueError("no valid header line")
+    if header.group(1) != COMPILER_VERSION:
+        raise ValueError(f"written by {header.group(1)!r}, not {COMPILER_VERSION!r}")
+    body = data[newline:]
+    if _digest(body) != header.group(2):
+        raise ValueError("its checksum does not match (truncated or edited)")
+    return body.decode()
+
+
+def _pack(ir: str) -> bytes:
+    body = ir.encode()
+    return f"// {COMPILER_VERSION}; blake2b {_digest(body)}\n".encode() + body
+
+
+def _directory(variable: str) -> str | None:
+    """The directory named by the environment ``variable``, refusing one that is not."""
+    path = os.environ.get(variable) or None
+    if path is not None and os.path.exists(path) and not os.path.isdir(path):
+        raise LazyError(f"{variable}={path!r} is not a directory")
+    return path
 
 
 class GraphCompiler:
@@ -215,8 +298,8 @@ class GraphCompiler:
         self.device = device
         self.metrics = metrics
         self.cache: dict[tuple[Any, ...], CompiledGraph] = {}
-        self.cache_dir = os.environ.get("MNCORE_CACHE_DIR")
-        self.dump_dir = os.environ.get("MNCORE_DUMP_DIR")
+        self.cache_dir = _directory("MNCORE_CACHE_DIR")
+        self.dump_dir = _directory("MNCORE_DUMP_DIR")
         self.debug = os.environ.get("MNCORE_DEBUG", "") not in ("", "0")
         self.compiles_at: Counter[str] = Counter()
         self.ctx = make_context()
@@ -225,28 +308,18 @@ class GraphCompiler:
         return cut(outputs)
 
     def compile(self, graph: TraceGraph, reason: str) -> CompiledGraph:
+        """The step's executable, from the cache or compiled; any failure is a
+        ``LazyError`` naming the user's line (the original error is its cause)."""
         cached = self.cache.get(graph.structure)
         if cached is not None:
             self.metrics.counters["CachedCompile"] += 1
             return cached
         start = time.perf_counter()
-        ir = self._load(graph.key)
-        if ir is None:
-            gm = to_core_aten(to_fx(graph), example_inputs(graph))
-            module = import_fx(gm, example_inputs(graph), "main",
-                               [f"in{i}" for i in range(len(graph.inputs))])
-            try:
-                apply_pipeline(module, device_pipeline(self.device), self.ctx)
-            except DiagnosticException as error:
-                raise LazyError(f"the {self.device} device cannot compile this step: {error}"
-                                f"{culprit(graph, error)}") from None
-            ir = str(module)
-            self._store(graph.key, ir)
-            self.metrics.counters["UncachedCompile"] += 1
-        else:
-            module = parse_module(self.ctx, ir, f"{graph.key}.mlir")
-            self.metrics.counters["DiskCachedCompile"] += 1
-        compiled = CompiledGraph(graph.key, ir, device_executable(module, self.device))
+        try:
+            compiled = self._compile(graph)
+        except Exception as error:
+            raise self._diagnose(graph, error) from (
+                error.cause if isinstance(error, _AtNode) else error)
         self.cache[graph.structure] = compiled
         seconds = time.perf_counter() - start
         self.metrics.time("CompileTime", seconds)
@@ -254,8 +327,39 @@ class GraphCompiler:
         if self.dump_dir:
             os.makedirs(self.dump_dir, exist_ok=True)
             with open(os.path.join(self.dump_dir, f"{graph.key}.graph.mlir"), "w") as f:
-                f.write(ir)
+                f.write(compiled.ir)
         return compiled
+
+    def _compile(self, graph: TraceGraph) -> CompiledGraph:
+        path = self._path(graph.key)
+        entry = self._load(path) if path else None
+        if entry is None:
+            examples = example_inputs(graph)
+            module = import_graph(to_core_aten(to_fx(graph), examples), examples)
+            apply_pipeline(module, device_pipeline(self.device), self.ctx)
+            ir = str(module)
+            if path:
+                self._store(path, ir)
+            self.metrics.counters["UncachedCompile"] += 1
+        else:
+            ir, module = entry
+            self.metrics.counters["DiskCachedCompile"] += 1
+        return CompiledGraph(graph.key, ir, device_executable(module, self.device))
+
+    def _diagnose(self, graph: TraceGraph, error: Exception) -> LazyError:
+        """The user's error for a failed compile, at the best source line known: the FX
+        node that failed, else the op behind a refused kind or type, else the step's
+        first line."""
+        line = ""
+        if isinstance(error, _AtNode):
+            line = user_frame(error.stack_trace)
+            line = "" if line == "<unknown source line>" else line
+            error = error.cause
+        line = line or culprit(graph, error) or _first_line(graph)
+        message = _message(error)
+        if line and line not in message:  # the importer's own errors name it already
+            message += f" (first at {line})"
+        return LazyError(f"the {self.device} device cannot compile this step: {message}")
 
     def _explain(self, graph: TraceGraph, reason: str, seconds: float) -> None:
         if not self.debug:
@@ -272,19 +376,30 @@ class GraphCompiler:
         target = f"mncore-{mncore_machine()}" if self.device == "mncore" else self.device
         return os.path.join(self.cache_dir, f"{key}.{target}.mlir") if self.cache_dir else None
 
-    def _load(self, key: str) -> str | None:
-        path = self._path(key)
-        if path is None or not os.path.exists(path):
+    def _load(self, path: str) -> tuple[str, ModuleOp] | None:
+        """The entry at ``path``, parsed; None when there is none or it is not intact
+        (then one warning: the step is compiled again and the entry rewritten)."""
+        try:
+            with open(path, "rb") as f:
+                ir = _unpack(f.read())
+            return ir, parse_module(self.ctx, ir, path)
+        except FileNotFoundError:
             return None
-        with open(path) as f:
-            return f.read()
+        except Exception as error:  # whatever is wrong with it, compiling again mends it
+            why = str(error).splitlines()[0] if str(error) else type(error).__name__
+            warnings.warn(f"ignoring the compile-cache entry {path}: {why}; compiling the "
+                          "step again and rewriting it", stacklevel=2)
+            return None
 
-    def _store(self, key: str, ir: str) -> None:
-        path = self._path(key)
-        if path is None:
-            return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    def _store(self, path: str, ir: str) -> None:
+        """Write the entry atomically (a reader never sees half of it); a cache that
+        cannot be written costs a warning, not the step."""
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(ir)
-        os.replace(tmp, path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(_pack(ir))
+            os.replace(tmp, path)
+        except OSError as error:
+            warnings.warn(f"cannot write the compile-cache entry {path}: {error}",
+                          stacklevel=2)

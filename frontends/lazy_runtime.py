@@ -67,8 +67,9 @@ def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOver
     return None
 
 
-_RECORD, _VIEW, _INPLACE, _DECOMPOSE, _ALPHA, _ADDC, _FALLBACK, _UNSUPPORTED = (
-    "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported")
+_RECORD, _VIEW, _INPLACE, _DECOMPOSE, _ALPHA, _ADDC, _FALLBACK, _UNSUPPORTED, _OUT = (
+    "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported", "out")
+_FACTORY, _COPY = "factory", "copy"
 _PLANS: dict[torch._ops.OpOverload, str] = {}
 
 
@@ -83,6 +84,12 @@ def _plan(func: torch._ops.OpOverload) -> str:
         plan = _ADDC
     elif func in (aten.set_.source_Tensor, aten.set_.source_Storage):
         plan = _UNSUPPORTED
+    elif func in (aten._copy_from.default, aten._copy_from_and_resize.default):
+        plan = _COPY
+    elif torch.Tag.out in func.tags:
+        plan = _OUT
+    elif _takes_device(func) and (func not in IMPORTABLE or "empty" in func.__name__):
+        plan = _FACTORY  # what the compiler cannot import, and uninitialised memory
     elif func.is_view:
         plan = _VIEW
     elif func._schema.is_mutable:
@@ -211,6 +218,9 @@ class Worker:
 
     def submit(self, job: Job, gate: bool) -> None:
         with self._cond:
+            if self._stopping:
+                raise LazyError("this runtime has been shut down (torch_mncore.init() "
+                                "replaced it, or the program is exiting)")
             self._jobs.append(job)
             self._last = job.future
             self._cond.notify()
@@ -224,10 +234,15 @@ class Worker:
                 last.result()
 
     def stop(self) -> None:
-        """End the thread once the queued jobs have run."""
+        """Run the queued jobs, then end the thread and wait for it to go. The thread
+        frees each job's tensors after signalling its future, and a daemon thread that
+        is inside torch (freeing a tensor drops the GIL) when the interpreter shuts down
+        aborts the process: at exit it must be gone, not just idle."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
     def _loop(self) -> None:
         while True:
@@ -321,6 +336,12 @@ class Runtime:
             return self.dispatch(func, (args[0], scaled), {})
         if plan is _ADDC:
             return self._addc(func, args, kwargs)
+        if plan is _OUT:
+            return self._out(func, args, kwargs)
+        if plan is _FACTORY:
+            return self._factory(func, args, kwargs)
+        if plan is _COPY:
+            return self._copy_from(func, *args, **kwargs)
         if plan is _UNSUPPORTED:
             raise LazyError(f"{func} is not supported on lazy tensors, at "
                             f"{lt.describe_location(lt.user_location())}")
@@ -337,6 +358,93 @@ class Runtime:
             prod = self.dispatch(aten.mul.Tensor, (prod, value), {})
         add = aten.add_.Tensor if func._schema.is_mutable else aten.add.Tensor
         return self.dispatch(add, (x, prod), {})
+
+    def _out(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+        """An ``out=`` overload (what factories like ``arange`` call on an empty device
+        tensor too): its functional variant, traced, then written into the outs."""
+        functional = _out_functional(func)
+        names = _out_names(func)
+        outs = [kwargs.get(name) for name in names]
+        if functional is None or not all(isinstance(o, LazyTensor) for o in outs):
+            return self._fallback(func, args, kwargs)
+        # the out= op itself on meta tensors: the outs' final shapes, resized as eager
+        # resizes them. Its warnings are the meta kernels' (resizing warnings that
+        # eager's kernels need not give).
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                metas = lt.infer_meta(func, args, kwargs)
+        except NotImplementedError:  # no meta kernel: the functional's shapes
+            metas = None
+        except Exception:  # refused (dtypes that cannot be cast, a host-only input):
+            return self._fallback(func, args, kwargs)  # eager's own verdict
+        call = {k: v for k, v in kwargs.items() if k not in names}
+        parameters = {a.name for a in functional._schema.arguments}
+        if "dtype" in parameters and "dtype" not in call and len(outs) == 1:
+            call["dtype"] = outs[0].dtype  # a factory's out= takes the out's dtype
+        if "device" in parameters:
+            call["device"] = outs[0].device
+        results = self.dispatch(functional, args, call)
+        if len(outs) == 1:
+            results, metas = (results,), (metas,)
+        for i, (out, result) in enumerate(zip(outs, results, strict=True)):
+            self._assign(out, result, None if metas is None else metas[i])
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _factory(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        """A factory made on the host and moved to the device. A ``*_like`` or ``new_*``
+        factory reads only its ``self``'s metadata, so ``self`` is not synced; other
+        tensors (``linspace``'s ends) are read."""
+        self.metrics.counters[f"HostFactory::{func}"] += 1
+        names = [a.name for a in func._schema.arguments]
+
+        def to_host(name: str, x: Any) -> Any:
+            if not isinstance(x, LazyTensor):
+                return x
+            if name == "self":
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+            return self.read(x, fallback=True)
+
+        host_args = [to_host(name, a) for name, a in zip(names, args, strict=False)]
+        host_kwargs = {k: to_host(k, v) for k, v in kwargs.items()}
+        device = kwargs.get("device")
+        if device is not None and not _on_device(device):  # made for another device
+            return func(*host_args, **host_kwargs)
+        host_kwargs["device"] = torch.device("cpu")
+        return pytree.tree_map(
+            lambda x: lt.from_cpu(x) if isinstance(x, torch.Tensor) else x,
+            func(*host_args, **host_kwargs))
+
+    def _copy_from(self, func: torch._ops.OpOverload, src: torch.Tensor, dst: torch.Tensor,
+                   non_blocking: bool = False) -> torch.Tensor:
+        """The backend's copy between host and device (``_copy_from``): ``dst.copy_(src)``;
+        ``_copy_from_and_resize`` first gives ``dst`` the shape of ``src``."""
+        resize = func is aten._copy_from_and_resize.default and dst.shape != src.shape
+        if not isinstance(dst, LazyTensor):  # to the host
+            if resize:
+                dst.resize_(src.shape)
+            return dst.copy_(self.read(src))
+        if resize:  # all of dst is overwritten: its old value is not needed
+            self._assign(dst, src, torch.empty(src.shape, dtype=dst.dtype, device="meta"))
+        else:
+            self.dispatch(aten.copy_.default, (dst, src), {})
+        return dst
+
+    def _assign(self, out: LazyTensor, result: torch.Tensor,
+                meta: torch.Tensor | None) -> None:
+        """Write ``result`` into ``out`` as an ``out=`` argument is written: cast to its
+        dtype, and resized first where the shape differs."""
+        if not isinstance(result, LazyTensor):
+            result = lt.from_cpu(result)
+        if result.dtype != out.dtype:
+            result = self.dispatch(aten._to_copy.default, (result,), {"dtype": out.dtype})
+        if meta is None:
+            meta = lt._meta_like(result)
+        if out.shape != meta.shape:
+            _resize(out, meta)
+        self._write(out, result.value())
 
     def _new_node(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Node:
@@ -365,7 +473,7 @@ class Runtime:
                     a not in _BAKED) else None
                 if target is None:  # baked into the graph: part of its structure
                     graph_args.append(a)
-                    keys.append(a)
+                    keys.append(lt.meta_key(a))
                     continue
                 func = target
                 dtype = _SCALAR_DTYPES.get((first_dtype, type(a))) or _scalar_dtype(
@@ -377,17 +485,16 @@ class Runtime:
                           else lt.from_cpu(x) for x in a]
                 graph_args.append(type(a)(x.value() if isinstance(x, LazyTensor) else x
                                           for x in values))
-                keys.append(tuple(x._sig if isinstance(x, LazyTensor) else x for x in values))
+                keys.append(lt.meta_key(values))
                 args = (*args[:i], type(a)(values), *args[i + 1:])
             else:
                 graph_args.append(a)
-                keys.append(lt.meta_key(a, True) if isinstance(a, list | tuple) else a)
+                keys.append(lt.meta_key(a))
         if kwargs:
             graph_kwargs = dict(kwargs)
             if "device" in kwargs:
                 graph_kwargs["device"] = torch.device("cpu")
-            key = (func, tuple(keys), lt.meta_key(tuple(sorted(kwargs.items())),
-                                                  lt.keyed_by_value(func)))
+            key = (func, tuple(keys), lt.meta_key(tuple(sorted(kwargs.items()))))
         else:
             graph_kwargs = kwargs
             key = (func, tuple(keys), ())
@@ -473,17 +580,27 @@ class Runtime:
                   kwargs: dict[str, Any]) -> Any:
         """Run an op the compiler cannot take eagerly on the host, counted."""
         self.metrics.counters[f"CpuFallback::{func}"] += 1
-        host = pytree.tree_map(
+        host_args, host_kwargs = pytree.tree_map(
             lambda x: self.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
             (args, kwargs))
-        out = func(*host[0], **host[1])
-        for i, a in enumerate(args):
-            if isinstance(a, LazyTensor) and func._schema.arguments[i].alias_info is not None and (
-                    func._schema.arguments[i].alias_info.is_write):
-                self._write(a, lt.from_cpu(host[0][i]).value())
-        if func._schema.is_mutable and isinstance(args[0], LazyTensor):
-            return args[0]
-        return pytree.tree_map(lambda x: lt.from_cpu(x) if isinstance(x, torch.Tensor) else x, out)
+        out = func(*host_args, **host_kwargs)
+        written: dict[int, LazyTensor] = {}  # host tensor's id -> the device tensor
+        for i, arg in enumerate(func._schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            target, host = ((args[i], host_args[i]) if i < len(args)
+                            else (kwargs.get(arg.name), host_kwargs.get(arg.name)))
+            if isinstance(target, LazyTensor):
+                self._assign(target, host, lt._meta_like(host))
+                written[id(host)] = target
+
+        def to_device(x: Any) -> Any:
+            if not isinstance(x, torch.Tensor):
+                return x
+            target = written.get(id(x))  # a returned out or self: the device tensor
+            return lt.from_cpu(x) if target is None else target
+
+        return pytree.tree_map(to_device, out)
 
     def defer(self, error: Exception, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
@@ -520,10 +637,14 @@ class Runtime:
                          key=lambda s: s.serial)
         self.pending = []
         if outputs:
-            graph = self.compiler.cut([s.value for s in outputs])
             if reason is None:
                 reason = f"sync() at {lt.describe_location(lt.user_location())}"
-            compiled = self.compiler.compile(graph, reason)
+            try:
+                graph = self.compiler.cut([s.value for s in outputs])
+                compiled = self.compiler.compile(graph, reason)
+            except Exception as error:
+                _fail(outputs, error)
+                raise
             buffers = [DeviceData(tuple(v.meta.shape), v.meta.dtype,
                                   future=None) for v in graph.outputs]
             future: Future[None] = Future()
@@ -571,7 +692,7 @@ class Runtime:
             else:
                 self._implicit_sync()
         data = storage.value
-        assert isinstance(data, DeviceData)
+        assert isinstance(data, DeviceData), "sync() left a traced tensor without a buffer"
         try:
             value = data.tensor()
         except Exception as error:
@@ -596,6 +717,15 @@ class Runtime:
         self.sync(reason=f"implicit sync at {where}")
 
 
+def _takes_device(func: torch._ops.OpOverload) -> bool:
+    """A factory: it takes the device to make its result on."""
+    return any(a.name == "device" and a.kwarg_only for a in func._schema.arguments)
+
+
+def _on_device(device: Any) -> bool:
+    return device is not None and torch.device(device).type == lt.DEVICE_NAME
+
+
 def _leaves_device(kwargs: dict[str, Any]) -> bool:
     device = kwargs.get("device")
     return device is not None and torch.device(device).type != lt.DEVICE_NAME
@@ -609,6 +739,75 @@ def _functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | 
         return None
     packet = getattr(aten, name[:-1], None)
     return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def _writes(arg: torch._C.Argument) -> bool:
+    return arg.alias_info is not None and arg.alias_info.is_write
+
+
+_OUT_NAMES: dict[torch._ops.OpOverload, tuple[str, ...]] = {}
+
+
+def _out_names(func: torch._ops.OpOverload) -> tuple[str, ...]:
+    """The names of an out= overload's outputs (keyword-only, in the returns' order)."""
+    names = _OUT_NAMES.get(func)
+    if names is None:
+        names = _OUT_NAMES[func] = tuple(a.name for a in func._schema.arguments if _writes(a))
+    return names
+
+
+#: What a factory's functional overload takes and its out= overload does not.
+_FACTORY_KWARGS = frozenset(("dtype", "layout", "device", "pin_memory"))
+_OUT_FUNCTIONAL: dict[torch._ops.OpOverload, torch._ops.OpOverload | None] = {}
+
+
+def _out_functional(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The functional overload that the out= overload ``func`` writes into its outs:
+    the same inputs (names, types, defaults, order) and one result per out; a factory's
+    may also take ``dtype``, ``layout``, ``device`` and ``pin_memory``. (The inverse of
+    ``torch._library._out_variant.to_out_variant``, which does not allow the latter.)"""
+    if func in _OUT_FUNCTIONAL:
+        return _OUT_FUNCTIONAL[func]
+    if not all(a.kwarg_only for a in func._schema.arguments if _writes(a)):
+        _OUT_FUNCTIONAL[func] = None  # it updates an input too: run it on the host
+        return None
+    inputs = [(a.name, str(a.type), a.default_value)
+              for a in func._schema.arguments if not _writes(a)]
+    names = {i[0] for i in inputs}
+    found = None
+    packet = func.overloadpacket
+    for name in packet.overloads():
+        candidate = getattr(packet, name)
+        schema = candidate._schema
+        if (schema.is_mutable or candidate.is_view
+                or len(schema.returns) != len(_out_names(func))):
+            continue
+        own = [(a.name, str(a.type), a.default_value) for a in schema.arguments
+               if not (a.kwarg_only and a.name in _FACTORY_KWARGS and a.name not in names)]
+        if own == inputs:
+            found = candidate
+            break
+    _OUT_FUNCTIONAL[func] = found
+    return found
+
+
+def _resize(tensor: LazyTensor, meta: torch.Tensor) -> None:
+    """Give ``tensor`` the shape and strides of ``meta``, as eager resizes an out=
+    argument of the wrong shape. A wrapper subclass cannot be resized through dispatch
+    (its storage holds no data), so its metadata is set by ``set_``'s meta kernel on
+    its own storage; the old value is dropped with a fresh storage."""
+    if tensor._views:
+        raise LazyError(f"an out= tensor that is a view of another must have the result's "
+                        f"shape {list(meta.shape)}, not {list(tensor.shape)}, at "
+                        f"{lt.describe_location(lt.user_location())}")
+    aten.set_.source_Storage_storage_offset.redispatch(
+        _META_KEYS, tensor, tensor.untyped_storage(), 0, meta.shape, meta.stride())
+    tensor._sig = (tuple(meta.shape), meta.stride(), meta.dtype)
+    tensor._cache = None
+    tensor._storage_ = LazyStorage(tensor._storage_.value)
+
+
+_META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 
 
 def _scatter(step: ViewStep, base: Value, new: Value) -> Value:
@@ -655,21 +854,28 @@ _RUNTIME: Runtime | None = None
 
 @atexit.register
 def _drain() -> None:
-    """Let submitted graphs finish before the interpreter goes: a daemon thread killed
-    inside a torch op aborts the process."""
+    """Let submitted graphs finish and the worker thread end before the interpreter
+    goes (see ``Worker.stop``)."""
     if _RUNTIME is not None:
-        _RUNTIME.worker.wait_all()
+        _RUNTIME.worker.stop()
 
 
 def runtime() -> Runtime:
-    global _RUNTIME
+    """The process's runtime, which ``torch_mncore.init`` starts: without it there is no
+    device to run on (no silent default that a later ``init`` would replace)."""
     if _RUNTIME is None:
-        _RUNTIME = Runtime()
+        where = lt.describe_location(lt.user_location())
+        raise LazyError(f"torch_mncore is not initialised at {where}: call "
+                        "torch_mncore.init(device=...) (or init_cpu(), init_mncore(), "
+                        "init_cuda()) before using the mncore device")
     return _RUNTIME
 
 
 def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bool = True,
          gate: bool = True) -> Runtime:
+    """Start the runtime for ``device``. A runtime already running first runs what was
+    traced on its device and waits for it, so every tensor keeps its value across the
+    switch (its buffer is then an input of the new device's graphs)."""
     global _RUNTIME
     if device not in DEVICES:
         raise LazyError(f"unknown device {device!r}; devices: {', '.join(DEVICES)}")
@@ -678,13 +884,38 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
             mncore_machine()
         except ValueError as error:
             raise LazyError(str(error)) from None
-    if device == "triton" and not torch.cuda.is_available():
-        # Triton picks interpreter or compiler per function when it is decorated, and
-        # make_fx imports triton.language: choose before any tracing.
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    new = Runtime(device, implicit_sync, asynchronous, gate)
     if _RUNTIME is not None:
-        _RUNTIME.worker.wait_all()
-        _RUNTIME.worker.stop()
-    _RUNTIME = Runtime(device, implicit_sync, asynchronous, gate)
-    return _RUNTIME
+        try:
+            _finish(_RUNTIME, f"torch_mncore.init({device!r})")
+        except LazyError:
+            new.worker.stop()
+            raise
+    _RUNTIME = new
+    return new
+
+
+def _finish(old: Runtime, caller: str) -> None:
+    """Run what is traced on ``old``'s device, wait for it and end its worker. On an
+    error ``old`` stays the runtime; the tensors of the failed step keep the error, so
+    a second call goes ahead."""
+    where = lt.describe_location(lt.user_location())
+    try:
+        old.sync(wait=True, reason=f"{caller} at {where}")
+    except Exception as error:
+        raise LazyError(f"{caller} at {where}: what was traced on the {old.device!r} device "
+                        f"failed there, so the device is still {old.device!r}: {error}\n"
+                        "(the tensors that step computes hold this error; call "
+                        f"{caller} again to switch anyway)") from error
+    old.worker.stop()
+
+
+def _fail(outputs: list[LazyStorage], error: Exception) -> None:
+    """Give the storages of a step that could not be compiled a buffer that raises
+    ``error``: reading one, or running a later step on it, reports why."""
+    failed: Future[None] = Future()
+    failed.set_exception(error)
+    for storage in outputs:
+        meta = storage.value.meta
+        storage.set(DeviceData(tuple(meta.shape), meta.dtype, future=failed))
 

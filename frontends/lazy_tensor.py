@@ -139,31 +139,33 @@ class ViewStep:
 _META_CACHE: dict[tuple[Any, ...], Any] = {}
 #: Signatures of meta tensors (mostly the shape cache's, which live as long as it).
 _SIGS: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
-_VALUE_KEYED = ("arange", "linspace", "full", "scalar_tensor")
 
 
-def keyed_by_value(op: torch._ops.OpOverload) -> bool:
-    """Ops whose output shape depends on the values of float arguments."""
-    return any(n in op.__name__ for n in _VALUE_KEYED)
+def meta_key(x: Any) -> Any:
+    """``x`` as a key of what it contributes to an op's result: a tensor by signature
+    (shape, strides, dtype), a sequence element-wise, anything else by type and value.
 
-
-def meta_key(x: Any, by_value: bool) -> Any:
+    The type matters because Python equates values that torch does not: ``1 == 1.0 ==
+    True`` share a hash but give int, float and bool results. Floats are keyed by their
+    exact bits (``float.hex``), so ``-0.0`` differs from ``0.0`` and ``nan`` equals
+    itself."""
     if isinstance(x, LazyTensor):
         return x._sig
     if isinstance(x, torch.Tensor):
         return (tuple(x.shape), x.stride(), x.dtype)
-    if isinstance(x, float) and not by_value:
-        return float
     if isinstance(x, list | tuple):
-        return tuple(meta_key(v, by_value) for v in x)
-    return x
+        return tuple(meta_key(v) for v in x)
+    if isinstance(x, float):
+        return (type(x), float.hex(x))
+    if isinstance(x, complex):
+        return (type(x), float.hex(x.real), float.hex(x.imag))
+    return (type(x), x)
 
 
 def node_key(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A node's structure: the op, its constant arguments by value and its graph
-    values by signature."""
-    return (op, tuple(_value_key(a) for a in args),
-            meta_key(tuple(sorted(kwargs.items())), True))
+    """A node's structure: the op, its constant arguments (positional and keyword) by
+    type and value, and its graph values by signature."""
+    return (op, tuple(_value_key(a) for a in args), meta_key(tuple(sorted(kwargs.items()))))
 
 
 def _value_key(v: Any) -> Any:
@@ -172,11 +174,11 @@ def _value_key(v: Any) -> Any:
         return (tuple(m.shape), m.stride(), m.dtype)
     if isinstance(v, DeviceData):
         return (v.shape, v.dtype)
-    if isinstance(v, Scalar):
+    if isinstance(v, Scalar):  # the value is a graph input; its dtype is structure
         return ("S", v.dtype)
     if isinstance(v, list | tuple):
         return tuple(_value_key(x) for x in v)
-    return meta_key(v, True)
+    return meta_key(v)
 
 
 def _to_meta(x: Any) -> Any:
@@ -197,8 +199,7 @@ def _run_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str
 def infer_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` on meta tensors, cached on (op, input metadata): the meta kernels are
     slow (100-250 µs) and training steps repeat the same calls."""
-    by_value = keyed_by_value(op)
-    key = (op, meta_key(args, by_value), meta_key(tuple(sorted(kwargs.items())), by_value))
+    key = (op, meta_key(args), meta_key(tuple(sorted(kwargs.items()))))
     return infer_meta_cached(key, op, args, args, kwargs)
 
 
@@ -387,6 +388,13 @@ def ensure_backend() -> None:
         lib = torch.library.Library("aten", "IMPL")
         lib.impl("empty.memory_format", _empty, "PrivateUse1")
         lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+        # torch.tensor(..., device=), indexing with lists and other C++ paths copy to
+        # the device with Python dispatch excluded: they reach the backend's kernels.
+        # Every other factory (arange, eye, the windows, tril_indices, ...) is the
+        # runtime's to record or make on the host, not a composite kernel's that
+        # writes through an out= kernel or calls a CPU-only stub with device tensors.
+        for name in ("_copy_from", "_copy_from_and_resize", *_factory_names()):
+            lib.impl(name, _runtime_kernel(name), "PrivateUse1")
         _LIBRARIES.append(lib)
         _SET_UP = True
 
@@ -404,3 +412,29 @@ def _empty_strided(size: Sequence[int], stride: Sequence[int], dtype: torch.dtyp
                    layout: Any = None, device: Any = None, pin_memory: Any = None) -> LazyTensor:
     return _empty(size, dtype)
 
+
+def _factory_names() -> list[str]:
+    """ATen's factories the dispatcher has: overloads with a keyword-only ``device``,
+    no tensor inputs and one tensor result (less the two device allocators above)."""
+    names = []
+    for schema in torch._C._jit_get_all_schemas():
+        qualified = f"{schema.name}.{schema.overload_name}".rstrip(".")
+        namespace, name = qualified.split("::")
+        if (namespace == "aten" and name not in ("empty.memory_format", "empty_strided")
+                and [str(r.type) for r in schema.returns] == ["Tensor"]
+                and any(a.name == "device" and a.kwarg_only for a in schema.arguments)
+                and not any("Tensor" in str(a.type) for a in schema.arguments)
+                and torch._C._dispatch_has_kernel(qualified)):
+            names.append(name)
+    return names
+
+
+def _runtime_kernel(name: str) -> Any:
+    """The backend's kernel of the ATen op ``name``: the runtime's dispatch."""
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(aten, packet), overload or "default")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return LazyTensor.__torch_dispatch__(op, (), args, kwargs)
+
+    return kernel

@@ -13,17 +13,72 @@ Ops on ``mncore`` tensors are traced, not run; ``sync()`` compiles the step's gr
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
 from mncore_ir.frontends import lazy_runtime as _rt
 from mncore_ir.frontends.lazy_runtime import (
     DEVICES,
     ImplicitSyncError,
     LazyError,
 )
+from mncore_ir.frontends.lazy_tensor import DEVICE_NAME as _DEVICE_NAME
 from mncore_ir.frontends.lazy_tensor import ensure_backend as _ensure_backend
 
 # The device must exist before autograd's engine first runs: it sizes its per-device
 # queues once. So importing torch_mncore registers it.
 _ensure_backend()
+
+_M = TypeVar("_M", bound=nn.Module)
+
+
+@contextlib.contextmanager
+def _swapping_parameters() -> Iterator[None]:
+    """Make ``nn.Module._apply`` move parameters by ``torch.utils.swap_tensors``.
+
+    ``module.to("cuda")`` keeps each ``Parameter`` object (it sets ``param.data``), so
+    tied weights stay tied and optimizers built earlier still hold the model's
+    parameters. ``.data =`` cannot turn a CPU tensor into a lazy tensor (a wrapper
+    subclass), and ``_apply`` then makes a new ``Parameter`` per module, untying shared
+    ones; swapping keeps the object and gives it the moved contents instead.
+    """
+    before = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        yield
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(before)
+
+
+def _module_mncore(self: _M, device: int | torch.device | None = None) -> _M:
+    """Move all parameters and buffers to the ``mncore`` device, in place, keeping
+    parameter identity as ``.to("cuda")`` does."""
+    with _swapping_parameters():
+        return self._apply(lambda t: t.mncore(device))
+
+
+# torch's own method (not a wrapper of an earlier import of this module)
+_TORCH_MODULE_TO = getattr(nn.Module.to, "_mncore_wraps", nn.Module.to)
+
+
+@functools.wraps(_TORCH_MODULE_TO)
+def _module_to(self: _M, *args: Any, **kwargs: Any) -> _M:
+    # nn.Module.to, keeping parameter identity when the target is the mncore device
+    device = torch._C._nn._parse_to(*args, **kwargs)[0]
+    if device is None or device.type != _DEVICE_NAME:
+        return _TORCH_MODULE_TO(self, *args, **kwargs)
+    with _swapping_parameters():
+        return _TORCH_MODULE_TO(self, *args, **kwargs)
+
+
+_module_to._mncore_wraps = _TORCH_MODULE_TO  # type: ignore[attr-defined]
+nn.Module.mncore = _module_mncore  # type: ignore[attr-defined]
+nn.Module.to = _module_to  # type: ignore[method-assign,assignment]
 
 __all__ = [
     "DEVICES",
@@ -55,6 +110,11 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     ``"silent"``.
     ``asynchronous=False`` runs each graph inside ``sync()``; ``gate=False`` lets tracing
     resume before the worker has prepared its inputs (for measurements).
+
+    Call it before anything else uses the device: ``sync()``, ``.mncore()`` and the rest
+    raise :class:`LazyError` until then. Calling it again switches device: what was
+    traced is first run on the old device and waited for, so tensors keep their values;
+    if that fails, the error is raised and the device is not switched.
     """
     _rt.init(device, implicit_sync, asynchronous, gate)
 
