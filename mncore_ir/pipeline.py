@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from mncore_ir.dominance import DominanceError, check_dominance
 from mncore_ir.registry import get_all_dialects, get_all_passes
 
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
@@ -117,30 +121,133 @@ def make_context() -> Context:
 
 def apply_pipeline(module: ModuleOp, spec: str, ctx: Context | None = None,
                    verify: bool = True) -> ModuleOp:
-    """Run ``spec`` (``mncore-opt -p`` syntax) on ``module`` in place, verifying after
-    each pass when ``verify``."""
+    """Run ``spec`` (``mncore-opt -p`` syntax) on ``module`` in place. With ``verify``,
+    the IR is verified and its SSA dominance checked before the first pass and after
+    each one, so a pass that leaves invalid IR is named (:class:`InvalidIRError`); an
+    internal error in a pass is a :class:`PassError` naming it."""
 
-    def callback(_prev: object, mod: ModuleOp, _next: object) -> None:
+    def callback(previous: ModulePass | None, mod: ModuleOp, _next: object) -> None:
         if verify:
-            mod.verify()
+            check_ir(mod, previous)
 
-    PassPipeline.parse_spec(get_all_passes(), spec, callback).apply(ctx or make_context(), module)
+    pipeline = PassPipeline.parse_spec(get_all_passes(), spec, callback)
+    apply_passes(pipeline, ctx or make_context(), module)
     return module
 
 
+class InvalidIRError(VerifyException):
+    """IR between passes that does not verify (types, traits or SSA dominance): names
+    the pass that produced it and, when one is known, the op to blame (``op``)."""
+
+    def __init__(self, message: str, pass_name: str | None, op: Operation | None) -> None:
+        where = f"after pass '{pass_name}'" if pass_name else "given to the pipeline"
+        super().__init__(f"the IR {where} is invalid: {message}")
+        self.pass_name = pass_name
+        self.op = op
+
+
+class PassError(Exception):
+    """An exception that is not a diagnostic escaped a pass: an internal error (a bug in
+    the pass, not in its input), named so that it is told apart from a diagnosis."""
+
+    def __init__(self, pass_name: str, error: Exception) -> None:
+        detail = str(error).strip()
+        super().__init__(f"internal error in pass '{pass_name}': {type(error).__name__}"
+                         + (f": {detail}" if detail else ""))
+        self.pass_name = pass_name
+
+
+def check_ir(module: ModuleOp, after: ModulePass | None = None) -> None:
+    """Verify ``module`` and check its SSA dominance (linear in its size), blaming the
+    pass ``after`` which it was produced (``None``: the pipeline's input)."""
+    name = after.name if after is not None else None
+    try:
+        module.verify()
+        check_dominance(module)
+    except VerifyException as error:
+        raise InvalidIRError(str(error).strip(), name, _blamed_op(module, error)) from error
+    except DominanceError as error:
+        raise InvalidIRError(str(error), name, getattr(error, "op", None)) from error
+    except Exception as error:  # the verifier itself failed on what the pass left
+        if name is None:
+            raise
+        raise PassError(name, error) from error
+
+
+def _blamed_op(module: ModuleOp, error: VerifyException) -> Operation | None:
+    """The op a verifier error is about: the one it names, else the first op that fails
+    its own checks (searched only on failure)."""
+    blamed = getattr(error, "op", None)
+    if isinstance(blamed, Operation):
+        return blamed
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException:
+            return op
+    return None
+
+
+def apply_passes(pipeline: PassPipeline, ctx: Context, module: ModuleOp) -> None:
+    """``pipeline.apply`` (the same callbacks between passes), except that an exception
+    that is not a diagnostic is re-raised as a :class:`PassError` naming its pass."""
+    passes = pipeline.passes
+    callback = pipeline.callback or (lambda *_: None)
+    callback(None, module, passes[0] if passes else None)
+    for index, module_pass in enumerate(passes):
+        try:
+            module_pass.apply(ctx, module)
+        except DiagnosticException:
+            raise
+        except Exception as error:
+            raise PassError(module_pass.name, error) from error
+        callback(module_pass, module, passes[index + 1] if index + 1 < len(passes) else None)
+
+
 def triton_executable(module: ModuleOp) -> Executable:
-    """Generate and load the module's megakernel; without a GPU, Triton runs it in its
-    interpreter (``TRITON_INTERPRET=1`` is set for this process, which works only if
-    ``triton.language`` has not been imported yet: set it before tracing)."""
-    import os
+    """Generate and load the module's megakernel: on the GPU when there is one, else in
+    Triton's interpreter, whether or not Triton was imported before."""
     import tempfile
 
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
     from mncore_ir.targets.task_simulator import find_kernel
     from mncore_ir.targets.triton_megakernel import generate, load
 
+    interpret = not torch.cuda.is_available()
+    if interpret:  # read as the generated module is loaded (@triton.jit) and run
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     directory = os.environ.get("MNCORE_CACHE_DIR") or tempfile.gettempdir()
     os.makedirs(directory, exist_ok=True)
     megakernel = load(generate(find_kernel(module)), directory)
-    return lambda args: [out.cpu() for out in megakernel.run(*args)]
+
+    def run(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        if not interpret:
+            return [out.cpu() for out in megakernel.run(*args)]
+        with _interpreted_jit_calls():
+            return [out.cpu() for out in megakernel.run(*args)]
+
+    return run
+
+
+@contextlib.contextmanager
+def _interpreted_jit_calls() -> Iterator[None]:
+    """Let interpreted kernels call Triton's own ``@triton.jit`` functions (``tl.zeros``,
+    ``tl.sum``, ...). Triton makes those compiled or interpreted functions once, by
+    ``TRITON_INTERPRET`` when ``triton.language`` is first imported; imported before it
+    was set (``transformers`` and ``make_fx`` import it), they refuse to be called from
+    the interpreter. While a megakernel runs, such calls go through the interpreter."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    interpreted: dict[Callable[..., Any], InterpretedFunction[Any]] = {}
+
+    def call(self: JITFunction[Any], *args: Any, **kwargs: Any) -> Any:
+        if self.fn not in interpreted:
+            interpreted[self.fn] = InterpretedFunction(self.fn)
+        return interpreted[self.fn](*args, **kwargs)
+
+    compiled_call = JITFunction.__call__
+    JITFunction.__call__ = call  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = compiled_call  # type: ignore[method-assign]

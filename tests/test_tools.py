@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import ParseError
 
+from mncore_ir import pipeline
+from mncore_ir.dialects import graph as g
 from mncore_ir.frontends.fx import CapturedGraph, import_captured
 from mncore_ir.model_zoo import TrainingStep
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import GRAPH_PIPELINE, make_context
+from mncore_ir.pipeline import (
+    GRAPH_PIPELINE,
+    InvalidIRError,
+    PassError,
+    apply_pipeline,
+    make_context,
+)
+from mncore_ir.registry import get_all_passes
 from mncore_ir.targets.graph_interpreter import find_function, run_function
+from mncore_ir.tools.diagnostics import parse_expectations
+from mncore_ir.tools.errors import cli_errors
+from mncore_ir.tools.mncore_opt import MNCoreOptMain
 from mncore_ir.tools.mncore_run import random_inputs
 
 GetStep = Callable[[str], tuple[TrainingStep, CapturedGraph]]
@@ -193,3 +215,259 @@ def test_opt_dot_target(tmp_path: Path) -> None:
     result = run_tool("mncore-opt", write(tmp_path, "good.mlir", GOOD), "-t", "dot")
     assert result.returncode == 0, result.stderr
     assert "digraph" in result.stdout
+
+
+# ------------------------------------------- mncore-opt: -o, checks after passes, diagnostics
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_opt_output_file_mode_follows_umask(umask: int, mode: int, tmp_path: Path) -> None:
+    """``-o`` creates its file as ``open`` would (0666 less the umask), not 0600."""
+    source, out = write(tmp_path, "good.mlir", GOOD), tmp_path / "out.mlir"
+    assert run_opt_in_process(["-o", str(out), str(source)], umask=umask) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+    assert "graph.add" in out.read_text()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_opt_output_file_keeps_mode_and_link(umask: int, tmp_path: Path) -> None:
+    """Replacing an existing ``-o`` file keeps its mode, and a symbolic link to it."""
+    source, out = write(tmp_path, "good.mlir", GOOD), tmp_path / "out.mlir"
+    out.write_text("old")
+    out.chmod(0o664)
+    link = tmp_path / "link.mlir"
+    link.symlink_to(out)
+    assert run_opt_in_process(["-o", str(link), str(source)], umask=umask) == 0
+    assert link.is_symlink() and "graph.add" in out.read_text()
+    assert stat.S_IMODE(out.stat().st_mode) == 0o664
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_opt_output_file_in_missing_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "out.mlir"
+    result = run_tool("mncore-opt", write(tmp_path, "good.mlir", GOOD), "-o", missing)
+    assert_clean_error(result, "mncore-opt", contains=f"cannot write {missing}")
+
+
+TWO_NEGS = """\
+func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = graph.neg %a : tensor<2xf32>
+  %1 = graph.neg %0 : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}
+"""
+
+
+@dataclass(frozen=True)
+class UseBeforeDefPass(ModulePass):
+    """A broken pass: moves each function's first op to just before its return, after
+    the op that uses its result."""
+
+    name = "test-use-before-def"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in op.walk():
+            if isinstance(func, FuncOp):
+                block = func.body.block
+                first = block.first_op
+                assert first is not None and block.last_op is not None
+                first.detach()
+                block.insert_op_before(first, block.last_op)
+
+
+@dataclass(frozen=True)
+class WrongTypePass(ModulePass):
+    """A broken pass: gives the last graph.neg a result type its verifier rejects."""
+
+    name = "test-wrong-type"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        neg = [o for o in op.walk() if isinstance(o, g.NegOp)][-1]
+        Rewriter.replace_value_with_new_type(neg.results[0], TensorType(f32, [3]))
+
+
+@dataclass(frozen=True)
+class CrashPass(ModulePass):
+    """A pass with a bug (not a diagnosis of its input)."""
+
+    name = "test-crash"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise KeyError("boom")
+
+
+@dataclass(frozen=True)
+class WarnPass(ModulePass):
+    """A pass that warns."""
+
+    name = "test-warn"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        warnings.warn("this pass is only a test", stacklevel=1)
+
+
+TEST_PASSES: list[type[ModulePass]] = [UseBeforeDefPass, WrongTypePass, CrashPass, WarnPass]
+
+
+class OptWithTestPasses(MNCoreOptMain):
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for cls in TEST_PASSES:
+            self.register_pass(cls.name, lambda cls=cls: cls)
+
+
+def run_opt_in_process(argv: list[str], umask: int | None = None) -> int | str | None:
+    """``mncore-opt argv`` (with the test passes) in this process: its exit status."""
+    old = os.umask(umask) if umask is not None else None
+    try:
+        with cli_errors("mncore-opt"):
+            OptWithTestPasses("test", argv).run()
+    except SystemExit as exit_:
+        return exit_.code
+    finally:
+        if old is not None:
+            os.umask(old)
+    return 0
+
+
+def test_apply_pipeline_checks_dominance_after_each_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "get_all_passes", lambda: {
+        **get_all_passes(), UseBeforeDefPass.name: lambda: UseBeforeDefPass})
+    module = parse_module(make_context(), TWO_NEGS)
+    with pytest.raises(InvalidIRError, match=r"^the IR after pass 'test-use-before-def' is "
+                                             r"invalid: operand 0 of graph\.neg .*before "
+                                             r"definition") as info:
+        apply_pipeline(module, "cse,test-use-before-def,dce")
+    assert info.value.pass_name == "test-use-before-def"
+
+
+def test_apply_pipeline_names_the_pass_of_an_internal_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "get_all_passes", lambda: {
+        **get_all_passes(), CrashPass.name: lambda: CrashPass})
+    with pytest.raises(PassError, match=r"^internal error in pass 'test-crash': "
+                                        r"KeyError: 'boom'$") as info:
+        apply_pipeline(parse_module(make_context(), TWO_NEGS), "cse,test-crash")
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize(("pass_name", "position", "message"), [
+    ("test-use-before-def", ":3:3", r"the IR after pass 'test-use-before-def' is invalid: "
+                                    r"operand 0 of graph\.neg"),
+    ("test-wrong-type", ":3:3", r"the IR after pass 'test-wrong-type' is invalid: "
+                                r".*tensor<3xf32>"),
+], ids=["dominance", "verifier"])
+def test_opt_invalid_ir_after_a_pass(pass_name: str, position: str, message: str,
+                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                     ) -> None:
+    """Invalid IR after a pass names the pass, at the parsed op it blames."""
+    path = write(tmp_path, "f.mlir", TWO_NEGS)
+    assert run_opt_in_process(["-p", f"cse,{pass_name}", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert re.match(rf"mncore-opt: {re.escape(str(path))}{position}: error: {message}",
+                    err, re.S), err
+    assert err.count("mncore-opt:") == 1 and TWO_NEGS.splitlines()[2] in err.splitlines()
+
+
+def test_opt_internal_error_names_the_pass(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "f.mlir", TWO_NEGS)
+    assert run_opt_in_process(["-p", "cse,test-crash", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err == "mncore-opt: internal error in pass 'test-crash': KeyError: 'boom'\n"
+
+
+def test_opt_internal_error_traceback_on_request(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNCORE_TRACEBACK", "1")
+    with pytest.raises(PassError) as info:
+        run_opt_in_process(["-p", "test-crash", str(write(tmp_path, "f.mlir", TWO_NEGS))])
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_opt_internal_error_is_not_a_diagnostic(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """--verify-diagnostics does not match an internal error: it stops the run."""
+    text = "// expected-error@unknown {{boom}}\n" + TWO_NEGS
+    path = write(tmp_path, "f.mlir", text)
+    assert run_opt_in_process(["-p", "test-crash", "--verify-diagnostics", str(path)]) == 1
+    assert capsys.readouterr().err.startswith("mncore-opt: internal error in pass 'test-crash'")
+
+
+def test_verify_diagnostics_pass_errors_at_their_ops(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """Errors raised after passes, at the parsed op they blame, in the second chunk
+    (line numbers of the whole file), and warnings of passes, are matched."""
+    chunk = TWO_NEGS.replace("  %1 = graph.neg",
+                             "  // expected-error@+1 {{after pass 'test-wrong-type'}}\n"
+                             "  %1 = graph.neg")
+    text = f"{TWO_NEGS}// -----\n{chunk}"
+    path = write(tmp_path, "f.mlir", text)
+    argv = ["--split-input-file", "--verify-diagnostics", str(path)]
+    # the first chunk's error is unexpected: reported at line 3 of the file
+    assert run_opt_in_process(["-p", "test-wrong-type", *argv]) == 1
+    err = capsys.readouterr().err
+    assert re.findall(r"^mncore-opt: \S+:(\d+):\d+: error: (\w+ \w+)", err, re.M) == [
+        ("3", "unexpected error")], err
+    # the second chunk's directive is met, and a warning is expected in each chunk
+    (tmp_path / "f.mlir").write_text(
+        text.replace("-> tensor<2xf32> {", "-> tensor<2xf32> { "
+                     "// expected-warning@unknown {{this pass is only a test}}")
+        .replace("%1 = graph.neg %0 : tensor<2xf32>\n  func.return",
+                 "%1 = graph.neg %0 : tensor<2xf32>\n  // expected-error@-1 "
+                 "{{after pass 'test-wrong-type'}}\n  func.return", 1))
+    assert run_opt_in_process(["-p", "test-warn,test-wrong-type", *argv]) == 0, \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("directive", "error"), [
+    ("// expected-error@+x {{m}}", "malformed directive"),
+    ("// expected-error@+1 {{m}", "malformed directive"),
+    ("// expected-error@-9 {{m}}", "points before the first line"),
+    ("// expected-error-re {{a{{(}}b}}", "invalid regular expression"),
+    ("// expected-error@below {{m}}", "has no line below it"),
+])
+def test_malformed_directives(directive: str, error: str) -> None:
+    with pytest.raises(ParseError, match=re.escape(error)):
+        parse_expectations(f"// line 1\n{directive}", "f.mlir")
+
+
+def test_directives_in_prose_are_not_directives() -> None:
+    assert parse_expectations("// every chunk has its expected-error directive\n", "f") == []
+
+
+def test_expectation_lines() -> None:
+    """Each designator's line, in file lines (the chunk starts after line 10)."""
+    text = "\n".join([
+        "op // expected-error {{same}}",            # line 11
+        "// expected-error@+2 {{plus}}",            # line 12
+        "// expected-note@below {{below}}",         # line 13
+        "op",                                       # line 14
+        "// expected-warning@above {{above}}",      # line 15
+        "// expected-remark@-4 {{minus}}",          # line 16
+        "// expected-error@unknown {{unknown}}",    # line 17
+        "// expected-error-re {{a{{[0-9]+}}.b}}",   # line 18
+    ])
+    found = parse_expectations(text, "f.mlir", line_offset=10)
+    assert [(e.severity, e.text, e.line) for e in found] == [
+        ("error", "same", 11), ("error", "plus", 14), ("note", "below", 14),
+        ("warning", "above", 14), ("remark", "minus", 12), ("error", "unknown", None),
+        ("error", "a{{[0-9]+}}.b", 18)]
+    regex = found[-1].pattern
+    assert regex.search("xa12.b") and not regex.search("a12xb") and not regex.search("a.b")
+
+
+def test_split_input_file_cuts_only_at_separator_lines(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """``// -----`` inside a line (here a comment) does not cut the input, as in mlir-opt;
+    a separator line does, and positions stay those of the whole file."""
+    text = GOOD.replace("  func.return", "  // parts are cut at '// -----' lines\n"
+                        "  func.return") + "// -----\n" + FAILS_VERIFICATION
+    path = write(tmp_path, "f.mlir", text)
+    assert run_opt_in_process(["--split-input-file", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out.count("func.func @f") == 1 and "parts are cut" not in out
+    assert err.startswith(f"mncore-opt: {path}:8:3: error: "), err

@@ -9,13 +9,17 @@ from contextlib import contextmanager
 
 from xdsl.utils.exceptions import ParseError
 
+from mncore_ir.pipeline import PassError
+from mncore_ir.tools.diagnostics import LocatedError, render
+
 
 def describe(error: BaseException) -> str:
-    """``file:line:col: error: message`` and the source line, or just the message."""
-    if isinstance(error, ParseError):
-        loc = error.span.get_location()
-        context = error.span.print_with_context().splitlines()[1:]
-        return "\n".join([f"{loc.file}:{loc.line}:{loc.col}: error: {error.msg}", *context])
+    """``file:line:col: error: message`` and the source line, or just the message; an
+    internal error in a pass says so (``internal error in pass 'X': ...``)."""
+    if isinstance(error, (ParseError, LocatedError)):
+        return render(error.span, f"error: {error.msg}", "")
+    if isinstance(error, PassError):
+        return str(error)
     if isinstance(error, FileNotFoundError):
         return f"error: cannot open {error.filename}: no such file"
     message = str(error).strip() or type(error).__name__

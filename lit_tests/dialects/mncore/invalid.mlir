@@ -4,30 +4,25 @@
 // the spaces a slot can reach), and ProgramOp's assembler rules (dialects/mncore.py):
 // bounds of every memory, issue order, one instruction per slot per step, the LM and
 // GRF port rules, fwd, the mma matrix, tags; tensors in dram; the parent-op traits.
-// mncore-opt reports each as a parse error at the first token of the op to blame (an
-// instruction, a tensor, a buffer, or the program for its own checks):
-// `file:line:col`, the source line, a caret and the message.
-// RUN: mncore-opt %s --parsing-diagnostics --split-input-file | filecheck %s
+// Each error is expected, with its message, at the line of the op to blame (an
+// instruction, a tensor, a buffer, or the program for its own checks) or of the bad
+// token: mncore-opt --verify-diagnostics fails on an error that is not expected there
+// and on an expected one that does not occur.
+// RUN: mncore-opt %s --split-input-file --verify-diagnostics
 
 // ==== machine, spaces, kinds
 
 // A machine that dialects/mncore_machines.py does not know.
+// expected-error@+1 {{unknown machine 'big'; machines: mncore2, tiny}}
 mncore.program @p machine "big" {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:27
-  // CHECK-NEXT: mncore.program @p machine "big" {
-  // CHECK-NEXT: ^^^^^^
-  // CHECK-NEXT: unknown machine 'big'; machines: mncore2, tiny
   mncore.wait 0 tag 1
 }
 
 // -----
 
 // The same in the generic form: the program's verifier.
+// expected-error@+1 {{unknown machine 'big'}}
 "mncore.program"() <{sym_name = "p", machine = "big"}> ({
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: "mncore.program"() <{sym_name = "p", machine = "big"}> ({
-  // CHECK-NEXT: ^^^^^^^^^^^^^^^^
-  // CHECK-NEXT: unknown machine 'big'
   "mncore.wait"() <{step = 0 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> ()
 }) : () -> ()
 
@@ -35,88 +30,64 @@ mncore.program @p machine "big" {
 
 // An unknown memory space in a source (after the first: see the report for the first).
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{unknown memory space 'lm2'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd}}
   mncore.alu 0 "fadd" lm0[0], lm2[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:31
-  // CHECK-NEXT: mncore.alu 0 "fadd" lm0[0], lm2[0] -> lm1[0]
-  // CHECK-NEXT: ^^^{{$}}
-  // CHECK-NEXT: unknown memory space 'lm2'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd
 }
 
 // -----
 
 // An unknown memory space as a destination.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{unknown memory space 'hbm'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd}}
   mncore.alu 0 "fneg" lm0[0] -> hbm[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:33
-  // CHECK-NEXT: mncore.alu 0 "fneg" lm0[0] -> hbm[0]
-  // CHECK-NEXT: ^^^{{$}}
-  // CHECK-NEXT: unknown memory space 'hbm'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd
 }
 
 // -----
 
 // An unknown memory space for a tensor.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{unknown memory space 'hbm'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd}}
   mncore.tensor @x input hbm[0] : tensor<4xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:26
-  // CHECK-NEXT: mncore.tensor @x input hbm[0] : tensor<4xf32>
-  // CHECK-NEXT: ^^^{{$}}
-  // CHECK-NEXT: unknown memory space 'hbm'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd
 }
 
 // -----
 
 // A tensor is an input, an output or a constant.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{a tensor is an input, an output or a constant}}
   mncore.tensor @x inout dram[0] : tensor<4xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:20
-  // CHECK-NEXT: mncore.tensor @x inout dram[0] : tensor<4xf32>
-  // CHECK-NEXT: ^^^^^{{$}}
-  // CHECK-NEXT: a tensor is an input, an output or a constant
 }
 
 // -----
 
 // An ALU kind that does not exist.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu has no kind 'fdiv'; kinds: fadd, fsub, fmul, fmax, fmin, fmadd, fpass, fneg, fexp, flog, frsqrt, frecip, fzero}}
   mncore.alu 0 "fdiv" lm0[0], grf0[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fdiv" lm0[0], grf0[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu has no kind 'fdiv'; kinds: fadd, fsub, fmul, fmax, fmin, fmadd, fpass, fneg, fexp, flog, frsqrt, frecip, fzero
 }
 
 // -----
 
 // An L1 kind that does not exist.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 has no kind 'copy'; kinds: bcast, scatter, gather, reduce}}
   mncore.l1 0 "copy" l1bm[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "copy" l1bm[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l1 has no kind 'copy'; kinds: bcast, scatter, gather, reduce
 }
 
 // -----
 
 // A MAU kind that does not exist.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.mau has no kind 'mmt'; kinds: mma, vmm}}
   mncore.mau 0 "mmt" lm0[0], grf0[0], grf1[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 0 "mmt" lm0[0], grf0[0], grf1[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.mau has no kind 'mmt'; kinds: mma, vmm
 }
 
 // -----
 
 // A DMA kind that does not exist.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma has no kind 'copy'; kinds: load, store}}
   mncore.dma 0 "copy" dram[0] -> l2bm[0] words 4 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "copy" dram[0] -> l2bm[0] words 4 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma has no kind 'copy'; kinds: load, store
   mncore.wait 1 tag 1
 }
 
@@ -126,66 +97,48 @@ mncore.program @p machine "tiny" {
 
 // fmadd takes 3 sources.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu 'fmadd' takes 3 sources and a destination}}
   mncore.alu 0 "fmadd" lm0[0], grf0[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fmadd" lm0[0], grf0[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu 'fmadd' takes 3 sources and a destination
 }
 
 // -----
 
 // fzero takes none.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu 'fzero' takes 0 sources and a destination}}
   mncore.alu 0 "fzero" grf0[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fzero" grf0[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu 'fzero' takes 0 sources and a destination
 }
 
 // -----
 
 // An ALU instruction without a destination.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu 'fadd' takes 2 sources and a destination}}
   mncore.alu 0 "fadd" lm0[0], grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fadd" lm0[0], grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu 'fadd' takes 2 sources and a destination
 }
 
 // -----
 
 // mma without its addend.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.mau 'mma' takes a matrix, a vector and an addend and a destination}}
   mncore.mau 0 "mma" lm0[0], grf0[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 0 "mma" lm0[0], grf0[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.mau 'mma' takes a matrix, a vector and an addend and a destination
 }
 
 // -----
 
 // An L1 transfer with two sources.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 takes one source and a destination}}
   mncore.l1 0 "bcast" l1bm[0], l1bm[4] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "bcast" l1bm[0], l1bm[4] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l1 takes one source and a destination
 }
 
 // -----
 
 // An L2 transfer without words.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l2 takes one source, a destination and words}}
   mncore.l2 0 "bcast" l2bm[0] -> l1bm[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l2 0 "bcast" l2bm[0] -> l1bm[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l2 takes one source, a destination and words
 }
 
 // -----
@@ -194,77 +147,56 @@ mncore.program @p machine "tiny" {
 
 // The ALU writes PE memories only.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu 'fadd': the destination must be in lm0/lm1/grf0/grf1, not l1bm}}
   mncore.alu 0 "fadd" lm0[0], grf0[0] -> l1bm[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fadd" lm0[0], grf0[0] -> l1bm[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu 'fadd': the destination must be in lm0/lm1/grf0/grf1, not l1bm
 }
 
 // -----
 
 // The ALU reads PE memories and fwd only.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu 'fadd': sources must be in lm0/lm1/grf0/grf1/fwd, not dram}}
   mncore.alu 0 "fadd" dram[0], grf0[0] -> lm0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fadd" dram[0], grf0[0] -> lm0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu 'fadd': sources must be in lm0/lm1/grf0/grf1/fwd, not dram
 }
 
 // -----
 
 // The MAU writes PE memories only.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.mau 'mma': the destination must be in lm0/lm1/grf0/grf1, not l2bm}}
   mncore.mau 0 "mma" lm0[0], grf0[0], grf1[0] -> l2bm[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 0 "mma" lm0[0], grf0[0], grf1[0] -> l2bm[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.mau 'mma': the destination must be in lm0/lm1/grf0/grf1, not l2bm
 }
 
 // -----
 
 // An L1 bcast goes from L1BM to the PEs, not from an LM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 'bcast': the source must be in l1bm, not lm0}}
   mncore.l1 0 "bcast" lm0[0] -> grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "bcast" lm0[0] -> grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l1 'bcast': the source must be in l1bm, not lm0
 }
 
 // -----
 
 // An L1 gather goes from the PEs to L1BM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 'gather': the destination must be in l1bm, not lm0}}
   mncore.l1 0 "gather" grf0[0] -> lm0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "gather" grf0[0] -> lm0[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l1 'gather': the destination must be in l1bm, not lm0
 }
 
 // -----
 
 // An L2 reduce goes from L1BM to L2BM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l2 'reduce': the source must be in l1bm, not l2bm}}
   mncore.l2 0 "reduce" l2bm[0] -> l2bm[64] words 4
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l2 0 "reduce" l2bm[0] -> l2bm[64] words 4
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l2 'reduce': the source must be in l1bm, not l2bm
 }
 
 // -----
 
 // A DMA load writes L2BM, not L1BM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma 'load': the destination must be in l2bm, not l1bm}}
   mncore.dma 0 "load" dram[0] -> l1bm[0] words 4 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l1bm[0] words 4 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma 'load': the destination must be in l2bm, not l1bm
   mncore.wait 1 tag 1
 }
 
@@ -272,11 +204,8 @@ mncore.program @p machine "tiny" {
 
 // A DMA store reads L2BM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma 'store': the source must be in l2bm, not dram}}
   mncore.dma 0 "store" dram[0] -> l2bm[0] words 4 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "store" dram[0] -> l2bm[0] words 4 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma 'store': the source must be in l2bm, not dram
   mncore.wait 1 tag 1
 }
 
@@ -289,77 +218,56 @@ mncore.program @p machine "tiny" {
 
 // 4 words from lm0[254].
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{lm0[254] + 4 words is beyond lm0 (256 words on tiny)}}
   mncore.alu 0 "fneg" lm0[254] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fneg" lm0[254] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: lm0[254] + 4 words is beyond lm0 (256 words on tiny)
 }
 
 // -----
 
 // A destination beyond a GRF.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{grf1[61] + 4 words is beyond grf1 (64 words on tiny)}}
   mncore.alu 0 "fneg" lm0[0] -> grf1[61]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fneg" lm0[0] -> grf1[61]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: grf1[61] + 4 words is beyond grf1 (64 words on tiny)
 }
 
 // -----
 
 // The mma matrix is 16 words.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{lm0[241] + 16 words is beyond lm0 (256 words on tiny)}}
   mncore.mau 0 "mma" lm0[241], grf0[0], grf1[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 0 "mma" lm0[241], grf0[0], grf1[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: lm0[241] + 16 words is beyond lm0 (256 words on tiny)
 }
 
 // -----
 
 // An L1 scatter reads a 64-word block.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{l1bm[961] + 64 words is beyond l1bm (1024 words on tiny)}}
   mncore.l1 0 "scatter" l1bm[961] -> lm0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "scatter" l1bm[961] -> lm0[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: l1bm[961] + 64 words is beyond l1bm (1024 words on tiny)
 }
 
 // -----
 
 // An L1 gather writes a 64-word block.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{l1bm[961] + 64 words is beyond l1bm (1024 words on tiny)}}
   mncore.l1 0 "gather" lm0[0] -> l1bm[961]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "gather" lm0[0] -> l1bm[961]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: l1bm[961] + 64 words is beyond l1bm (1024 words on tiny)
 }
 
 // -----
 
 // An L2 gather of 48 words per L1BM writes 96 words (4000 + 96 would fit).
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{l2bm[4001] + 96 words is beyond l2bm (4096 words on tiny)}}
   mncore.l2 0 "gather" l1bm[0] -> l2bm[4001] words 48
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l2 0 "gather" l1bm[0] -> l2bm[4001] words 48
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: l2bm[4001] + 96 words is beyond l2bm (4096 words on tiny)
 }
 
 // -----
 
 // A DMA beyond DRAM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{dram[1048572] + 8 words is beyond dram (1048576 words on tiny)}}
   mncore.dma 0 "load" dram[1048572] -> l2bm[0] words 8 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[1048572] -> l2bm[0] words 8 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: dram[1048572] + 8 words is beyond dram (1048576 words on tiny)
   mncore.wait 1 tag 1
 }
 
@@ -367,44 +275,32 @@ mncore.program @p machine "tiny" {
 
 // Only the ALU takes a write mask.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 takes no mask (only mncore.alu does)}}
   mncore.l1 0 "bcast" l1bm[0] -> lm0[0] mask grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 0 "bcast" l1bm[0] -> lm0[0] mask grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.l1 takes no mask (only mncore.alu does)
 }
 
 // -----
 
 // A mask lives in a PE's memory.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu 'fpass': the mask must be in lm0/lm1/grf0/grf1, not l1bm}}
   mncore.alu 0 "fpass" lm0[0] -> grf0[0] mask l1bm[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fpass" lm0[0] -> grf0[0] mask l1bm[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.alu 'fpass': the mask must be in lm0/lm1/grf0/grf1, not l1bm
 }
 
 // -----
 
 // The mask takes a read port: with a GRF0 source, a GRF0 mask is a second read.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{step 0 has two reads of grf0: a GRF has one read and one write port}}
   mncore.alu 0 "fpass" grf0[4] -> grf1[0] mask grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fpass" grf0[4] -> grf1[0] mask grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 0 has two reads of grf0: a GRF has one read and one write port
 }
 
 // -----
 
 // A strided DMA whose last run is beyond DRAM: 4 runs, 350000 apart.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{dram[100000] + 1050002 words is beyond dram (1048576 words on tiny)}}
   mncore.dma 0 "load" dram[100000] -> l2bm[0] words 8 run 2 stride 350000 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[100000] -> l2bm[0] words 8 run 2 stride 350000 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: dram[100000] + 1050002 words is beyond dram (1048576 words on tiny)
   mncore.wait 1 tag 1
 }
 
@@ -412,11 +308,8 @@ mncore.program @p machine "tiny" {
 
 // run without stride.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma takes run and stride together}}
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 2 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 2 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma takes run and stride together
   mncore.wait 1 tag 1
 }
 
@@ -424,11 +317,8 @@ mncore.program @p machine "tiny" {
 
 // A run that does not divide the words.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma: run 3 does not divide 8 words}}
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 3 stride 4 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 3 stride 4 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma: run 3 does not divide 8 words
   mncore.wait 1 tag 1
 }
 
@@ -436,11 +326,8 @@ mncore.program @p machine "tiny" {
 
 // A store whose runs overlap.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma: stride 2 is shorter than run 4: a store would write a word twice}}
   mncore.dma 0 "store" l2bm[0] -> dram[0] words 8 run 4 stride 2 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "store" l2bm[0] -> dram[0] words 8 run 4 stride 2 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma: stride 2 is shorter than run 4: a store would write a word twice
   mncore.wait 1 tag 1
 }
 
@@ -448,33 +335,24 @@ mncore.program @p machine "tiny" {
 
 // A tensor beyond DRAM: 24x24 = 576 words (at 1048000 it would fit).
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{dram[1048001] + 576 words is beyond dram (1048576 words on tiny)}}
   mncore.tensor @x input dram[1048001] : tensor<24x24xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.tensor @x input dram[1048001] : tensor<24x24xf32>
-  // CHECK-NEXT: ^^^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: dram[1048001] + 576 words is beyond dram (1048576 words on tiny)
 }
 
 // -----
 
 // A buffer beyond a GRF.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{grf0[60] + 8 words is beyond grf0 (64 words on tiny)}}
   mncore.buffer @b grf0[60] words 8
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.buffer @b grf0[60] words 8
-  // CHECK-NEXT: ^^^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: grf0[60] + 8 words is beyond grf0 (64 words on tiny)
 }
 
 // -----
 
 // The same bounds on mncore2 (LM 2048 words).
 mncore.program @p machine "mncore2" {
+  // expected-error@+1 {{lm0[2045] + 4 words is beyond lm0 (2048 words on mncore2)}}
   mncore.alu 0 "fneg" lm0[2045] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fneg" lm0[2045] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: lm0[2045] + 4 words is beyond lm0 (2048 words on mncore2)
 }
 
 // -----
@@ -484,11 +362,8 @@ mncore.program @p machine "mncore2" {
 // Steps go down.
 mncore.program @p machine "tiny" {
   mncore.alu 5 "fzero" -> lm0[0]
+  // expected-error@+1 {{step 3 comes after step 5: instructions must be in issue order}}
   mncore.l1 3 "bcast" l1bm[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 3 "bcast" l1bm[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 3 comes after step 5: instructions must be in issue order
 }
 
 // -----
@@ -497,11 +372,8 @@ mncore.program @p machine "tiny" {
 mncore.program @p machine "tiny" {
   mncore.alu 4 "fzero" -> lm0[0]
   mncore.l1 4 "bcast" l1bm[0] -> lm1[0]
+  // expected-error@+1 {{step 4 already has an instruction in the alu slot}}
   mncore.alu 4 "fzero" -> grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 4 "fzero" -> grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 4 already has an instruction in the alu slot
 }
 
 // -----
@@ -509,11 +381,8 @@ mncore.program @p machine "tiny" {
 // Two DMAs in one step.
 mncore.program @p machine "tiny" {
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+  // expected-error@+1 {{step 0 already has an instruction in the dma slot}}
   mncore.dma 0 "load" dram[0] -> l2bm[4] words 4 tag 2
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[4] words 4 tag 2
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 0 already has an instruction in the dma slot
   mncore.wait 1 tag 1
   mncore.wait 2 tag 2
 }
@@ -523,11 +392,8 @@ mncore.program @p machine "tiny" {
 // Two waits in one step (the control slot).
 mncore.program @p machine "tiny" {
   mncore.wait 0 tag 1
+  // expected-error@+1 {{step 0 already has an instruction in the ctrl slot}}
   mncore.wait 0 tag 2
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.wait 0 tag 2
-  // CHECK-NEXT: ^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 0 already has an instruction in the ctrl slot
 }
 
 // -----
@@ -537,11 +403,8 @@ mncore.program @p machine "tiny" {
 // An LM read by the ALU and written by an L1 transfer in one step.
 mncore.program @p machine "tiny" {
   mncore.alu 5 "fneg" lm0[0] -> grf0[0]
+  // expected-error@+1 {{step 5 uses lm0 twice: an LM is read or written once per step}}
   mncore.l1 5 "bcast" l1bm[0] -> lm0[4]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 5 "bcast" l1bm[0] -> lm0[4]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 uses lm0 twice: an LM is read or written once per step
 }
 
 // -----
@@ -549,44 +412,32 @@ mncore.program @p machine "tiny" {
 // An LM read by two instructions in one step.
 mncore.program @p machine "tiny" {
   mncore.l1 5 "gather" lm1[0] -> l1bm[0]
+  // expected-error@+1 {{step 5 uses lm1 twice: an LM is read or written once per step}}
   mncore.alu 5 "fneg" lm1[4] -> grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 5 "fneg" lm1[4] -> grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 uses lm1 twice: an LM is read or written once per step
 }
 
 // -----
 
 // An LM read twice by one instruction.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{step 5 uses lm0 twice: an LM is read or written once per step}}
   mncore.alu 5 "fadd" lm0[0], lm0[4] -> grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 5 "fadd" lm0[0], lm0[4] -> grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 uses lm0 twice: an LM is read or written once per step
 }
 
 // -----
 
 // An LM read and written by one instruction.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{step 5 uses lm0 twice: an LM is read or written once per step}}
   mncore.alu 5 "fneg" lm0[0] -> lm0[4]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 5 "fneg" lm0[0] -> lm0[4]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 uses lm0 twice: an LM is read or written once per step
 }
 
 // -----
 
 // Two reads of a GRF by one instruction (one read and one write is fine: ops.mlir).
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{step 5 has two reads of grf0: a GRF has one read and one write port}}
   mncore.alu 5 "fadd" grf0[0], grf0[4] -> lm0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 5 "fadd" grf0[0], grf0[4] -> lm0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 has two reads of grf0: a GRF has one read and one write port
 }
 
 // -----
@@ -594,11 +445,8 @@ mncore.program @p machine "tiny" {
 // Two reads of a GRF by the ALU and the MAU in one step.
 mncore.program @p machine "tiny" {
   mncore.alu 5 "fneg" grf1[0] -> lm0[0]
+  // expected-error@+1 {{step 5 has two reads of grf1: a GRF has one read and one write port}}
   mncore.mau 5 "mma" lm1[0], grf0[0], grf1[4] -> grf0[8]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 5 "mma" lm1[0], grf0[0], grf1[4] -> grf0[8]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 has two reads of grf1: a GRF has one read and one write port
 }
 
 // -----
@@ -606,11 +454,8 @@ mncore.program @p machine "tiny" {
 // Two writes of a GRF in one step.
 mncore.program @p machine "tiny" {
   mncore.alu 5 "fneg" lm0[0] -> grf1[0]
+  // expected-error@+1 {{step 5 has two writes of grf1: a GRF has one read and one write port}}
   mncore.l1 5 "bcast" l1bm[0] -> grf1[4]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 5 "bcast" l1bm[0] -> grf1[4]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 has two writes of grf1: a GRF has one read and one write port
 }
 
 // -----
@@ -619,11 +464,8 @@ mncore.program @p machine "tiny" {
 // 3 steps after is fine: ops.mlir).
 mncore.program @p machine "tiny" {
   mncore.alu 5 "fzero" -> lm1[8]
+  // expected-error@+1 {{step 7 reads lm1, written at step 5: an LM cannot be read for 2 steps after a write}}
   mncore.alu 7 "fneg" lm1[0] -> grf0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 7 "fneg" lm1[0] -> grf0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 7 reads lm1, written at step 5: an LM cannot be read for 2 steps after a write
 }
 
 // -----
@@ -631,11 +473,8 @@ mncore.program @p machine "tiny" {
 // An LM read by the MAU 1 step after an L1 transfer wrote it.
 mncore.program @p machine "tiny" {
   mncore.l1 5 "bcast" l1bm[0] -> lm0[0]
+  // expected-error@+1 {{step 6 reads lm0, written at step 5: an LM cannot be read for 2 steps after a write}}
   mncore.mau 6 "mma" lm0[0], grf0[0], grf1[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 6 "mma" lm0[0], grf0[0], grf1[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 6 reads lm0, written at step 5: an LM cannot be read for 2 steps after a write
 }
 
 // -----
@@ -643,11 +482,8 @@ mncore.program @p machine "tiny" {
 // An LM read by an L1 reduce 2 steps after the ALU wrote it.
 mncore.program @p machine "tiny" {
   mncore.alu 5 "fzero" -> lm1[8]
+  // expected-error@+1 {{step 7 reads lm1, written at step 5: an LM cannot be read for 2 steps after a write}}
   mncore.l1 7 "reduce" lm1[0] -> l1bm[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.l1 7 "reduce" lm1[0] -> l1bm[0]
-  // CHECK-NEXT: ^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 7 reads lm1, written at step 5: an LM cannot be read for 2 steps after a write
 }
 
 // -----
@@ -656,11 +492,8 @@ mncore.program @p machine "tiny" {
 
 // fwd at the first step.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{step 0 reads fwd but step -1 has no ALU or MAU result}}
   mncore.alu 0 "fneg" fwd[0] -> lm0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 0 "fneg" fwd[0] -> lm0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 0 reads fwd but step -1 has no ALU or MAU result
 }
 
 // -----
@@ -668,11 +501,8 @@ mncore.program @p machine "tiny" {
 // fwd two steps after the ALU's result.
 mncore.program @p machine "tiny" {
   mncore.alu 4 "fzero" -> lm0[0]
+  // expected-error@+1 {{step 6 reads fwd but step 5 has no ALU or MAU result}}
   mncore.alu 6 "fneg" fwd[0] -> lm0[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.alu 6 "fneg" fwd[0] -> lm0[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 6 reads fwd but step 5 has no ALU or MAU result
 }
 
 // -----
@@ -680,11 +510,8 @@ mncore.program @p machine "tiny" {
 // fwd after an L1 transfer (not a result of the ALU or the MAU).
 mncore.program @p machine "tiny" {
   mncore.l1 4 "bcast" l1bm[0] -> grf0[0]
+  // expected-error@+1 {{step 5 reads fwd but step 4 has no ALU or MAU result}}
   mncore.mau 5 "mma" lm0[0], fwd[0], grf1[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 5 "mma" lm0[0], fwd[0], grf1[0] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: step 5 reads fwd but step 4 has no ALU or MAU result
 }
 
 // -----
@@ -692,11 +519,8 @@ mncore.program @p machine "tiny" {
 // The mma matrix (16 words) cannot come from fwd (4 words).
 mncore.program @p machine "tiny" {
   mncore.alu 4 "fzero" -> grf0[0]
+  // expected-error@+1 {{mncore.mau: the matrix cannot be forwarded}}
   mncore.mau 5 "mma" fwd[0], grf0[4], grf1[4] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.mau 5 "mma" fwd[0], grf0[4], grf1[4] -> lm1[0]
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.mau: the matrix cannot be forwarded
 }
 
 // -----
@@ -706,44 +530,32 @@ mncore.program @p machine "tiny" {
 // A wait without a tag.
 mncore.program @p machine "tiny" {
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+  // expected-error@+1 {{mncore.wait takes only a tag}}
   mncore.wait 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.wait 1
-  // CHECK-NEXT: ^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.wait takes only a tag
 }
 
 // -----
 
 // A wait with an operand.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.wait takes only a tag}}
   mncore.wait 1 l2bm[0] tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.wait 1 l2bm[0] tag 1
-  // CHECK-NEXT: ^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.wait takes only a tag
 }
 
 // -----
 
 // A DMA without a tag.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma takes one source, a destination, words and a tag}}
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 4
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 4
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma takes one source, a destination, words and a tag
 }
 
 // -----
 
 // A DMA without words.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma takes one source, a destination, words and a tag}}
   mncore.dma 0 "load" dram[0] -> l2bm[0] tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] tag 1
-  // CHECK-NEXT: ^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.dma takes one source, a destination, words and a tag
   mncore.wait 1 tag 1
 }
 
@@ -753,21 +565,15 @@ mncore.program @p machine "tiny" {
 
 // A tensor lives in DRAM.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.tensor lives in dram}}
   mncore.tensor @x input l2bm[0] : tensor<4xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.tensor @x input l2bm[0] : tensor<4xf32>
-  // CHECK-NEXT: ^^^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: mncore.tensor lives in dram
 }
 
 // -----
 
 // Two tensors of one name (the program is a symbol table).
+// expected-error@+1 {{Redefinition of symbol "x"}}
 mncore.program @p machine "tiny" {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: mncore.program @p machine "tiny" {
-  // CHECK-NEXT: ^^^^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: Redefinition of symbol "x"
   mncore.tensor @x input dram[0] : tensor<4xf32>
   mncore.tensor @x output dram[4] : tensor<4xf32>
 }
@@ -775,41 +581,29 @@ mncore.program @p machine "tiny" {
 // -----
 
 // An instruction outside a program.
+// expected-error@+1 {{'mncore.alu' expects parent op 'mncore.program'}}
 mncore.alu 0 "fzero" -> lm0[0]
-// CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-// CHECK-NEXT: mncore.alu 0 "fzero" -> lm0[0]
-// CHECK-NEXT: ^^^^^^^^^^{{$}}
-// CHECK-NEXT: 'mncore.alu' expects parent op 'mncore.program'
 
 // -----
 
 // An instruction in a function.
 func.func @f() {
+  // expected-error@+1 {{'mncore.wait' expects parent op 'mncore.program'}}
   mncore.wait 0 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: mncore.wait 0 tag 1
-  // CHECK-NEXT: ^^^^^^^^^^^{{$}}
-  // CHECK-NEXT: 'mncore.wait' expects parent op 'mncore.program'
   func.return
 }
 
 // -----
 
 // A tensor outside a program.
+// expected-error@+1 {{'mncore.tensor' expects parent op 'mncore.program'}}
 mncore.tensor @x input dram[0] : tensor<4xf32>
-// CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-// CHECK-NEXT: mncore.tensor @x input dram[0] : tensor<4xf32>
-// CHECK-NEXT: ^^^^^^^^^^^^^{{$}}
-// CHECK-NEXT: 'mncore.tensor' expects parent op 'mncore.program'
 
 // -----
 
 // A buffer outside a program.
+// expected-error@+1 {{'mncore.buffer' expects parent op 'mncore.program'}}
 mncore.buffer @b lm0[0] words 4
-// CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-// CHECK-NEXT: mncore.buffer @b lm0[0] words 4
-// CHECK-NEXT: ^^^^^^^^^^^^^{{$}}
-// CHECK-NEXT: 'mncore.buffer' expects parent op 'mncore.program'
 
 // -----
 
@@ -817,63 +611,54 @@ mncore.buffer @b lm0[0] words 4
 
 // An unknown memory space in the first source.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{unknown memory space 'lm2'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd}}
   mncore.alu 0 "fadd" lm2[0], lm0[0] -> lm1[0]
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:23
-  // CHECK-NEXT: mncore.alu 0 "fadd" lm2[0], lm0[0] -> lm1[0]
-  // CHECK-NEXT: ^^^{{$}}
-  // CHECK-NEXT: unknown memory space 'lm2'; spaces: lm0, lm1, grf0, grf1, l1bm, l2bm, dram, fwd
 }
 
 // -----
 
 // Only tensors, buffers and instructions belong in a program.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{graph.constant cannot be in an mncore.program: it holds tensors, buffers and instructions}}
   %c = graph.constant dense<1.0> : tensor<f32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      graph.constant cannot be in an mncore.program: it holds tensors, buffers and instructions
 }
 
 // -----
 
 // A wait has no kind.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.wait takes only a tag}}
   mncore.wait 2 "bogus" tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      mncore.wait takes only a tag
 }
 
 // -----
 
 // words and tag only where the instruction uses them.
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu takes no words}}
   mncore.alu 0 "fzero" -> lm0[0] words 9
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      mncore.alu takes no words
 }
 
 // -----
 
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 takes no tag}}
   mncore.l1 0 "bcast" l1bm[0] -> lm0[0] tag 3
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      mncore.l1 takes no tag
 }
 
 // -----
 
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma moves at least 1 word}}
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 0 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      mncore.dma moves at least 1 word
   mncore.wait 5 tag 1
 }
 
 // -----
 
 mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.buffer cannot live in fwd}}
   mncore.buffer @b fwd[7] words 4
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      mncore.buffer cannot live in fwd
 }
 
 // -----
@@ -881,7 +666,6 @@ mncore.program @p machine "tiny" {
 // A wait acts before its bundle issues: it cannot cover a DMA of the same step.
 mncore.program @p machine "tiny" {
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+  // expected-error@+1 {{step 0 waits on tag 1 issued in the same step: a wait takes effect before its bundle issues}}
   mncore.wait 0 tag 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK:      step 0 waits on tag 1 issued in the same step: a wait takes effect before its bundle issues
 }

@@ -2,18 +2,16 @@
 // the dashed separator lines): every check of TaskOp.verify_, KernelOp.verify_,
 // ConstantOp.verify_ and BodyOp.verify_ (dialects/task.py), the parent-op traits, the
 // symbol table, the operand types and the parse errors of the custom syntax.
-// mncore-opt reports each as a parse error at the first token of the op to blame (a
-// task, a body, a constant, an event, or the kernel for its own checks):
-// `file:line:col`, the source line, a caret and the message.
-// RUN: mncore-opt %s --parsing-diagnostics --split-input-file | filecheck %s
+// Each error is expected, with its message, at the line of the op to blame (a task, a
+// body, a constant, an event, or the kernel for its own checks) or of the bad token:
+// mncore-opt --verify-diagnostics fails on an error that is not expected there and on
+// an expected one that does not occur.
+// RUN: mncore-opt %s --split-input-file --verify-diagnostics
 
 // An input region with a negative offset (the syntax takes negative integers).
 task.kernel @in_negative(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task input 0: region [-1:4, 0:16] is out of bounds in dimension 0 (size 8)}}
   task.task "t" ins(%x[-1:4, 0:16]) outs(%y[0:8, 0:16])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[-1:4, 0:16]) outs(%y[0:8, 0:16])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task input 0: region [-1:4, 0:16] is out of bounds in dimension 0 (size 8)
   task.return
 }
 
@@ -21,11 +19,8 @@ task.kernel @in_negative(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region of size 0 (`[3:3]`).
 task.kernel @in_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task input 0: region [3:3, 0:16] is out of bounds in dimension 0 (size 8)}}
   task.task "t" ins(%x[3:3, 0:16]) outs(%y[0:8, 0:16])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[3:3, 0:16]) outs(%y[0:8, 0:16])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task input 0: region [3:3, 0:16] is out of bounds in dimension 0 (size 8)
   task.return
 }
 
@@ -33,11 +28,8 @@ task.kernel @in_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region whose end is before its start.
 task.kernel @in_reversed(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task input 0: region [0:8, 5:2] is out of bounds in dimension 1 (size 16)}}
   task.task "t" ins(%x[0:8, 5:2]) outs(%y[0:8, 0:16])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 5:2]) outs(%y[0:8, 0:16])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task input 0: region [0:8, 5:2] is out of bounds in dimension 1 (size 16)
   task.return
 }
 
@@ -45,11 +37,8 @@ task.kernel @in_reversed(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region ending beyond the size, in the second dimension of the second input.
 task.kernel @in_too_far(%x: memref<8x16xf32>, %z: memref<4x4xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task input 1: region [0:4, 2:5] is out of bounds in dimension 1 (size 4)}}
   task.task "t" ins(%x[0:8, 0:16], %z[0:4, 2:5]) outs(%y[0:8, 0:16])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 0:16], %z[0:4, 2:5]) outs(%y[0:8, 0:16])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task input 1: region [0:4, 2:5] is out of bounds in dimension 1 (size 4)
   task.return
 }
 
@@ -57,11 +46,8 @@ task.kernel @in_too_far(%x: memref<8x16xf32>, %z: memref<4x4xf32>) -> (%y: memre
 
 // An input region of a lower rank than the input.
 task.kernel @in_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task input 0: region [0:8] does not have rank 2}}
   task.task "t" ins(%x[0:8]) outs(%y[0:8, 0:16])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8]) outs(%y[0:8, 0:16])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task input 0: region [0:8] does not have rank 2
   task.return
 }
 
@@ -69,11 +55,8 @@ task.kernel @in_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region of a higher rank than the input.
 task.kernel @in_rank_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  // expected-error@+1 {{task.task input 0: region [0:8, 0:1] does not have rank 1}}
   task.task "t" ins(%x[0:8, 0:1]) outs(%y[0:8])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 0:1]) outs(%y[0:8])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task input 0: region [0:8, 0:1] does not have rank 1
   task.return
 }
 
@@ -81,11 +64,8 @@ task.kernel @in_rank_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An output region ending beyond the size in the first dimension.
 task.kernel @out_too_far(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task output 0: region [0:9, 0:16] is out of bounds in dimension 0 (size 8)}}
   task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:9, 0:16])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:9, 0:16])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task output 0: region [0:9, 0:16] is out of bounds in dimension 0 (size 8)
   task.return
 }
 
@@ -95,11 +75,8 @@ task.kernel @out_too_far(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 // bounds are each written once).
 task.kernel @out_too_far_1(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
   task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 0:8])
+  // expected-error@+1 {{task.task output 0: region [0:8, 8:17] is out of bounds in dimension 1 (size 16)}}
   task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 8:17])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 8:17])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task output 0: region [0:8, 8:17] is out of bounds in dimension 1 (size 16)
   task.return
 }
 
@@ -108,11 +85,8 @@ task.kernel @out_too_far_1(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 // An output region of size 0 (the other task writes every element).
 task.kernel @out_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
   task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 0:16])
+  // expected-error@+1 {{task.task output 0: region [0:8, 3:3] is out of bounds in dimension 1 (size 16)}}
   task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 3:3])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 3:3])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task output 0: region [0:8, 3:3] is out of bounds in dimension 1 (size 16)
   task.return
 }
 
@@ -121,11 +95,8 @@ task.kernel @out_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 // An output region with a negative offset (the other task writes every element).
 task.kernel @out_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   task.task "t" ins(%x[0:8]) outs(%y[0:8])
+  // expected-error@+1 {{task.task output 0: region [-1:7] is out of bounds in dimension 0 (size 8)}}
   task.task "t" ins(%x[0:8]) outs(%y[-1:7])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8]) outs(%y[-1:7])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task output 0: region [-1:7] is out of bounds in dimension 0 (size 8)
   task.return
 }
 
@@ -133,11 +104,8 @@ task.kernel @out_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An output region of a lower rank than the output (it covers whole rows).
 task.kernel @out_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  // expected-error@+1 {{task.task output 0: region [0:8] does not have rank 2}}
   task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task output 0: region [0:8] does not have rank 2
   task.return
 }
 
@@ -146,11 +114,8 @@ task.kernel @out_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 // A buffer region out of bounds.
 task.kernel @buffer_too_far(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   %t = task.buffer : memref<4xf32>
+  // expected-error@+1 {{task.task output 0: region [0:8] is out of bounds in dimension 0 (size 4)}}
   task.task "t" ins(%x[0:8]) outs(%t[0:8])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8]) outs(%t[0:8])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task output 0: region [0:8] is out of bounds in dimension 0 (size 4)
   task.task "t" ins(%x[0:8]) outs(%y[0:8])
   task.return
 }
@@ -159,11 +124,8 @@ task.kernel @buffer_too_far(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An event with a trigger count higher than the number of tasks signalling it.
 task.kernel @triggers_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  // expected-error@+1 {{event has trigger count 3 but 2 tasks signal it}}
   %e = task.event triggers 3
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %e = task.event triggers 3
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: event has trigger count 3 but 2 tasks signal it
   task.task "t" ins(%x[0:4]) outs(%y[0:4]) signal(%e)
   task.task "t" ins(%x[4:8]) outs(%y[4:8]) signal(%e)
   task.return
@@ -173,11 +135,8 @@ task.kernel @triggers_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An event with a trigger count lower than the number of tasks signalling it.
 task.kernel @triggers_low(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  // expected-error@+1 {{event has trigger count 1 but 2 tasks signal it}}
   %e = task.event triggers 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %e = task.event triggers 1
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: event has trigger count 1 but 2 tasks signal it
   task.task "t" ins(%x[0:4]) outs(%y[0:4]) signal(%e)
   task.task "t" ins(%x[4:8]) outs(%y[4:8]) signal(%e)
   task.return
@@ -187,11 +146,8 @@ task.kernel @triggers_low(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An event that nobody signals but that needs one trigger (a task waits on it forever).
 task.kernel @never_signalled(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  // expected-error@+1 {{event has trigger count 1 but 0 tasks signal it}}
   %e = task.event triggers 1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %e = task.event triggers 1
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: event has trigger count 1 but 0 tasks signal it
   task.task "t" ins(%x[0:8]) outs(%y[0:8]) waits(%e)
   task.return
 }
@@ -200,11 +156,8 @@ task.kernel @never_signalled(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // A negative trigger count.
 task.kernel @triggers_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  // expected-error@+1 {{event has trigger count -1 but 0 tasks signal it}}
   %e = task.event triggers -1
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %e = task.event triggers -1
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: event has trigger count -1 but 0 tasks signal it
   task.task "t" ins(%x[0:8]) outs(%y[0:8])
   task.return
 }
@@ -214,11 +167,8 @@ task.kernel @triggers_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 // A task waiting on an event that a later task signals.
 task.kernel @wait_later(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   %e = task.event triggers 1
+  // expected-error@+1 {{task 0 (first) waits on an event that task 1 signals: tasks must be in a topological order}}
   task.task "first" ins(%x[0:4]) outs(%y[0:4]) waits(%e)
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "first" ins(%x[0:4]) outs(%y[0:4]) waits(%e)
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task 0 (first) waits on an event that task 1 signals: tasks must be in a topological order
   task.task "second" ins(%x[4:8]) outs(%y[4:8]) signal(%e)
   task.return
 }
@@ -229,11 +179,8 @@ task.kernel @wait_later(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 task.kernel @wait_between(%x: memref<9xf32>) -> (%y: memref<9xf32>) {
   %e = task.event triggers 2
   task.task "a" ins(%x[0:3]) outs(%y[0:3]) signal(%e)
+  // expected-error@+1 {{task 1 (b) waits on an event that task 2 signals: tasks must be in a topological order}}
   task.task "b" ins(%x[3:6]) outs(%y[3:6]) waits(%e)
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "b" ins(%x[3:6]) outs(%y[3:6]) waits(%e)
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task 1 (b) waits on an event that task 2 signals: tasks must be in a topological order
   task.task "c" ins(%x[6:9]) outs(%y[6:9]) signal(%e)
   task.return
 }
@@ -243,22 +190,16 @@ task.kernel @wait_between(%x: memref<9xf32>) -> (%y: memref<9xf32>) {
 // A task that waits on the event it signals itself.
 task.kernel @wait_self(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   %e = task.event triggers 1
+  // expected-error@+1 {{task 0 (t) waits on an event that it signals itself: tasks must be in a topological order}}
   task.task "t" ins(%x[0:8]) outs(%y[0:8]) waits(%e) signal(%e)
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "t" ins(%x[0:8]) outs(%y[0:8]) waits(%e) signal(%e)
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task 0 (t) waits on an event that it signals itself: tasks must be in a topological order
   task.return
 }
 
 // -----
 
 // An output element written twice (overlapping tiles): the first such element is named.
+// expected-error@+1 {{output 0 of task.kernel @overlap: element [2, 0] is written by 2 tasks, not exactly one}}
 task.kernel @overlap(%x: memref<4x4xf32>) -> (%y: memref<4x4xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @overlap(%x: memref<4x4xf32>) -> (%y: memref<4x4xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: output 0 of task.kernel @overlap: element [2, 0] is written by 2 tasks, not exactly one
   task.task "t" ins(%x[0:4, 0:4]) outs(%y[0:3, 0:4])
   task.task "t" ins(%x[0:4, 0:4]) outs(%y[2:4, 0:4])
   task.return
@@ -267,11 +208,8 @@ task.kernel @overlap(%x: memref<4x4xf32>) -> (%y: memref<4x4xf32>) {
 // -----
 
 // An output element never written, in the second output.
+// expected-error@+1 {{output 1 of task.kernel @unwritten: element [0, 2] is written by 0 tasks, not exactly one}}
 task.kernel @unwritten(%x: memref<4x4xf32>) -> (%y: memref<4xf32>, %z: memref<4x4xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @unwritten(%x: memref<4x4xf32>) -> (%y: memref<4xf32>, %z: memref<4x4xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: output 1 of task.kernel @unwritten: element [0, 2] is written by 0 tasks, not exactly one
   task.task "t" ins(%x[0:4, 0:4]) outs(%y[0:4], %z[0:4, 0:2])
   task.task "t" ins(%x[0:4, 0:4]) outs(%z[0:4, 3:4])
   task.return
@@ -280,11 +218,8 @@ task.kernel @unwritten(%x: memref<4x4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
 // -----
 
 // An output that no task writes.
+// expected-error@+1 {{output 0 of task.kernel @no_writer: element [0] is written by 0 tasks, not exactly one}}
 task.kernel @no_writer(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @no_writer(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: output 0 of task.kernel @no_writer: element [0] is written by 0 tasks, not exactly one
   task.task "t" ins(%x[0:4])
   task.return
 }
@@ -292,32 +227,23 @@ task.kernel @no_writer(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
 // -----
 
 // A kernel without task.return.
+// expected-error@+1 {{task.kernel must end with task.return}}
 task.kernel @no_return(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @no_return(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: task.kernel must end with task.return
   task.task "t" ins(%x[0:8]) outs(%y[0:8])
 }
 
 // -----
 
 // A kernel with an empty body.
+// expected-error@+1 {{task.kernel must end with task.return}}
 task.kernel @empty_body() -> () {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @empty_body() -> () {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: task.kernel must end with task.return
 }
 
 // -----
 
 // A kernel whose task.return is not its last op.
+// expected-error@+1 {{task.kernel must end with task.return}}
 task.kernel @return_not_last(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @return_not_last(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: task.kernel must end with task.return
   task.return
   task.task "t" ins(%x[0:8]) outs(%y[0:8])
 }
@@ -326,11 +252,8 @@ task.kernel @return_not_last(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // task.buffer outside a kernel.
 func.func @buffer_outside() {
+  // expected-error@+1 {{'task.buffer' expects parent op 'task.kernel'}}
   %t = task.buffer : memref<8xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %t = task.buffer : memref<8xf32>
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: 'task.buffer' expects parent op 'task.kernel'
   func.return
 }
 
@@ -338,11 +261,8 @@ func.func @buffer_outside() {
 
 // task.return outside a kernel.
 func.func @return_outside() {
+  // expected-error@+1 {{'task.return' expects parent op 'task.kernel'}}
   task.return
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.return
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: 'task.return' expects parent op 'task.kernel'
 }
 
 // -----
@@ -352,33 +272,24 @@ task.kernel @two_signals(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   %e = task.event triggers 1
   %f = task.event triggers 1
   task.task "t" ins(%x[0:8]) outs(%y[0:8]) signal(%e, %f)
+  // expected-error@+1 {{a task signals at most one event}}
   task.return
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.return
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: a task signals at most one event
 }
 
 // -----
 
 // A task signalling a memref.
 task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  // expected-error@+1 {{operand is used with type !task.event, but has been previously used or defined with type memref<8xf32>}}
   task.task "t" ins(%x[0:8]) outs(%y[0:8]) signal(%x)
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:51
-  // CHECK-NEXT: task.task "t" ins(%x[0:8]) outs(%y[0:8]) signal(%x)
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: operand is used with type !task.event, but has been previously used or defined with type memref<8xf32>
   task.return
 }
 
 // -----
 
 // Generic form: a kernel block argument whose type is not the function type's.
+// expected-error@+1 {{task.kernel block arguments must be its inputs then its outputs}}
 "task.kernel"() <{sym_name = "arg_type", function_type = (memref<8xf32>) -> memref<8xf32>}> ({
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: "task.kernel"() <{sym_name = "arg_type", function_type = (memref<8xf32>) -> memref<8xf32>}> ({
-  // CHECK-NEXT: ^^^^^^^^^^^^^
-  // CHECK-NEXT: task.kernel block arguments must be its inputs then its outputs
 ^bb0(%x: memref<8xf32>, %y: memref<4xf32>):
   "task.return"() : () -> ()
 }) : () -> ()
@@ -386,11 +297,8 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 // -----
 
 // Generic form: a kernel block with fewer arguments than the function type.
+// expected-error@+1 {{task.kernel block arguments must be its inputs then its outputs}}
 "task.kernel"() <{sym_name = "arg_count", function_type = (memref<8xf32>) -> memref<8xf32>}> ({
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: "task.kernel"() <{sym_name = "arg_count", function_type = (memref<8xf32>) -> memref<8xf32>}> ({
-  // CHECK-NEXT: ^^^^^^^^^^^^^
-  // CHECK-NEXT: task.kernel block arguments must be its inputs then its outputs
 ^bb0(%x: memref<8xf32>):
   "task.return"() : () -> ()
 }) : () -> ()
@@ -400,11 +308,8 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 // Generic form: a task with more inputs than input regions.
 "task.kernel"() <{sym_name = "tile_count", function_type = (memref<8xf32>) -> memref<8xf32>}> ({
 ^bb0(%x: memref<8xf32>, %y: memref<8xf32>):
+  // expected-error@+1 {{task.task has 1 inputs but 0 input regions}}
   "task.task"(%x, %y) <{kind = "t", in_tiles = [], out_tiles = [array<i64: 0, 8>], operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<8xf32>, memref<8xf32>) -> ()
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: "task.task"(%x, %y) <{kind = "t", in_tiles = [], out_tiles = [array<i64: 0, 8>], operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<8xf32>, memref<8xf32>) -> ()
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: task.task has 1 inputs but 0 input regions
   "task.return"() : () -> ()
 }) : () -> ()
 
@@ -413,11 +318,8 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 // Generic form (the custom form takes the memref from the literal): a task.constant
 // whose literal has another shape than its memref.
 "task.kernel"() <{sym_name = "constant_shape", function_type = () -> ()}> ({
+  // expected-error@+1 {{task.constant of type tensor<2xf32> cannot fill memref<3xf32>}}
   %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<3xf32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<3xf32>
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: task.constant of type tensor<2xf32> cannot fill memref<3xf32>
   "task.return"() : () -> ()
 }) : () -> ()
 
@@ -425,11 +327,8 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // Generic form: a task.constant whose literal has another element type than its memref.
 "task.kernel"() <{sym_name = "constant_element", function_type = () -> ()}> ({
+  // expected-error@+1 {{task.constant of type tensor<2xf32> cannot fill memref<2xf64>}}
   %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<2xf64>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %c = "task.constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> memref<2xf64>
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: task.constant of type tensor<2xf32> cannot fill memref<2xf64>
   "task.return"() : () -> ()
 }) : () -> ()
 
@@ -437,11 +336,8 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // A task.constant of a literal that is not dense: a parse error at the literal.
 task.kernel @constant_not_dense() -> () {
+  // expected-error@+1 {{task.constant expects a dense literal}}
   %c = task.constant 1.0 : f32
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:22
-  // CHECK-NEXT: %c = task.constant 1.0 : f32
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.constant expects a dense literal
   task.return
 }
 
@@ -449,11 +345,8 @@ task.kernel @constant_not_dense() -> () {
 
 // Generic form: a task.constant whose value is not dense (the property's constraint).
 "task.kernel"() <{sym_name = "constant_not_dense_generic", function_type = () -> ()}> ({
+  // expected-error@+1 {{1.000000e+00 : f32 should be of base attribute dense}}
   %c = "task.constant"() <{value = 1.0 : f32}> : () -> memref<f32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %c = "task.constant"() <{value = 1.0 : f32}> : () -> memref<f32>
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: 1.000000e+00 : f32 should be of base attribute dense
   "task.return"() : () -> ()
 }) : () -> ()
 
@@ -464,11 +357,8 @@ task.kernel @body_arg_type(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
   task.body @f(%a: tensor<f64>) {
     task.yield %a : tensor<f64>
   }
+  // expected-error@+1 {{task.body @f takes (tensor<f64>) but the task needs (tensor<f32>)}}
   task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f takes (tensor<f64>) but the task needs (tensor<f32>)
   task.return
 }
 
@@ -479,11 +369,8 @@ task.kernel @body_arg_count(%x: memref<4xf32>, %w: memref<4xi32>) -> (%y: memref
   task.body @f(%a: tensor<f32>) {
     task.yield %a : tensor<f32>
   }
+  // expected-error@+1 {{task.body @f takes (tensor<f32>) but the task needs (tensor<f32>, tensor<i32>)}}
   task.task "elementwise" @f ins(%x[0:4], %w[0:4]) outs(%y[0:4])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4], %w[0:4]) outs(%y[0:4])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f takes (tensor<f32>) but the task needs (tensor<f32>, tensor<i32>)
   task.return
 }
 
@@ -491,11 +378,8 @@ task.kernel @body_arg_count(%x: memref<4xf32>, %w: memref<4xi32>) -> (%y: memref
 
 // A body argument that is not 0-d (no task needs to use the body).
 task.kernel @body_arg_shape() -> () {
+  // expected-error@+1 {{task.body @f works on 0-d tensors, not tensor<4xf32>}}
   task.body @f(%a: tensor<4xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: tensor<4xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f works on 0-d tensors, not tensor<4xf32>
     %n = graph.neg %a : tensor<4xf32>
     task.yield %n : tensor<4xf32>
   }
@@ -506,11 +390,8 @@ task.kernel @body_arg_shape() -> () {
 
 // A body argument that is a memref.
 task.kernel @body_arg_memref() -> () {
+  // expected-error@+1 {{task.body @f works on 0-d tensors, not memref<f32>}}
   task.body @f(%a: memref<f32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: memref<f32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f works on 0-d tensors, not memref<f32>
     %one = graph.constant dense<1.0> : tensor<f32>
     task.yield %one : tensor<f32>
   }
@@ -521,11 +402,8 @@ task.kernel @body_arg_memref() -> () {
 
 // A body that yields a value that is not 0-d.
 task.kernel @yield_shape() -> () {
+  // expected-error@+1 {{task.body @f works on 0-d tensors, not tensor<4xf32>}}
   task.body @f(%a: tensor<f32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f works on 0-d tensors, not tensor<4xf32>
     %e = graph.expand %a : tensor<f32> -> tensor<4xf32>
     task.yield %e : tensor<4xf32>
   }
@@ -536,11 +414,8 @@ task.kernel @yield_shape() -> () {
 
 // A body that does not end with task.yield (no terminator at all).
 task.kernel @no_yield() -> () {
+  // expected-error@+1 {{task.body @f must end with task.yield}}
   task.body @f(%a: tensor<f32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f must end with task.yield
     %n = graph.neg %a : tensor<f32>
   }
   task.return
@@ -550,11 +425,8 @@ task.kernel @no_yield() -> () {
 
 // An empty body.
 task.kernel @empty_body_region() -> () {
+  // expected-error@+1 {{task.body @f must end with task.yield}}
   task.body @f() {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f() {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f must end with task.yield
   }
   task.return
 }
@@ -563,11 +435,8 @@ task.kernel @empty_body_region() -> () {
 
 // A body whose task.yield is not its last op.
 task.kernel @yield_not_last() -> () {
+  // expected-error@+1 {{task.body @f must end with task.yield}}
   task.body @f(%a: tensor<f32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f must end with task.yield
     task.yield %a : tensor<f32>
     %n = graph.neg %a : tensor<f32>
   }
@@ -578,11 +447,8 @@ task.kernel @yield_not_last() -> () {
 
 // A body of two blocks.
 task.kernel @body_two_blocks() -> () {
+  // expected-error@+1 {{Region 'body' at position 0 expected a single block, but got 2 blocks}}
   task.body @f(%a: tensor<f32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: Region 'body' at position 0 expected a single block, but got 2 blocks
     task.yield %a : tensor<f32>
   ^bb1:
     task.yield %a : tensor<f32>
@@ -597,11 +463,8 @@ task.kernel @yield_types(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
   task.body @f(%a: tensor<f32>) {
     task.yield %a, %a : tensor<f32>, tensor<f32>
   }
+  // expected-error@+1 {{task.body @f yields (tensor<f32>, tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)}}
   task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f yields (tensor<f32>, tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)
   task.return
 }
 
@@ -612,11 +475,8 @@ task.kernel @yield_count(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
   task.body @f(%a: tensor<f32>) {
     task.yield %a : tensor<f32>
   }
+  // expected-error@+1 {{task.body @f yields (tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)}}
   task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.body @f yields (tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)
   task.return
 }
 
@@ -624,11 +484,8 @@ task.kernel @yield_count(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
 
 // A task naming a body that does not exist.
 task.kernel @unknown_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  // expected-error@+1 {{task.task refers to @nowhere, which is no task.body of this kernel}}
   task.task "elementwise" @nowhere ins(%x[0:4]) outs(%y[0:4])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "elementwise" @nowhere ins(%x[0:4]) outs(%y[0:4])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task refers to @nowhere, which is no task.body of this kernel
   task.return
 }
 
@@ -636,22 +493,16 @@ task.kernel @unknown_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
 
 // A task naming a symbol that is not a body (its own kernel).
 task.kernel @kernel_as_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  // expected-error@+1 {{task.task refers to @kernel_as_body, which is no task.body of this kernel}}
   task.task "elementwise" @kernel_as_body ins(%x[0:4]) outs(%y[0:4])
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.task "elementwise" @kernel_as_body ins(%x[0:4]) outs(%y[0:4])
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: task.task refers to @kernel_as_body, which is no task.body of this kernel
   task.return
 }
 
 // -----
 
 // Two bodies of the same name: the kernel is a symbol table.
+// expected-error@+1 {{Redefinition of symbol "f"}}
 task.kernel @same_name(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:1
-  // CHECK-NEXT: task.kernel @same_name(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
-  // CHECK-NEXT: ^^^^^^^^^^^
-  // CHECK-NEXT: Redefinition of symbol "f"
   task.body @f(%a: tensor<f32>) {
     task.yield %a : tensor<f32>
   }
@@ -667,11 +518,8 @@ task.kernel @same_name(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
 
 // task.body outside a kernel.
 func.func @body_outside() {
+  // expected-error@+1 {{'task.body' expects parent op 'task.kernel'}}
   task.body @f(%a: tensor<f32>) {
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.body @f(%a: tensor<f32>) {
-  // CHECK-NEXT: ^^^^^^^^^
-  // CHECK-NEXT: 'task.body' expects parent op 'task.kernel'
     task.yield %a : tensor<f32>
   }
   func.return
@@ -681,11 +529,8 @@ func.func @body_outside() {
 
 // task.yield outside a body.
 func.func @yield_outside(%a: tensor<f32>) {
+  // expected-error@+1 {{'task.yield' expects parent op 'task.body'}}
   task.yield %a : tensor<f32>
-  // CHECK:      invalid.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: task.yield %a : tensor<f32>
-  // CHECK-NEXT: ^^^^^^^^^^
-  // CHECK-NEXT: 'task.yield' expects parent op 'task.body'
 }
 
 // -----
@@ -693,11 +538,8 @@ func.func @yield_outside(%a: tensor<f32>) {
 // task.buffer inside a body (its parent must be the kernel).
 task.kernel @buffer_in_body() -> () {
   task.body @f(%a: tensor<f32>) {
+    // expected-error@+1 {{'task.buffer' expects parent op 'task.kernel'}}
     %t = task.buffer : memref<4xf32>
-    // CHECK:      invalid.mlir:[[# @LINE - 1]]:5
-    // CHECK-NEXT: %t = task.buffer : memref<4xf32>
-    // CHECK-NEXT: ^^
-    // CHECK-NEXT: 'task.buffer' expects parent op 'task.kernel'
     task.yield %a : tensor<f32>
   }
   task.return
