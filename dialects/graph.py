@@ -48,7 +48,9 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser
 from xdsl.pattern_rewriter import RewritePattern
+from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     HasCanonicalizationPatternsTrait,
@@ -62,19 +64,21 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from mncore_ir.dialects.element_types import (  # ELEMENT_TYPES: re-exported, by torch name
+    ELEMENT_TYPES as ELEMENT_TYPES,
+)
+from mncore_ir.dialects.element_types import (
+    GRAPH_ELEMENT_TYPES,
+    SupportedElementTypes,
+    print_dense,
+)
+
 Shape = tuple[int, ...]
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 i32 = IntegerType(32)
 
-#: Element types a graph tensor may hold, by their torch-style names.
-ELEMENT_TYPES: dict[str, Attribute] = {
-    "float32": f32,
-    "float64": Float64Type(),
-    "int64": i64,
-    "int32": i32,
-    "bool": i1,
-    "uint8": ui8,
-}
+#: The element types every graph op's tensors are checked against.
+GRAPH_TYPES = SupportedElementTypes("graph", GRAPH_ELEMENT_TYPES)
 
 
 def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType:
@@ -176,6 +180,8 @@ class GraphCanonicalization(HasCanonicalizationPatternsTrait):
 
 class GraphOp(IRDLOperation, abc.ABC):
     """A graph op whose result types follow from its operands and properties."""
+
+    traits = traits_def(GRAPH_TYPES)  # IRDL merges the traits of every base class
 
     @classmethod
     @abc.abstractmethod
@@ -505,17 +511,32 @@ class GeluBackwardOp(GeluRule, GraphOp):
 
 @irdl_op_definition
 class ConstantOp(IRDLOperation):
-    """A tensor of known values; splats print as one value."""
+    """A tensor of known values; splats print as one value, and values xDSL would print
+    inexactly (signalling NaNs, a splat of ``0.0`` and ``-0.0``) as their bytes."""
 
     name = "graph.constant"
     T: ClassVar = VarConstraint("T", base(TensorType))
     value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
     result = result_def(T)
-    traits = traits_def(Pure(), ConstantLike())
-    assembly_format = "$value attr-dict"
+    traits = traits_def(Pure(), ConstantLike(), GRAPH_TYPES)
 
     def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
         super().__init__(properties={"value": value}, result_types=[value.type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        pos = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error("graph.constant expects a dense literal", pos, parser.pos)
+        op = cls(value)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_dense(printer, self.value)
+        printer.print_op_attributes(self.attributes)
 
 
 # --------------------------------------------------------------------------- reductions

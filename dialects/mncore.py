@@ -68,8 +68,16 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from mncore_ir.dialects.element_types import (
+    MNCORE_ELEMENT_TYPES,
+    SupportedElementTypes,
+    print_dense,
+)
 from mncore_ir.dialects.mncore_machines import MACHINES, PE_SPACES, SPACES, Machine
 from mncore_ir.dialects.task import OpVerifyException
+
+#: A word is an f32 and holds integers and booleans exactly; f64 has no word form.
+MNCORE_TYPES = SupportedElementTypes("mncore", MNCORE_ELEMENT_TYPES)
 
 
 @irdl_attr_definition
@@ -389,10 +397,17 @@ class DmaOp(InstructionOp):
         run, stride = self.run.value.data, self.stride.value.data
         return (first + stride * np.arange(n // run)[:, None] + np.arange(run)).reshape(-1)
 
+    def dram_extent(self) -> int:
+        """How many DRAM words lie from the first word touched to the last, counted
+        without listing them (a verifier must not allocate what it is about to reject)."""
+        if self.run is None or self.stride is None:
+            return self.count
+        run, stride = self.run.value.data, self.stride.value.data
+        return stride * (self.count // run - 1) + run  # strides are not negative
+
     def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
         """The DRAM side as its extent (first to last word touched)."""
-        words = self.dram_words()
-        extent = int(words[-1]) - int(words[0]) + 1
+        extent = self.dram_extent()
         src, dst = self.srcs.data[0], self.dst
         if self.kind.data == "load":
             return [(src, extent)], [(dst, self.count)]
@@ -435,7 +450,8 @@ class TensorOp(IRDLOperation):
     at = prop_def(RefAttr)
     type = prop_def(TensorType)
     value = opt_prop_def(DenseIntOrFPElementsAttr)
-    traits = lazy_traits_def(lambda: (SymbolOpInterface(), HasParent(ProgramOp)))
+    traits = lazy_traits_def(lambda: (SymbolOpInterface(), HasParent(ProgramOp),
+                                      MNCORE_TYPES))
 
     @classmethod
     def parse(cls, parser: Parser) -> TensorOp:
@@ -462,7 +478,7 @@ class TensorOp(IRDLOperation):
         printer.print_string(f" @{self.sym_name.data} {self.role.data} {self.at} ")
         if self.value is not None:
             printer.print_string("= ")
-            printer.print_attribute(self.value)
+            print_dense(printer, self.value)
         else:
             printer.print_string(": ")
             printer.print_attribute(self.type)

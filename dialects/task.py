@@ -8,8 +8,9 @@ it signals. An event fires once its trigger count of tasks have signalled it.
 A task of kind ``"elementwise"`` names a ``task.body``: the scalar computation (graph
 ops on 0-d tensors, ending in ``task.yield``) applied at every point of its output
 tiles, as ``linalg.generic``'s region is; the tiles of one operator share one body.
-Other kinds name a graph operator and carry its properties. Constant tensors live in
-``task.constant`` buffers.
+Other kinds name a graph operator and carry its properties: the verifier checks that
+the operator accepts the task's regions and that they are laid out as the targets read
+them (``verify_kind``). Constant tensors live in ``task.constant`` buffers.
 
 Tasks are kept in a topological order and a task waits only on events whose signallers
 all come before it: this is what makes in-order worker queues and a ticket-queue
@@ -33,7 +34,9 @@ invariants the later levels rely on.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +54,15 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -77,6 +88,16 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.element_types import (
+    GRAPH_ELEMENT_TYPES,
+    SupportedElementTypes,
+    print_dense,
+)
+
+#: The task level runs on the megakernel simulator and Triton: the graph's element types.
+TASK_TYPES = SupportedElementTypes("task", GRAPH_ELEMENT_TYPES)
 
 
 class OpVerifyException(VerifyException):
@@ -117,6 +138,10 @@ class Tile:
 
 
 # Kernels repeat few distinct regions many times: decoding and encoding are cached.
+Accesses = list[tuple[SSAValue, Tile]]
+"""A task's (buffer, region) pairs, of its inputs or of its outputs."""
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _tile_of(attr: DenseArrayBase) -> Tile:
     values = tuple(attr.get_values())
@@ -135,7 +160,7 @@ class BufferOp(IRDLOperation):
 
     name = "task.buffer"
     result = result_def(MemRefType)
-    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp), TASK_TYPES))
     assembly_format = "attr-dict `:` type($result)"
 
 
@@ -147,7 +172,7 @@ class ConstantOp(IRDLOperation):
     name = "task.constant"
     value = prop_def(DenseIntOrFPElementsAttr)
     result = result_def(MemRefType)
-    traits = lazy_traits_def(lambda: (HasParent(KernelOp),))
+    traits = lazy_traits_def(lambda: (HasParent(KernelOp), TASK_TYPES))
 
     def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
         typ = value.get_type()
@@ -166,7 +191,7 @@ class ConstantOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_attribute(self.value)
+        print_dense(printer, self.value)
         printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
@@ -234,6 +259,7 @@ class TaskOp(IRDLOperation):
         return [(v, Tile.of(a)) for v, a in zip(self.outs, self.out_tiles.data, strict=True)]
 
     def verify_(self) -> None:
+        regions: dict[str, Accesses] = {"input": [], "output": []}
         for what, values, tiles in (("input", self.ins, self.in_tiles),
                                     ("output", self.outs, self.out_tiles)):
             if len(values) != len(tiles.data):
@@ -256,6 +282,8 @@ class TaskOp(IRDLOperation):
                         raise VerifyException(
                             f"task.task {what} {i}: region [{tile}] is out of bounds in "
                             f"dimension {d} (size {n})")
+                regions[what].append((value, tile))
+        verify_kind(self, regions["input"], regions["output"])
 
     @classmethod
     def parse(cls, parser: Parser) -> TaskOp:
@@ -328,6 +356,185 @@ class TaskOp(IRDLOperation):
             printer.print_attr_dict(self.attributes)
 
 
+# --------------------------------------------------------------------------- task kinds
+#
+# What a task of each kind means, and so what its regions must look like: the
+# megakernel simulator runs ``graph.<kind>`` on the regions; the Triton descriptors and
+# convert-task-to-mncore address the buffers directly and take the regions to be laid
+# out as convert-graph-to-task tiles each kind. The verifier checks both here, so a task
+# the targets would misread is an error at its position, not a crash or a wrong result.
+
+_GRAPH_KINDS: dict[str, type[g.GraphOp]] = {
+    op.name.removeprefix("graph."): op for op in g.Graph.operations  # type: ignore[misc]
+    if issubclass(op, g.GraphOp) and op is not g.FusedOp}
+
+
+def verify_kind(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """An ``elementwise`` task has a body and regions of one iteration space; a task
+    named after a graph op is that op on its regions' shapes (operands, attributes,
+    shapes), with regions laid out as the targets read them. Other kinds are left to
+    the targets, which refuse them by name."""
+    kind = task.kind.data
+    if kind == "elementwise":
+        if task.body is None:
+            raise VerifyException('task.task "elementwise" needs a task.body')
+        _verify_elementwise_regions(reads, writes)
+        return
+    if kind not in _GRAPH_KINDS:
+        return  # a kind of its own: no target runs it, and each says so
+    if task.body is not None:
+        raise VerifyException(f"task.task {kind!r} takes no task.body (only 'elementwise' "
+                              "tasks do)")
+    error = _graph_op_error(kind, task.attrs,
+                            tuple((v.type.element_type, r.sizes) for v, r in reads),  # type: ignore[attr-defined]
+                            tuple((v.type.element_type, r.sizes) for v, r in writes))  # type: ignore[attr-defined]
+    if error is not None:
+        raise VerifyException(f"task.task {kind!r} is graph.{kind} on its regions' shapes, "
+                              f"which is invalid: {error}")
+    if kind in _TILED:
+        _TILED[kind](task, reads, writes)
+    elif kind in _WHOLE:
+        for what, pairs in (("input", reads), ("output", writes)):
+            for i, (value, tile) in enumerate(pairs):
+                _need_whole(value, tile, range(len(tile.sizes)), f"{kind} {what} {i}",
+                            "the targets run this kind over whole buffers")
+
+
+RegionShape = tuple[Attribute, tuple[int, ...]]  # a region's element type and sizes
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _graph_op_error(kind: str, attrs: DictionaryAttr, ins: tuple[RegionShape, ...],
+                    outs: tuple[RegionShape, ...]) -> str | None:
+    """Why ``graph.<kind>`` with these properties on tensors of these regions does not
+    verify (``None`` when it does); the tiles of one operator share one answer."""
+    block = Block(arg_types=[TensorType(e, sizes) for e, sizes in ins])
+    op = _GRAPH_KINDS[kind].create(operands=list(block.args), properties=dict(attrs.data),
+                                   result_types=[TensorType(e, sizes) for e, sizes in outs])
+    try:
+        op.verify()
+    except VerifyException as error:
+        return str(error).strip()
+    return None
+
+
+def _need_whole(value: SSAValue, tile: Tile, dims: Iterable[int], what: str,
+                why: str) -> None:
+    shape = value.type.get_shape()  # type: ignore[attr-defined]
+    for d in dims:
+        if tile.offsets[d] != 0 or tile.sizes[d] != shape[d]:
+            raise VerifyException(f"task.task {what}: region [{tile}] does not cover "
+                                  f"dimension {d} of its buffer ({shape[d]}): {why}")
+
+
+def _verify_elementwise_regions(reads: Accesses, writes: Accesses) -> None:
+    """One iteration space, the first output's tile: every output tile has its sizes,
+    every input region broadcasts to them (size 1 or equal, right-aligned)."""
+    if not writes:
+        raise VerifyException('task.task "elementwise" writes no output')
+    space = writes[0][1].sizes
+    for i, (_, tile) in enumerate(writes[1:], 1):
+        if tile.sizes != space:
+            raise VerifyException(f"task.task \"elementwise\": output {i} region [{tile}] "
+                                  f"is not the size of output 0's ({'x'.join(map(str, space))})")
+    for i, (_, region) in enumerate(reads):
+        lead = len(space) - len(region.sizes)
+        if lead < 0 or any(s not in (1, space[lead + d]) for d, s in enumerate(region.sizes)):
+            raise VerifyException(
+                f"task.task \"elementwise\": input {i} region [{region}] does not broadcast "
+                f"to the output tile ({'x'.join(map(str, space))})")
+
+
+def _dims(task: TaskOp, name: str, rank: int) -> list[int]:
+    attr = task.attrs.data[name]
+    values = attr.get_values() if isinstance(attr, DenseArrayBase) else [attr.value.data]  # type: ignore[attr-defined]
+    return sorted(set(g.normalize_dims(values, rank)))  # type: ignore[arg-type]
+
+
+def _matmul_regions(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """The kernels address one matrix per operand from its region's origin."""
+    for what, pairs in (("input", reads), ("output", writes)):
+        for i, (_, tile) in enumerate(pairs):
+            if any(s != 1 for s in tile.sizes[:-2]):
+                raise VerifyException(f"task.task \"matmul\" {what} {i}: region [{tile}] "
+                                      "spans more than one matrix (leading sizes must be 1)")
+
+
+def _reduction_regions(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """Reduced dimensions whole; each kept one is the output tile's."""
+    ((value, region),) = reads
+    ((_, tile),) = writes
+    kind, rank = task.kind.data, len(region.sizes)
+    dims = _dims(task, "dims", rank)
+    _need_whole(value, region, dims, f"{kind} input 0", "a task reduces whole dimensions")
+    keep = task.attrs.data.get("keepdim")
+    keepdim = bool(keep.value.data) if isinstance(keep, IntegerAttr) else False
+    kept = [d for d in range(rank) if keepdim or d not in dims]
+    for i, d in enumerate(kept):
+        if d not in dims and region.offsets[d] != tile.offsets[i]:
+            raise VerifyException(
+                f"task.task {kind!r}: input region [{region}] starts at {region.offsets[d]} in "
+                f"dimension {d}, its output tile [{tile}] at {tile.offsets[i]}")
+
+
+def _row_regions(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """Rows run whole along ``dim`` (layer norm: along the normalized dimensions)."""
+    kind = task.kind.data
+    pairs = reads if kind != "layer_norm" else reads[:1]
+    rank = len(pairs[0][1].sizes)
+    if kind == "layer_norm":
+        k = task.attrs.data["normalized_dims"].value.data  # type: ignore[attr-defined]
+        dims = list(range(rank - k, rank))
+    else:
+        dims = _dims(task, "dim", rank)
+    for i, (value, tile) in enumerate([*pairs, *writes[:1]]):
+        _need_whole(value, tile, dims, f"{kind} operand {i}", "a task holds whole rows")
+
+
+def _slice_regions(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """``start`` counts from the buffer's first element along ``dim``."""
+    ((value, region),) = reads
+    _need_whole(value, region, _dims(task, "dim", len(region.sizes)), "slice input 0",
+                "start and step index the whole dimension")
+
+
+def _reshape_regions(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """Both regions are runs of consecutive elements: the task is a flat copy."""
+    for what, (value, tile) in (("input", reads[0]), ("output", writes[0])):
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        first = next((d for d, s in enumerate(tile.sizes) if s != 1), len(shape))
+        _need_whole(value, tile, range(first + 1, len(shape)), f"reshape {what} 0",
+                    "a reshape task copies a run of consecutive elements")
+
+
+def _embedding_regions(task: TaskOp, reads: Accesses, writes: Accesses) -> None:
+    """The whole table; the rows of the output tile are those of its indices."""
+    (weight, weight_tile), (_, index_tile) = reads
+    ((out, tile),) = writes
+    _need_whole(weight, weight_tile, range(2), "embedding input 0", "rows are looked up "
+                "in the whole table")
+    _need_whole(out, tile, [len(tile.sizes) - 1], "embedding output 0", "a task writes "
+                "whole rows")
+    if index_tile.offsets != tile.offsets[:-1]:
+        raise VerifyException(f"task.task \"embedding\": index region [{index_tile}] is not "
+                              f"at the rows of the output tile [{tile}]")
+
+
+_TILED: dict[str, Callable[[TaskOp, Accesses, Accesses], None]] = {
+    "matmul": _matmul_regions, "sum": _reduction_regions, "mean": _reduction_regions,
+    "amax": _reduction_regions, "softmax": _row_regions, "log_softmax": _row_regions,
+    "softmax_backward": _row_regions, "log_softmax_backward": _row_regions,
+    "layer_norm": _row_regions, "slice": _slice_regions, "reshape": _reshape_regions,
+    "embedding": _embedding_regions, "permute": lambda task, reads, writes: None,
+}
+"""Kinds convert-graph-to-task tiles, with what their regions must satisfy beyond
+the graph op's shapes."""
+
+_WHOLE = frozenset(kind for kind, op in _GRAPH_KINDS.items()
+                   if kind not in _TILED and not op.has_trait(g.Elementwise))
+"""Kinds the targets run over whole buffers only (convolutions, gathers, ...)."""
+
+
 @irdl_op_definition
 class BodyOp(IRDLOperation):
     """The scalar computation of elementwise tasks: ``task.body @name(%a: tensor<f32>,
@@ -337,7 +544,7 @@ class BodyOp(IRDLOperation):
     sym_name = prop_def(StringAttr)
     body = region_def("single_block")
     traits = lazy_traits_def(lambda: (SymbolOpInterface(), IsolatedFromAbove(),
-                                      HasParent(KernelOp)))
+                                      HasParent(KernelOp), TASK_TYPES))
 
     def __init__(self, name: str, body: Region) -> None:
         super().__init__(properties={"sym_name": StringAttr(name)}, regions=[body])
@@ -405,7 +612,7 @@ class KernelOp(IRDLOperation):
     sym_name = prop_def(StringAttr)
     function_type = prop_def(FunctionType)
     body = region_def("single_block")
-    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove())
+    traits = traits_def(SymbolOpInterface(), SymbolTable(), IsolatedFromAbove(), TASK_TYPES)
 
     def __init__(self, name: str, inputs: Sequence[MemRefType], outputs: Sequence[MemRefType],
                  body: Region) -> None:
@@ -521,20 +728,72 @@ class KernelOp(IRDLOperation):
 
     def _verify_outputs_written_once(self) -> None:
         """Every element of every kernel output is written by exactly one task."""
-        counts = {out: np.zeros(out.type.get_shape(), dtype=np.int32)  # type: ignore[attr-defined]
-                  for out in self.outputs}
+        tiles: dict[SSAValue, list[Tile]] = {out: [] for out in self.outputs}
         for task in self.tasks():
             for value, tile in task.writes():
-                if value in counts:
-                    counts[value][tile.slices()] += 1
-        for i, count in enumerate(counts.values()):
-            bad = np.argwhere(count != 1)
-            if len(bad):
-                where = tuple(int(x) for x in bad[0])
+                if value in tiles:
+                    tiles[value].append(tile)
+        for i, (out, written) in enumerate(tiles.items()):
+            shape = tuple(out.type.get_shape())  # type: ignore[attr-defined]
+            if not covered_once(shape, written):
+                where, count = first_miscounted(shape, written)
                 raise VerifyException(
                     f"output {i} of task.kernel @{self.sym_name.data}: element {list(where)} "
-                    f"is written by {int(count[where])} tasks, not exactly one")
+                    f"is written by {count} tasks, not exactly one")
 
+
+def covered_once(shape: Sequence[int], tiles: Sequence[Tile]) -> bool:
+    """Whether ``tiles`` (inside ``shape``) cover each element exactly once: they are
+    pairwise disjoint and their sizes add up to the buffer's. Memory and time go with
+    the number of tiles, not of elements."""
+    if sum(math.prod(t.sizes) for t in tiles) != math.prod(shape):
+        return False
+    if not shape or len(tiles) < 2:
+        return True
+    starts = np.array([t.offsets for t in tiles], np.int64)
+    ends = starts + np.array([t.sizes for t in tiles], np.int64)
+    return not _any_overlap(starts, ends)
+
+
+def _any_overlap(starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether two boxes ``[starts, ends)`` share an element: a sweep along the dimension
+    where the boxes start at the most places, each box compared (all dimensions at once)
+    with the boxes still open where it starts."""
+    sweep = max(range(starts.shape[1]), key=lambda d: len(np.unique(starts[:, d])))
+    open_ = np.empty(0, np.int64)
+    for i in np.argsort(starts[:, sweep], kind="stable"):
+        open_ = open_[ends[open_, sweep] > starts[i, sweep]]
+        if ((starts[open_] < ends[i]) & (starts[i] < ends[open_])).all(axis=1).any():
+            return True
+        open_ = np.append(open_, i)
+    return False
+
+
+def first_miscounted(shape: Sequence[int], tiles: Sequence[Tile]
+                     ) -> tuple[tuple[int, ...], int]:
+    """The first element (row-major) not written exactly once and how many tiles write
+    it, counted on the grid the tiles' edges cut the buffer into (an element's count is
+    its cell's, and a cell's first element is the first of its count). Only for the
+    diagnosis: the grid has a cell per combination of edges, not per element."""
+    rank = len(shape)
+    if not rank:
+        return (), len(tiles)
+    cuts = [np.unique([0, n, *(t.offsets[d] for t in tiles),
+                       *(t.offsets[d] + t.sizes[d] for t in tiles)])
+            for d, n in enumerate(shape)]
+    first = np.array([t.offsets for t in tiles], np.int64).reshape(len(tiles), rank)
+    last = first + np.array([t.sizes for t in tiles], np.int64).reshape(len(tiles), rank)
+    low = [np.searchsorted(c, first[:, d]) for d, c in enumerate(cuts)]
+    high = [np.searchsorted(c, last[:, d]) for d, c in enumerate(cuts)]
+    counts = np.zeros([len(c) for c in cuts], np.int64)  # differences, then prefix sums
+    for corner in itertools.product((False, True), repeat=rank):
+        at = tuple(high[d] if upper else low[d] for d, upper in enumerate(corner))
+        np.add.at(counts, at, (-1) ** sum(corner) * np.ones(len(tiles), np.int64))
+    for axis in range(rank):
+        counts = np.cumsum(counts, axis=axis)
+    cells = counts[tuple(slice(0, len(c) - 1) for c in cuts)]
+    cell = tuple(int(x) for x in np.argwhere(cells != 1)[0])
+    return tuple(int(c[x]) for c, x in zip(cuts, cell, strict=True)), int(cells[cell])
 
 Task = Dialect("task", [KernelOp, BodyOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp,
                        ReturnOp], [EventType])

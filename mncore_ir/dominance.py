@@ -17,7 +17,12 @@ __all__ = ["DominanceError", "check_dominance"]
 
 
 class DominanceError(ValueError):
-    """An operand that is not visible (does not dominate its use) where it is used."""
+    """An operand that is not visible (does not dominate its use) where it is used;
+    ``op`` is the op that uses it, so a caller can point at its source position."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.op = op
 
 
 def check_dominance(op: Operation) -> None:
@@ -47,7 +52,7 @@ def _check_block(block: Block, visible: set[SSAValue], open_root: Operation | No
         for op in block.ops:
             for index, operand in enumerate(op.operands):
                 if operand not in visible and not _from_outside(operand, open_root):
-                    raise DominanceError(_message(op, index, operand))
+                    raise DominanceError(_message(op, index, operand), op)
             if op.regions:
                 if op.has_trait(IsolatedFromAbove):
                     inner: set[SSAValue] = set()

@@ -137,7 +137,7 @@ task.kernel @constants(%x: memref<2x3xf32>) -> (%y: memref<2x3xf32>) {
   %bools = task.constant dense<[true, false]> : tensor<2xi1>
   %scalar = task.constant dense<7> : tensor<i32>
   %f64 = task.constant dense<-0.25> : tensor<f64> {note = "scale"}
-  task.task "add" ins(%x[0:2, 0:3], %full[0:2, 0:3], %splat[0:1, 0:3], %f64[]) outs(%y[0:2, 0:3])
+  task.task "combine" ins(%x[0:2, 0:3], %full[0:2, 0:3], %splat[0:1, 0:3], %f64[]) outs(%y[0:2, 0:3])
   task.return
 }
 
@@ -150,7 +150,7 @@ task.kernel @constants(%x: memref<2x3xf32>) -> (%y: memref<2x3xf32>) {
 // CHECK-NEXT:  [[BOOLS:%\w+]] = task.constant dense<[true, false]> : tensor<2xi1>{{$}}
 // CHECK-NEXT:  [[SCALAR:%\w+]] = task.constant dense<7> : tensor<i32>{{$}}
 // CHECK-NEXT:  [[F64:%\w+]] = task.constant dense<-2.500000e-01> : tensor<f64> {note = "scale"}{{$}}
-// CHECK-NEXT:  task.task "add" ins([[X]][0:2, 0:3], [[FULL]][0:2, 0:3], [[SPLAT]][0:1, 0:3], [[F64]][]) outs([[Y]][0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task "combine" ins([[X]][0:2, 0:3], [[FULL]][0:2, 0:3], [[SPLAT]][0:1, 0:3], [[F64]][]) outs([[Y]][0:2, 0:3]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -164,7 +164,7 @@ task.kernel @constants(%x: memref<2x3xf32>) -> (%y: memref<2x3xf32>) {
 // GENERIC-NEXT:  [[BOOLS:%\w+]] = "task.constant"() <{value = dense<[true, false]> : tensor<2xi1>}> : () -> memref<2xi1>
 // GENERIC-NEXT:  [[SCALAR:%\w+]] = "task.constant"() <{value = dense<7> : tensor<i32>}> : () -> memref<i32>
 // GENERIC-NEXT:  [[F64:%\w+]] = "task.constant"() <{value = dense<-2.500000e-01> : tensor<f64>}> {note = "scale"} : () -> memref<f64>
-// GENERIC-NEXT:  "task.task"([[X]], [[FULL]], [[SPLAT]], [[F64]], [[Y]]) <{kind = "add", in_tiles = [array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 1, 3>, array<i64>], out_tiles = [array<i64: 0, 0, 2, 3>], attrs = {}, operandSegmentSizes = array<i32: 4, 1, 0, 0>}> : (memref<2x3xf32>, memref<2x3xf32>, memref<2x3xf32>, memref<f64>, memref<2x3xf32>) -> ()
+// GENERIC-NEXT:  "task.task"([[X]], [[FULL]], [[SPLAT]], [[F64]], [[Y]]) <{kind = "combine", in_tiles = [array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 2, 3>, array<i64: 0, 0, 1, 3>, array<i64>], out_tiles = [array<i64: 0, 0, 2, 3>], attrs = {}, operandSegmentSizes = array<i32: 4, 1, 0, 0>}> : (memref<2x3xf32>, memref<2x3xf32>, memref<2x3xf32>, memref<f64>, memref<2x3xf32>) -> ()
 // GENERIC-NEXT:  "task.return"() : () -> ()
 // GENERIC-NEXT:  }) : () -> ()
 

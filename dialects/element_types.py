@@ -1,0 +1,131 @@
+"""Element types each level supports, and dense literals that keep their exact values.
+
+The executors of a level handle a fixed set of element types (the graph interpreter and
+cpu executor map each to a numpy/torch dtype; the cycle simulator holds every value in
+an f32 word). An op of a level carries :class:`SupportedElementTypes`, so an unsupported
+type (``bf16``, ``index``, ``i128``, ...) is a verifier error at the op that names it,
+not a ``KeyError`` deep inside an executor.
+
+xDSL prints a dense literal from its values as Python floats, which loses bits in two
+cases: a signalling NaN becomes a quiet one, and a tensor whose elements compare equal
+but differ in bits (``0.0`` and ``-0.0``) prints as a splat. :func:`print_dense` prints
+those as their raw bytes instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ContainerType,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    IntegerType,
+    Signedness,
+    f32,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, TypeAttribute
+from xdsl.printer import Printer
+from xdsl.traits import OpTrait
+from xdsl.utils.exceptions import VerifyException
+
+#: Element types a graph tensor may hold, by their torch names.
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "float32": f32,
+    "float64": Float64Type(),
+    "int64": i64,
+    "int32": IntegerType(32),
+    "bool": i1,
+    "uint8": IntegerType(8, Signedness.UNSIGNED),
+}
+
+#: The graph and task levels: every type with a numpy and a torch dtype.
+GRAPH_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(ELEMENT_TYPES.values())
+#: The mncore level: a word is an f32 and holds integers and booleans exactly; f64 has
+#: no word form.
+MNCORE_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(
+    t for t in GRAPH_ELEMENT_TYPES if not isinstance(t, Float64Type))
+
+
+@dataclass(frozen=True)
+class SupportedElementTypes(OpTrait):
+    """The op's tensors and memrefs (operands, results, entry block arguments, typed
+    properties) hold only ``types``, those the executors of ``level`` handle."""
+
+    level: str
+    types: tuple[Attribute, ...]
+
+    def verify(self, op: Operation) -> None:
+        for element in _element_types(op):
+            if element not in self.types:
+                supported = ", ".join(map(str, self.types))
+                raise VerifyException(
+                    f"{op.name}: element type {element} is not supported at the "
+                    f"{self.level} level (supported: {supported})")
+
+
+def _element_types(op: Operation) -> Iterator[Attribute]:
+    """The element types of every shaped type ``op`` mentions."""
+    types: list[Attribute] = [v.type for v in (*op.operands, *op.results)]
+    types += [a.type for region in op.regions for a in
+              (region.blocks.first.args if region.blocks.first else ())]
+    for prop in op.properties.values():
+        if isinstance(prop, FunctionType):
+            types += [*prop.inputs.data, *prop.outputs.data]
+        elif isinstance(prop, DenseIntOrFPElementsAttr):
+            types.append(prop.get_type())
+        elif isinstance(prop, TypeAttribute):
+            types.append(prop)
+    for typ in types:
+        if isinstance(typ, ContainerType):
+            yield typ.get_element_type()
+
+
+def integer_range(typ: IntegerType) -> tuple[int, int]:
+    """``[low, high)`` of the values an element of ``typ`` holds: a signless type is two's
+    complement like torch's ``int32``/``int64`` (``i1`` holds 0 and 1), an unsigned type
+    counts from 0."""
+    width = typ.width.data
+    if typ.signedness.data == Signedness.UNSIGNED or (
+            width == 1 and typ.signedness.data == Signedness.SIGNLESS):
+        return 0, 1 << width
+    return -(1 << (width - 1)), 1 << (width - 1)
+
+
+def prints_exactly(attr: DenseIntOrFPElementsAttr) -> bool:
+    """Whether xDSL's text for ``attr`` parses back to the same bytes.
+
+    xDSL prints floats from Python floats, which keep every value but not every NaN
+    (CPython quietens an f32 signalling NaN and drops an f16 NaN's payload), and prints
+    a splat when all values compare equal (``0.0`` and ``-0.0`` do). Only the NaNs take
+    xDSL's own round trip; the rest is checked with numpy.
+    """
+    element = attr.get_element_type()
+    if not isinstance(element, Float16Type | Float32Type | Float64Type):
+        return True
+    data = attr.data.data
+    values = np.frombuffer(data, np.dtype(element.format))
+    nans = values[np.isnan(values)].tobytes()
+    if nans and element.pack(element.unpack(nans, len(nans) // values.itemsize)) != nans:
+        return False
+    if len(values) < 2:
+        return True
+    if data == data[:values.itemsize] * len(values):
+        return True  # a splat in bits too
+    return not bool(np.all(values == values[0]))  # printed as a splat it is not
+
+
+def print_dense(printer: Printer, attr: DenseIntOrFPElementsAttr) -> None:
+    """Print ``attr`` as xDSL does when that is exact, else as its hex bytes."""
+    if prints_exactly(attr):
+        printer.print_attribute(attr)
+        return
+    printer.print_string(f'dense<"0x{attr.data.data.hex().upper()}"> : ')
+    printer.print_attribute(attr.get_type())
