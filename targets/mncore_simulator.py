@@ -131,7 +131,7 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
     state = State(machine)
     state.dram_words = max([t.at.address.data + math.prod(t.type.get_shape())
                             for t in [*ins, *outs, *program.tensors("constant")]] + [
-        int(op.dram_words().max()) + 1
+        op.dram.address.data + op.dram_extent()
         for op in program.instructions() if isinstance(op, m.DmaOp)] + [1])
     dram = state.array("dram")
     for tensor, value in zip(ins, inputs, strict=True):

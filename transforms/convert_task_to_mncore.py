@@ -89,6 +89,11 @@ _SWAPPED = {g.GtOp: "fcmplt", g.GeOp: "fcmple"}  # a > b is b < a
 _ERF_P = 0.3275911
 _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
+#: Constant integral exponents up to this magnitude are lowered to products.
+_MULTIPLIED_POWERS = 4
+#: 2**23: f32 values from here on are integers, and adding it rounds smaller ones.
+_F32_INTEGRAL = float(2**23)
+
 Slot = tuple[str, int]  # a PE memory and the first of its 4 words
 
 
@@ -751,18 +756,82 @@ class ProgramBuilder:
         self.alu("fsel", [tt, e, poly], dst)
 
     def power(self, op: g.PowOp, srcs: list[Slot], dst: Slot) -> None:
-        """Small integer constant exponents by multiplication, others as exp(b log a)."""
+        """``x ** y`` as eager: a constant exponent as PyTorch's scalar fast paths (small
+        integers by multiplication, ``0.5`` as sqrt, ``-0.5`` as rsqrt: they differ from
+        C's ``pow`` at -0.0 and -inf), any other as C's ``pow`` (:meth:`general_power`)."""
         exponent = op.operands[1].owner
         if isinstance(exponent, g.ConstantOp):
             (b,) = constant_value(exponent.value).reshape(-1).tolist()  # type: ignore[arg-type]
-            if float(b).is_integer() and 1 <= b <= 4:
-                self.alu("fpass", [srcs[0]], dst)
-                for _ in range(int(b) - 1):
-                    self.alu("fmul", [dst, srcs[0]], dst)
+            if float(b).is_integer() and abs(b) <= _MULTIPLIED_POWERS:
+                self.integer_power(srcs[0], int(b), dst)
                 return
-        self.alu("flog", [srcs[0]], dst)
-        self.alu("fmul", [dst, srcs[1]], dst)
-        self.alu("fexp", [dst], dst)
+            if abs(b) == 0.5:
+                self.alu("frsqrt", [srcs[0]], dst)
+                if b > 0:
+                    self.alu("frecip", [dst], dst)
+                return
+        self.general_power(srcs[0], srcs[1], dst)
+
+    def integer_power(self, x: Slot, b: int, dst: Slot) -> None:
+        """``x ** b`` for a small integer ``b``: ``|b| - 1`` products, then a reciprocal
+        when ``b < 0`` (``x ** 0`` is 1, even for NaN)."""
+        if b == 0:
+            self.alu("fpass", [self.constant(1.0)], dst)
+            return
+        self.alu("fpass", [x], dst)
+        for _ in range(abs(b) - 1):
+            self.alu("fmul", [dst, x], dst)
+        if b < 0:
+            self.alu("frecip", [dst], dst)
+
+    def general_power(self, x: Slot, y: Slot, dst: Slot) -> None:
+        """``x ** y`` for an exponent known only at run time, without branches:
+        ``|x| ** y`` as exp(y log|x|); 1 where ``y == 0`` or ``|x| == 1`` (where the
+        product is 0 * inf); negated where ``x``'s sign bit is set (-0.0 too) and ``y``
+        is an odd integer; NaN (log x) where a finite ``x < 0`` meets a non-integral
+        ``y``."""
+        one, zero = self.constant(1.0), self.constant(0.0)
+        magnitude, cond, whole, scratch = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        self.alu("fneg", [x], scratch)
+        self.alu("fmax", [x, scratch], scratch)  # |x|
+        self.alu("flog", [scratch], magnitude)
+        self.alu("fmul", [magnitude, y], magnitude)
+        self.alu("fexp", [magnitude], magnitude)
+        self.alu("fcmpeq", [scratch, one], cond)
+        self.alu("fcmpeq", [y, zero], scratch)
+        self.alu("fmax", [cond, scratch], cond)
+        self.alu("fsel", [cond, one, magnitude], magnitude)
+        self.integral(y, whole, scratch)
+        self.alu("fmul", [y, self.constant(0.5)], cond)
+        self.integral(cond, cond, scratch)
+        self.alu("fcmplt", [cond, whole], cond)  # y is odd: integral, y / 2 is not
+        self.alu("frecip", [x], scratch)  # 1 / -0.0 is -inf, 1 / -inf is -0.0
+        self.alu("fmin", [x, scratch], scratch)
+        self.alu("fcmplt", [scratch, zero], scratch)  # the sign bit of x
+        self.alu("fmul", [cond, scratch], cond)
+        self.alu("fneg", [magnitude], scratch)
+        self.alu("fsel", [cond, scratch, magnitude], magnitude)
+        self.alu("fcmplt", [x, zero], cond)
+        self.alu("fcmplt", [whole, cond], cond)  # x < 0 and y is not integral
+        self.alu("fsub", [x, x], scratch)
+        self.alu("fcmpeq", [scratch, zero], scratch)  # x is finite
+        self.alu("fmul", [cond, scratch], cond)
+        self.alu("flog", [x], scratch)  # NaN where x < 0
+        self.alu("fsel", [cond, scratch, magnitude], dst)
+
+    def integral(self, value: Slot, dst: Slot, scratch: Slot) -> None:
+        """``dst`` = 1.0 where ``value`` is an integer (or ±inf), else 0.0; ``dst`` may
+        be ``value``. The ALU has no floor: |v| + 2**23 rounds to an integer, and
+        exactly that sum minus 2**23 gives back |v| when |v| < 2**23 is one; from 2**23
+        on every float is an integer."""
+        big = self.constant(_F32_INTEGRAL)
+        self.alu("fneg", [value], scratch)
+        self.alu("fmax", [value, scratch], scratch)  # |v|
+        self.alu("fadd", [scratch, big], dst)
+        self.alu("fsub", [dst, big], dst)
+        self.alu("fcmpeq", [dst, scratch], dst)
+        self.alu("fcmple", [big, scratch], scratch)
+        self.alu("fmax", [dst, scratch], dst)
 
 
 @dataclass(frozen=True)

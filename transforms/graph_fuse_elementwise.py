@@ -5,7 +5,8 @@ operand it consumes when it has the group's result shape (so a group is one iter
 space; broadcast operands stay inputs). A group closes as soon as an op outside it uses
 one of its values, which guarantees that placing the fused op where the group's last
 member stood keeps every use after its definition. Splat 0-d constants are copied into
-the body instead of becoming inputs.
+the body instead of becoming inputs. A group none of whose values is used is dead
+code and stays as it is (a fused op without results would have nothing to tile).
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ def _find_groups(block: Block) -> list[_Group]:
     return [grp for grp in groups if len(grp.members) > 1]
 
 
+def _outputs(members: list[Operation]) -> list[SSAValue]:
+    """The members' values used outside the group: the fused op's results."""
+    inside = set(members)
+    return [r for op in members for r in op.results
+            if any(use.operation not in inside for use in r.uses)]
+
+
 def _fuse(group: _Group, position: dict[Operation, int]) -> None:
     members = sorted(group.members, key=position.__getitem__)
     inside = set(members)
@@ -72,8 +80,7 @@ def _fuse(group: _Group, position: dict[Operation, int]) -> None:
         for o in op.operands:
             if o.owner not in inside and not _scalar_constant(o) and o not in inputs:
                 inputs.append(o)
-    outputs = [r for op in members for r in op.results
-               if any(use.operation not in inside for use in r.uses)]
+    outputs = _outputs(members)
 
     body = Block(arg_types=[v.type for v in inputs])
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args, strict=True))
@@ -116,5 +123,7 @@ class GraphFuseElementwisePass(ModulePass):
         for block in blocks:
             position = {o: i for i, o in enumerate(block.ops)}  # merged groups need sorting
             for group in _find_groups(block):
-                if len(group.members) >= self.min_ops:
+                # A chain none of whose values is used is dead code, not a fused op
+                # without results (which no lowering could tile): dce's to remove.
+                if len(group.members) >= self.min_ops and _outputs(group.members):
                     _fuse(group, position)

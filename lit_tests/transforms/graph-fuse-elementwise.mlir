@@ -3,6 +3,7 @@
 // chain become results; non-elementwise ops end a chain.
 // RUN: mncore-opt %s -p graph-fuse-elementwise --split-input-file | filecheck %s
 // RUN: mncore-opt %s -p 'graph-fuse-elementwise{min_ops=4}' --split-input-file | filecheck %s --check-prefix=MIN4
+// RUN: mncore-opt %s -p graph-fuse-elementwise,convert-graph-to-task --split-input-file | filecheck %s --check-prefix=TASK
 // RUN: mncore-run %s --random-inputs 5 > %t.before
 // RUN: mncore-opt %s -p graph-fuse-elementwise | mncore-run --random-inputs 5 > %t.after
 // RUN: diff %t.before %t.after
@@ -40,4 +41,29 @@ func.func @main(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, ten
   %6 = graph.neg %5 : tensor<4x3xf32>
   %7 = graph.neg %4 : tensor<4x1xf32>
   func.return %6, %7 : tensor<4x3xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// A dead chain stays as it is (dce's to remove), not a graph.fused without results;
+// a dead op at the end of a live chain is fused with it.
+// CHECK-LABEL: func.func @dead
+// CHECK-NEXT:    %[[N:.*]] = graph.neg %x : tensor<2x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.relu %[[N]] : tensor<2x3xf32>
+// CHECK-NEXT:    %[[F:.*]] = graph.fused %x : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: tensor<2x3xf32>):
+// CHECK-NEXT:      %[[E:.*]] = graph.exp %[[A]]
+// CHECK-NEXT:      %[[L:.*]] = graph.log %[[E]]
+// CHECK-NEXT:      graph.yield %[[E]] : tensor<2x3xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[F]]
+// TASK-LABEL: task.kernel @dead
+// TASK-COUNT-3: task.task "elementwise"
+// TASK-NEXT:    task.return
+func.func @dead(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %neg = graph.neg %x : tensor<2x3xf32>
+  %relu = graph.relu %neg : tensor<2x3xf32>
+  %exp = graph.exp %x : tensor<2x3xf32>
+  %log = graph.log %exp : tensor<2x3xf32>
+  func.return %exp : tensor<2x3xf32>
 }
