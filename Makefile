@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test lint lit pytest bench clean
+.PHONY: demo test lint lit pytest bench fuzz clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || python3 -m venv $(VENV)
@@ -36,6 +36,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/task_graph.py
 	$(BIN)/python bench/triton_megakernel.py
 	$(BIN)/python bench/mncore_schedule.py
+
+# 10,000 mutants of the lit tests' and examples' IR through mncore-opt, mncore-run and
+# the differential check; examples of each failure under build/fuzz.
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz.run --count 10000 --seed 0 --differential --jobs 2 --out build/fuzz
 
 clean:
 	rm -rf $(VENV) build *.egg-info
