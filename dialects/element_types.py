@@ -19,13 +19,18 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     ContainerType,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
+    FloatAttr,
     FunctionType,
+    IntegerAttr,
     IntegerType,
+    ShapedType,
     Signedness,
     f32,
     i1,
@@ -57,10 +62,13 @@ MNCORE_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(
 @dataclass(frozen=True)
 class SupportedElementTypes(OpTrait):
     """The op's tensors and memrefs (operands, results, entry block arguments, typed
-    properties) hold only ``types``, those the executors of ``level`` handle."""
+    properties) hold only ``types``, those the executors of ``level`` handle, and, with
+    ``static_shapes``, have no dynamic (``?``) dimension: a level whose executors allocate
+    every value up front needs every size when the IR is read."""
 
     level: str
     types: tuple[Attribute, ...]
+    static_shapes: bool = False
 
     def verify(self, op: Operation) -> None:
         for element in _element_types(op):
@@ -69,23 +77,47 @@ class SupportedElementTypes(OpTrait):
                 raise VerifyException(
                     f"{op.name}: element type {element} is not supported at the "
                     f"{self.level} level (supported: {supported})")
+        if self.static_shapes:
+            for typ in _types(op):
+                if isinstance(typ, ShapedType) and not typ.has_static_shape():
+                    raise VerifyException(f"{op.name}: {typ} has a dynamic size; the "
+                                          f"{self.level} level needs static shapes")
 
 
 def _element_types(op: Operation) -> Iterator[Attribute]:
-    """The element types of every shaped type ``op`` mentions."""
+    """The element types of every shaped type ``op`` mentions, and the types of its
+    scalar attributes (``workers = 132 : f80`` is one, which xDSL cannot even print)."""
+    for typ in _types(op):
+        yield typ.get_element_type() if isinstance(typ, ContainerType) else typ
+
+
+def _types(op: Operation) -> Iterator[Attribute]:
+    """Every shaped type ``op`` mentions, and the types of its scalar attributes."""
     types: list[Attribute] = [v.type for v in (*op.operands, *op.results)]
     types += [a.type for region in op.regions for a in
               (region.blocks.first.args if region.blocks.first else ())]
-    for prop in op.properties.values():
-        if isinstance(prop, FunctionType):
-            types += [*prop.inputs.data, *prop.outputs.data]
-        elif isinstance(prop, DenseIntOrFPElementsAttr):
-            types.append(prop.get_type())
-        elif isinstance(prop, TypeAttribute):
-            types.append(prop)
+    attrs = [a for top in (*op.properties.values(), *op.attributes.values())
+             for a in _nested(top)]
+    for attr in attrs:
+        if isinstance(attr, FunctionType):
+            types += [*attr.inputs.data, *attr.outputs.data]
+        elif isinstance(attr, DenseIntOrFPElementsAttr):
+            types.append(attr.get_type())
+        elif isinstance(attr, TypeAttribute):
+            types.append(attr)
     for typ in types:
         if isinstance(typ, ContainerType):
-            yield typ.get_element_type()
+            yield typ
+    yield from (a.type for a in attrs if isinstance(a, IntegerAttr | FloatAttr))
+
+
+def _nested(attr: Attribute) -> Iterator[Attribute]:
+    """``attr`` and the attributes in it, through arrays and dictionaries."""
+    yield attr
+    items = (attr.data if isinstance(attr, ArrayAttr) else
+             attr.data.values() if isinstance(attr, DictionaryAttr) else ())
+    for item in items:
+        yield from _nested(item)
 
 
 def integer_range(typ: IntegerType) -> tuple[int, int]:

@@ -77,8 +77,8 @@ Shape = tuple[int, ...]
 ui8 = IntegerType(8, Signedness.UNSIGNED)
 i32 = IntegerType(32)
 
-#: The element types every graph op's tensors are checked against.
-GRAPH_TYPES = SupportedElementTypes("graph", GRAPH_ELEMENT_TYPES)
+#: The element types every graph op's tensors are checked against; shapes are static.
+GRAPH_TYPES = SupportedElementTypes("graph", GRAPH_ELEMENT_TYPES, static_shapes=True)
 
 
 def tensor(shape: Sequence[int], element_type: Attribute = f32) -> TensorType:

@@ -93,6 +93,7 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.element_types import (
     GRAPH_ELEMENT_TYPES,
     SupportedElementTypes,
+    integer_range,
     print_dense,
 )
 
@@ -218,6 +219,36 @@ class EventOp(IRDLOperation):
                          result_types=[EventType()])
 
 
+_I64_LOW, _I64_HIGH = integer_range(i64)
+
+
+def _parse_i64(parser: Parser, what: str) -> tuple[int, int]:
+    """An integer literal and where it starts; one that an i64 cannot hold is a parse
+    error at it (a region is stored as an i64 array, which would raise a ValueError)."""
+    start = parser.pos
+    value = parser.parse_integer(allow_boolean=False)
+    if not _I64_LOW <= value < _I64_HIGH:
+        _raise_at(parser, f"region {what} {value} is out of range for i64", start)
+    return value, start
+
+
+def _parse_range(parser: Parser) -> tuple[int, int]:
+    """``start:end`` of one dimension of a region, as its offset and size."""
+    begin, start = _parse_i64(parser, "start")
+    parser.parse_punctuation(":")
+    end, _ = _parse_i64(parser, "end")
+    if not _I64_LOW <= end - begin < _I64_HIGH:
+        _raise_at(parser, f"region size {end - begin} of {begin}:{end} is out of range for "
+                          "i64", start)
+    return begin, end - begin
+
+
+def _raise_at(parser: Parser, message: str, start: int) -> None:
+    """A parse error over the source from ``start`` to the last token read."""
+    text = parser.lexer.input.content[start:parser.pos]
+    parser.raise_error(message, start, start + len(text.rstrip()))
+
+
 @irdl_op_definition
 class TaskOp(IRDLOperation):
     """One tile of one operator: what it reads and writes, when it may start, and the
@@ -305,11 +336,8 @@ class TaskOp(IRDLOperation):
         def tiled() -> tuple[SSAValue, Tile]:
             value = buffer()
             ranges = parser.parse_comma_separated_list(
-                Parser.Delimiter.SQUARE,
-                lambda: (parser.parse_integer(), parser.parse_punctuation(":"),
-                         parser.parse_integer()))
-            offsets = tuple(r[0] for r in ranges)
-            return value, Tile(offsets, tuple(end - start for start, _, end in ranges))
+                Parser.Delimiter.SQUARE, lambda: _parse_range(parser))
+            return value, Tile(tuple(r[0] for r in ranges), tuple(r[1] for r in ranges))
 
         def group(keyword: str, item: object) -> list[object]:
             if parser.parse_optional_keyword(keyword) is None:

@@ -37,6 +37,9 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FixedBitwidthType,
+    Float80Type,
+    Float128Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -55,6 +58,9 @@ from xdsl.utils.mlir_lexer import MLIRLexer
 from mncore_ir.dialects.element_types import integer_range
 from mncore_ir.dialects.graph import GRAPH_TYPES
 from mncore_ir.dominance import DominanceError, check_dominance
+
+#: The most bytes a dense literal may unpack to (xDSL expands a splat element by element).
+MAX_LITERAL_BYTES = 1 << 30
 
 
 class LinearMLIRLexer(MLIRLexer):
@@ -166,6 +172,17 @@ class LocatingParser(Parser):
             self.float_bits = outer
         return _with_bit_patterns(attr, bits)
 
+    def _parse_dense_literal_type(self) -> RankedStructure[AnyDenseElement]:
+        """The type of a dense literal, refused before xDSL expands a splat to its size."""
+        start = self.pos
+        type = super()._parse_dense_literal_type()
+        element = type.element_type
+        width = element.bitwidth if isinstance(element, FixedBitwidthType) else 8
+        if math.prod(type.get_shape()) * max(width, 8) // 8 > MAX_LITERAL_BYTES:
+            self.raise_error(f"a dense literal of type {type} takes more than "
+                             f"{MAX_LITERAL_BYTES:,} bytes", start, self.pos)
+        return type
+
     def _parse_builtin_densearray_attr(self) -> DenseArrayBase | None:
         with self._packing_errors("dense array"):
             return super()._parse_builtin_densearray_attr()
@@ -195,6 +212,9 @@ class LocatingParser(Parser):
         except VerifyException as e:  # an integer out of its type's range
             raise ParseError(span, str(e)) from None
         if isinstance(attr, FloatAttr):
+            if isinstance(attr.type, Float80Type | Float128Type):  # xDSL cannot print them
+                self.raise_error(f"float attributes of type {attr.type} are not supported",
+                                 span)
             if _HEX_LITERAL.match(content, start):
                 if span.text.startswith("-"):
                     self.raise_error("a hexadecimal float literal is a bit pattern and "

@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import (
     Interpreter,
@@ -24,7 +30,7 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.interpreters.func import FuncFunctions
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from mncore_ir.dialects import graph as g
 
@@ -38,6 +44,51 @@ class InterpretationError(Exception):
 def numpy_dtype(element_type: Any) -> np.dtype:
     """The numpy dtype of a graph element type (the names are shared with torch)."""
     return np.dtype(_NUMPY_NAMES[element_type])
+
+
+#: The most bytes one tensor or buffer, and all inputs together, may take by default:
+#: the interpreters hold every value in host memory at once.
+DEFAULT_MAX_BYTES = 1 << 30
+
+
+def nbytes(typ: Attribute) -> int:
+    """The bytes a tensor or memref of static shape ``typ`` takes in numpy."""
+    assert isinstance(typ, TensorType | MemRefType)
+    return math.prod(typ.get_shape()) * numpy_dtype(typ.get_element_type()).itemsize
+
+
+def _shaped_types(op: Operation) -> list[Attribute]:
+    """The static-shape tensors and memrefs ``op`` defines or names (results, entry block
+    arguments, signatures, literals and type properties)."""
+    types: list[Attribute] = [r.type for r in op.results]
+    types += [a.type for region in op.regions for block in region.blocks for a in block.args]
+    for prop in op.properties.values():
+        if isinstance(prop, FunctionType):
+            types += [*prop.inputs.data, *prop.outputs.data]
+        elif isinstance(prop, DenseIntOrFPElementsAttr):
+            types.append(prop.get_type())
+        else:
+            types.append(prop)
+    return [typ for typ in types if isinstance(typ, TensorType | MemRefType)
+            and typ.get_element_type() in _NUMPY_NAMES and min(typ.get_shape(), default=0) >= 0]
+
+
+def check_sizes(root: Operation, input_types: Sequence[Attribute],
+                max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Refuse, before anything is allocated, to run ``root`` (a function, kernel or
+    program) when one of its tensors or buffers, or all its inputs together, would take
+    more than ``max_bytes``: numpy would fail deep inside (or allocate terabytes)."""
+    for op in root.walk():
+        for typ in _shaped_types(op):
+            if nbytes(typ) > max_bytes:
+                raise InterpretationError(
+                    f"{op.name}: a value of type {typ} takes {nbytes(typ):,} bytes, more "
+                    f"than the limit of {max_bytes:,} bytes for one tensor")
+    total = sum(nbytes(typ) for typ in input_types)
+    if total > max_bytes:
+        raise InterpretationError(
+            f"the inputs of @{root.sym_name.data} take {total:,} bytes, more than the "  # type: ignore[attr-defined]
+            f"limit of {max_bytes:,} bytes for all inputs")
 
 
 def constant_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -452,10 +503,11 @@ def check_inputs(func: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     return out
 
 
-def run_function(module: ModuleOp, inputs: Sequence[Any], name: str | None = None
-                 ) -> list[np.ndarray]:
+def run_function(module: ModuleOp, inputs: Sequence[Any], name: str | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> list[np.ndarray]:
     """Run a graph-level function on numpy inputs; returns its outputs."""
     func = find_function(module, name)
+    check_sizes(func, func.function_type.inputs.data, max_bytes)
     args = check_inputs(func, inputs)
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())

@@ -32,9 +32,11 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.graph import Graph
 from mncore_ir.targets.graph_interpreter import (
+    DEFAULT_MAX_BYTES,
     GraphFunctions,
     InterpretationError,
     check_inputs,
+    check_sizes,
     constant_value,
     find_function,
     numpy_dtype,
@@ -136,8 +138,10 @@ class TileEvaluator:
 
 
 def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None = None,
-             poison: bool = True, evaluator: TileEvaluator | None = None) -> list[np.ndarray]:
+             poison: bool = True, evaluator: TileEvaluator | None = None,
+             max_bytes: int = DEFAULT_MAX_BYTES) -> list[np.ndarray]:
     """Run ``kernel`` on numpy inputs; returns its outputs."""
+    check_sizes(kernel, kernel.function_type.inputs.data, max_bytes)
     args = [a.copy() for a in check_inputs(kernel, inputs)]  # tasks must not write them
     memory: dict[SSAValue, np.ndarray] = dict(zip(kernel.inputs, args, strict=True))
     outputs = [poisoned(v.type, poison) for v in kernel.outputs]

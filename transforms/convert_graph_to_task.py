@@ -57,7 +57,17 @@ Shape = tuple[int, ...]
 
 
 class TaskConversionError(DiagnosticException):
-    """A graph function that cannot become a task kernel."""
+    """A graph function that cannot become a task kernel; ``op`` is the op to blame
+    (the tools report its source position)."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+#: The most elements a task-level buffer may hold: Triton's block offsets
+#: (``tl.arange``) and the megakernel's counters are 32-bit.
+MAX_BUFFER_ELEMENTS = 2**31 - 1
 
 
 def memref_of(typ: Attribute) -> MemRefType:
@@ -84,7 +94,10 @@ def tile_sizes(shape: Shape, budget: int, fixed: dict[int, int] | None = None) -
 
 
 def grid(shape: Shape, sizes: Shape) -> Iterator[Tile]:
-    """The tiles of ``sizes`` covering ``shape`` in row-major order (edges clipped)."""
+    """The tiles of ``sizes`` covering ``shape`` in row-major order (edges clipped); a
+    zero-size tensor has none."""
+    if 0 in shape:
+        return
     ranges = [range(0, n, s) for n, s in zip(shape, sizes, strict=True)]
     for offsets in itertools.product(*ranges):
         yield Tile(offsets, tuple(min(s, n - o)
@@ -123,7 +136,10 @@ class AccessGroup:
         if not self.entries:
             return
         rank = len(self.shape)
-        cell = tuple(max(tile.sizes[d] for tile, _ in self.entries) for d in range(rank))
+        # A cell is at least 1 wide: an empty region (of a zero-size dimension) overlaps
+        # no cell, as it overlaps no access.
+        cell = tuple(max(1, *(tile.sizes[d] for tile, _ in self.entries))
+                     for d in range(rank))
         cells: dict[Shape, list[int]] = {}
         for tile, task in self.entries:
             for o, s, c, n in zip(tile.offsets, tile.sizes, cell, self.shape, strict=True):
@@ -238,12 +254,15 @@ class ConvertGraphToTaskPass(ModulePass):
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
 
+    max_tasks: int = 1_000_000
+    """The most tasks a kernel may have: tiles are counted before any is made."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if len(self.matmul_tile) != 2 or min(self.matmul_tile) < 1:
             raise TaskConversionError("convert-graph-to-task: matmul_tile needs two sizes >= 1")
-        if min(self.workers, self.elementwise_tile, self.row_tile) < 1:
-            raise TaskConversionError("convert-graph-to-task: workers and tile sizes must "
-                                      "be >= 1")
+        if min(self.workers, self.elementwise_tile, self.row_tile, self.max_tasks) < 1:
+            raise TaskConversionError("convert-graph-to-task: workers, tile sizes and "
+                                      "max_tasks must be >= 1")
         for func in [o for o in op.body.block.ops if isinstance(o, FuncOp)]:
             kernel = KernelBuilder(self, func).build()
             Rewriter.replace_op(func, kernel)
@@ -265,6 +284,7 @@ class KernelBuilder:
         self.tasks: list[PlannedTask] = []
         self.where: dict[SSAValue, Storage] = {}
         self.free: dict[MemRefType, list[Storage]] = {}
+        self.current: Operation = func  # the op being lowered, blamed for its tiles
 
     # --- storage
 
@@ -294,9 +314,39 @@ class KernelBuilder:
 
     # --- planning
 
+    def grid(self, shape: Shape, sizes: Shape) -> Iterator[Tile]:
+        """The tiles of ``sizes`` covering ``shape``, refused when there would be more
+        than ``max_tasks`` tasks (counted, not made)."""
+        self.reserve(0 if 0 in shape else
+                     math.prod(-(-n // s) for n, s in zip(shape, sizes, strict=True)))
+        return grid(shape, sizes)
+
+    def reserve(self, count: int) -> None:
+        limit = self.options.max_tasks
+        if len(self.tasks) + count > limit:
+            raise TaskConversionError(
+                f"{self.current.name}: lowering it would make {len(self.tasks) + count:,} "
+                f"tasks in @{self.func.sym_name.data}, more than max_tasks={limit:,}",
+                self.current)
+
+    def check_addressable(self, op: Operation, values: Sequence[SSAValue]) -> None:
+        """Refuse tensors the task level cannot address."""
+        for value in values:
+            count = math.prod(g.shape_of(value))
+            if count > MAX_BUFFER_ELEMENTS:
+                raise TaskConversionError(
+                    f"{op.name}: {value.type} has {count:,} elements, more than the "
+                    f"{MAX_BUFFER_ELEMENTS:,} a task-level buffer can address", op)
+
     def plan(self, kind: str, ins: Sequence[tuple[SSAValue, Tile]],
              outs: Sequence[tuple[SSAValue, Tile]], attrs: dict[str, Attribute] | None = None,
              body: str | None = None) -> None:
+        if any(0 in tile.sizes for _, tile in outs):
+            return  # a zero-size result needs no task
+        if any(0 in tile.sizes for _, tile in ins):
+            raise TaskConversionError(
+                f"{self.current.name}: a task would read a zero-size region to make a "
+                "non-empty result, which the task level cannot express", self.current)
         self.tasks.append(PlannedTask(
             kind, [(self.storage_of(v), tile) for v, tile in ins],
             [(self.where[v], tile) for v, tile in outs], attrs or {}, body))
@@ -318,12 +368,15 @@ class KernelBuilder:
         copies = [(v, i) for i, v in enumerate(returned) if direct.get(v) != i]
         for arg, value in zip(self.func.body.block.args, self.inputs, strict=True):
             self.where[arg] = Storage(value, reusable=False)
+        self.check_addressable(self.func, self.func.body.block.args)
 
         for index, op in enumerate(body[:-1]):
             if isinstance(op, g.ConstantOp):
                 continue  # materialised (or inlined) where used
             if not isinstance(op, g.GraphOp):
-                raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}")
+                raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}", op)
+            self.current = op
+            self.check_addressable(op, [*op.operands, *op.results])
             for r in op.results:
                 self.where[r] = self.storage_for_result(r, direct)
             first = len(self.tasks)
@@ -335,12 +388,13 @@ class KernelBuilder:
                         and last_use.get(value, index) <= index and value not in returned):
                     self.free.setdefault(memref_of(value.type), []).append(storage)
         for value, i in copies:
+            self.current = body[-1]
             first = len(self.tasks)
             self.where[value] = self.storage_of(value)
             target = Storage(self.outputs[i], reusable=False)
             shape = g.shape_of(value)
             body = self.body([], [value], [value])
-            for tile in grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
+            for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
                 self.tasks.append(PlannedTask(
                     "elementwise", [(self.where[value], tile)], [(target, tile)], {}, body))
             self.record_accesses(first)
@@ -380,7 +434,7 @@ class KernelBuilder:
             rank = len(shape)
             sizes = tile_sizes(shape, 1, {rank - 2: o.matmul_tile[0], rank - 1: o.matmul_tile[1]})
             k = g.shape_of(op.lhs)[-1]
-            for tile in grid(shape, sizes):
+            for tile in self.grid(shape, sizes):
                 lead, (mo, no), (ms, ns) = tile.offsets[:-2], tile.offsets[-2:], tile.sizes[-2:]
                 ones = (1,) * (rank - 2)
                 self.plan("matmul", [(op.lhs, Tile((*lead, mo, 0), (*ones, ms, k))),
@@ -389,7 +443,7 @@ class KernelBuilder:
         elif isinstance(op, g.RowOp | g.RowBackwardOp):
             shape = g.shape_of(op.operands[0])
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
-            for tile in grid(shape, tile_sizes(shape, o.row_tile, {dim: shape[dim]})):
+            for tile in self.grid(shape, tile_sizes(shape, o.row_tile, {dim: shape[dim]})):
                 self.plan(op.name[6:], [(v, tile) for v in op.operands], [(op.result, tile)],
                           dict(op.properties))
         elif isinstance(op, g.LayerNormOp):
@@ -397,7 +451,7 @@ class KernelBuilder:
             k = op.normalized_dims.value.data
             lead = len(shape) - k
             full = {d: shape[d] for d in range(lead, len(shape))}
-            for tile in grid(shape, tile_sizes(shape, o.row_tile, full)):
+            for tile in self.grid(shape, tile_sizes(shape, o.row_tile, full)):
                 stats = Tile((*tile.offsets[:lead], *[0] * k), (*tile.sizes[:lead], *[1] * k))
                 self.plan("layer_norm", [(op.input, tile), (op.weight, whole(shape[lead:])),
                                          (op.bias, whole(shape[lead:]))],
@@ -408,7 +462,7 @@ class KernelBuilder:
         elif isinstance(op, g.PermuteOp):
             shape = g.shape_of(op.result)
             perm = op.perm.get_values()
-            for tile in grid(shape, tile_sizes(shape, o.elementwise_tile)):
+            for tile in self.grid(shape, tile_sizes(shape, o.elementwise_tile)):
                 offsets, sizes = [0] * len(perm), [0] * len(perm)
                 for i, p in enumerate(perm):
                     offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
@@ -421,7 +475,7 @@ class KernelBuilder:
             for value in op.inputs:
                 part = g.shape_of(value)
                 body = self.body([], [value], [value])
-                for tile in grid(part, tile_sizes(part, o.elementwise_tile)):
+                for tile in self.grid(part, tile_sizes(part, o.elementwise_tile)):
                     offsets = list(tile.offsets)
                     offsets[dim] += start
                     self.plan("elementwise", [(value, tile)],
@@ -434,7 +488,7 @@ class KernelBuilder:
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
             full = g.shape_of(op.input)[dim]
             budget = o.elementwise_tile // max(shape[dim], 1)  # elements, not rows
-            for tile in grid(shape, tile_sizes(shape, budget, {dim: shape[dim]})):
+            for tile in self.grid(shape, tile_sizes(shape, budget, {dim: shape[dim]})):
                 region = Tile((*tile.offsets[:dim], 0, *tile.offsets[dim + 1:]),
                               (*tile.sizes[:dim], full, *tile.sizes[dim + 1:]))
                 self.plan("slice", [(op.input, region)], [(op.result, tile)],
@@ -442,7 +496,7 @@ class KernelBuilder:
         elif isinstance(op, g.EmbeddingOp):
             shape = g.shape_of(op.result)
             rank = len(shape)
-            for tile in grid(shape, tile_sizes(shape, o.row_tile, {rank - 1: shape[-1]})):
+            for tile in self.grid(shape, tile_sizes(shape, o.row_tile, {rank - 1: shape[-1]})):
                 self.plan("embedding", [(op.weight, whole(g.shape_of(op.weight))),
                                         (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
                           [(op.result, tile)])
@@ -469,7 +523,7 @@ class KernelBuilder:
         shape = g.shape_of(outputs[0])
         if any(g.shape_of(r) != shape for r in outputs):
             raise TaskConversionError(f"{op.name}: outputs of different shapes")
-        for tile in grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
+        for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
             self.plan("elementwise", [(v, broadcast_region(tile, g.shape_of(v))) for v in inputs],
                       [(r, tile) for r in outputs], {}, body)
 
@@ -504,6 +558,7 @@ class KernelBuilder:
             offsets[axis], sizes[axis] = start, count
             return Tile(tuple(offsets), tuple(sizes))
 
+        self.reserve(-(-dst[a_out] // rows))
         for start in range(0, dst[a_out], rows):
             count = min(rows, dst[a_out] - start)
             first, last = start * inner_out // inner_in, (start + count) * inner_out // inner_in
@@ -518,7 +573,7 @@ class KernelBuilder:
         # Which input dimension each output dimension indexes.
         kept = [d for d in range(len(in_shape)) if keep or d not in dims]
         fixed = {i: 1 for i, d in enumerate(kept) if d in dims}
-        for tile in grid(out_shape, tile_sizes(out_shape, self.options.row_tile, fixed)):
+        for tile in self.grid(out_shape, tile_sizes(out_shape, self.options.row_tile, fixed)):
             offsets, sizes = [0] * len(in_shape), list(in_shape)
             for i, d in enumerate(kept):
                 if d not in dims:

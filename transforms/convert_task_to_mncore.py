@@ -97,9 +97,15 @@ _F32_INTEGRAL = float(2**23)
 Slot = tuple[str, int]  # a PE memory and the first of its 4 words
 
 
+#: The default compile budget: the CNN training step needs about 700k instructions.
+MAX_INSTRUCTIONS = 2_000_000
+
+
 class ProgramBuilder:
-    def __init__(self, kernel: t.KernelOp, machine: Machine, matmul: str = "auto") -> None:
+    def __init__(self, kernel: t.KernelOp, machine: Machine, matmul: str = "auto",
+                 max_instructions: int = MAX_INSTRUCTIONS) -> None:
         self.kernel, self.machine, self.matmul = kernel, machine, matmul
+        self.max_instructions = max_instructions
         self.ops: list[m.InstructionOp] = []
         self.dram: dict[SSAValue, int] = {}
         self.tag = 0
@@ -198,6 +204,13 @@ class ProgramBuilder:
     # --- instructions
 
     def emit(self, op: m.InstructionOp) -> None:
+        """Append ``op``; a program past the budget stops compiling here, before the
+        emitter and the scheduler spend minutes on it."""
+        if len(self.ops) >= self.max_instructions:
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: the program needs more than "
+                f"{self.max_instructions:,} instructions; raise max_instructions or tile "
+                "smaller")
         op.step = IntegerAttr(len(self.ops), i64)
         self.ops.append(op)
 
@@ -847,6 +860,10 @@ class ConvertTaskToMNCorePass(ModulePass):
     """``stationary`` (A in LM, ``mma``; needs K a multiple of 4 that fits), ``streaming``
     (any K, ``vmm``) or ``auto``: stationary where it applies."""
 
+    max_instructions: int = MAX_INSTRUCTIONS
+    """The compile budget: a kernel whose program needs more instructions is refused
+    (emitting, scheduling and verifying a program takes time in proportion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
@@ -854,6 +871,10 @@ class ConvertTaskToMNCorePass(ModulePass):
         if self.matmul_kernel not in ("auto", "stationary", "streaming"):
             raise MNCoreConversionError(f"convert-task-to-mncore: matmul_kernel is auto, "
                                         f"stationary or streaming, not {self.matmul_kernel!r}")
+        if self.max_instructions < 1:
+            raise MNCoreConversionError("convert-task-to-mncore: max_instructions must be at "
+                                        f"least 1, not {self.max_instructions}")
         for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
-            program = ProgramBuilder(kernel, MACHINES[self.machine], self.matmul_kernel).build()
+            program = ProgramBuilder(kernel, MACHINES[self.machine], self.matmul_kernel,
+                                     self.max_instructions).build()
             Rewriter.replace_op(kernel, program)

@@ -8,6 +8,7 @@ simulator, with its report and a trace of its slots."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -29,7 +30,9 @@ from mncore_ir.dialects import task as t
 from mncore_ir.parsing import LocatingParser
 from mncore_ir.registry import get_all_dialects, get_all_frontends
 from mncore_ir.targets.graph_interpreter import (
+    DEFAULT_MAX_BYTES,
     InterpretationError,
+    check_sizes,
     constant_value,
     find_function,
     numpy_dtype,
@@ -93,6 +96,10 @@ class MNCoreRunMain(CommandLineTool):
                             help="random inputs from this seed")
         arg_parser.add_argument("--int-high", type=int, default=4,
                                 help="random integer inputs are drawn from [0, INT_HIGH)")
+        arg_parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                                metavar="N", help="refuse to run when one tensor or buffer, "
+                                "or all inputs together, would take more than N bytes "
+                                f"(default: {DEFAULT_MAX_BYTES})")
         arg_parser.add_argument("--save-outputs", metavar="FILE.npz",
                                 help="also save the outputs as result0, result1, ...")
         kernels = arg_parser.add_argument_group("task kernels (the megakernel simulator)")
@@ -129,6 +136,17 @@ class MNCoreRunMain(CommandLineTool):
                 return find_function(module, name, kind)
         return find_function(module, name)
 
+    def check_dram(self, program: mn.ProgramOp) -> None:
+        """The cycle simulator holds DRAM up to the last word a tensor or DMA touches."""
+        words = max([tensor.at.address.data + math.prod(tensor.type.get_shape())
+                     for tensor in program.body.block.ops if isinstance(tensor, mn.TensorOp)]
+                    + [op.dram.address.data + op.dram_extent()
+                       for op in program.instructions() if isinstance(op, mn.DmaOp)] + [0])
+        if 4 * words > self.args.max_bytes:
+            raise InterpretationError(
+                f"@{program.sym_name.data} addresses {4 * words:,} bytes of DRAM, more than "
+                f"the limit of {self.args.max_bytes:,} bytes (--max-bytes)")
+
     def run_program(self, program: mn.ProgramOp) -> None:
         """An mncore program on the cycle simulator."""
         if self.args.random_order is not None:
@@ -138,6 +156,8 @@ class MNCoreRunMain(CommandLineTool):
                                       "names its machine")
         ins = program.tensors("input")
         types = [tensor.type for tensor in ins]
+        check_sizes(program, types, self.args.max_bytes)
+        self.check_dram(program)
         if self.args.args is not None:
             if len(self.args.args) != len(types):
                 raise InterpretationError(f"@{program.sym_name.data} takes {plural(len(types))}"
@@ -179,6 +199,7 @@ class MNCoreRunMain(CommandLineTool):
             if self.args.timing or self.args.machine:
                 raise InterpretationError("--timing and --machine need a task.kernel")
         types = [as_tensor(typ) for typ in func.function_type.inputs.data]
+        check_sizes(func, types, self.args.max_bytes)
         if self.args.args is not None:
             if len(self.args.args) != len(types):
                 raise InterpretationError(f"@{func.sym_name.data} takes {len(types)} arguments, "
@@ -194,9 +215,10 @@ class MNCoreRunMain(CommandLineTool):
             inputs = []
         if is_kernel:
             machine = self.machine(func)
-            outputs = simulate(func, inputs, self.args.random_order)
+            outputs = simulate(func, inputs, self.args.random_order,
+                               max_bytes=self.args.max_bytes)
         else:
-            outputs = run_function(module, inputs, func.sym_name.data)
+            outputs = run_function(module, inputs, func.sym_name.data, self.args.max_bytes)
         result_types = [as_tensor(typ) for typ in func.function_type.outputs.data]
         for i, (value, typ) in enumerate(zip(outputs, result_types, strict=True)):
             print(f"result{i} = {format_value(value, typ)}")

@@ -75,9 +75,11 @@ def split_seeds(name: str, text: str) -> list[Seed]:
 
 
 def seed_files(root: Path) -> list[Path]:
-    """Every ``.mlir`` file of the lit tests (Inputs included) and the examples."""
+    """Every ``.mlir`` file of the lit tests (Inputs included) and the examples; not
+    what lit wrote under ``Output/``, so that the seeds do not depend on whether lit ran."""
     folders = (root / "lit_tests", root / "examples")
-    return sorted(p for folder in folders for p in folder.rglob("*.mlir"))
+    return sorted(p for folder in folders for p in folder.rglob("*.mlir")
+                  if "Output" not in p.relative_to(folder).parts)
 
 
 def load_seeds(root: Path, files: Iterable[Path]) -> dict[str, list[Seed]]:

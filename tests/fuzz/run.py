@@ -70,12 +70,22 @@ RANK = {outcome: rank for rank, outcome in enumerate(OUTCOMES)}
 STAGE_COLUMNS = ("opt", "run", "diff")
 
 
+#: The fuzzer's compile budget: a larger program cannot be compiled, scheduled, verified
+#: and simulated within a stage's time limit, and would count as a hang.
+MAX_INSTRUCTIONS = 5000
+
+
 def mncore_pipeline() -> str:
-    """The mncore device's pipeline, for the ``tiny`` machine whatever the environment."""
+    """The mncore device's pipeline, for the ``tiny`` machine whatever the environment,
+    with the fuzzer's compile budget."""
+    from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+
     from mncore_ir.pipeline import device_pipeline
 
     with mock.patch.dict(os.environ, {"MNCORE_MACHINE": "tiny"}):
-        return device_pipeline("mncore")
+        specs = list(parse_pipeline(device_pipeline("mncore")))
+    return ",".join(str(ArgSpec(s.name, {**s.parameters, "max_instructions": (MAX_INSTRUCTIONS,)})
+                        if s.name == "convert-task-to-mncore" else s) for s in specs)
 
 
 def pipelines() -> tuple[str, ...]:

@@ -1,0 +1,141 @@
+"""Regressions of the mutation fuzzer's findings at the task and mncore levels: each
+input once crashed a tool with a Python exception or ran past the fuzzer's time limit;
+now it is a diagnosis, at its source position for IR."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from xdsl.utils.exceptions import ParseError
+
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import make_context
+from mncore_ir.tools import mncore_opt
+from tests.fuzz.mutate import seed_files
+from tests.fuzz.run import MAX_INSTRUCTIONS, mncore_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_error(text: str) -> tuple[str, int, int]:
+    """The message, line and column of the parse error ``text`` gets."""
+    with pytest.raises(ParseError) as info:
+        parse_module(make_context(), text, "t.mlir")
+    loc = info.value.span.get_location()
+    assert loc.file == "t.mlir"
+    return info.value.msg, loc.line, loc.col
+
+
+def kernel(region: str = "0:4", attributes: str = "") -> str:
+    """A one-task kernel copying ``%x[region]``, with the kernel's ``attributes``."""
+    return ("builtin.module {\n"
+            f"  task.kernel @main(%x: memref<4xf32>) -> (%y: memref<4xf32>){attributes} {{\n"
+            f'    task.task "permute" ins(%x[{region}]) outs(%y[0:4]) '
+            "attributes {perm = array<i64: 0>}\n"
+            "    task.return\n"
+            "  }\n"
+            "}\n")
+
+
+# ------------------------------------------------------- region literals outside i64
+
+
+@pytest.mark.parametrize(("region", "message", "col"), [
+    ("0:-9223372036854775809", "region end -9223372036854775809 is out of range for i64", 34),
+    ("9223372036854775808:4", "region start 9223372036854775808 is out of range for i64", 32),
+    ("-9223372036854775808:9223372036854775807",
+     "region size 18446744073709551615 of -9223372036854775808:9223372036854775807 is out "
+     "of range for i64", 32),
+])
+def test_a_region_bound_outside_i64_is_a_parse_error_at_it(region: str, message: str,
+                                                           col: int) -> None:
+    assert parse_error(kernel(region)) == (message, 3, col)
+
+
+def test_a_region_inside_i64_but_out_of_bounds_is_still_the_verifiers() -> None:
+    message, line, _ = parse_error(kernel("-1:4"))
+    assert line == 3
+    assert message == "task.task input 0: region [-1:4] is out of bounds in dimension 0 (size 4)"
+
+
+# ----------------------------------------------- attributes of unsupported scalar types
+
+
+@pytest.mark.parametrize("element", ["f80", "f128"])
+def test_a_float_attribute_xdsl_cannot_print_is_a_parse_error_at_it(element: str) -> None:
+    # bias_square_scale.mlir@task with every i64 -> f80: printing the diagnosis crashed
+    text = kernel(attributes=f" attributes {{workers = 132 : {element}}}")
+    assert parse_error(text) == (f"float attributes of type {element} are not supported",
+                                 2, 85)
+
+
+@pytest.mark.parametrize("element", ["i128", "f16", "bf16"])
+def test_a_kernel_attribute_of_an_unsupported_type_is_refused(element: str) -> None:
+    text = kernel(attributes=f" attributes {{workers = 132 : {element}}}")
+    message, line, col = parse_error(text)
+    assert (line, col) == (2, 3)
+    assert message.startswith(f"task.kernel: element type {element} is not supported at the "
+                              "task level")
+
+
+def test_a_kernel_attribute_of_a_supported_type_parses() -> None:
+    parse_module(make_context(), kernel(attributes=" attributes {workers = 132 : i64}"),
+                 "t.mlir")
+
+
+# ----------------------------------------------------------------- the compile budget
+
+CHAIN = ROOT / "lit_tests" / "transforms" / "Inputs" / "chain.mlir"
+
+
+def opt(capsys: pytest.CaptureFixture[str], path: Path, pipeline: str) -> tuple[int, str]:
+    """Exit status and stderr of ``mncore-opt path -p pipeline``."""
+    with pytest.raises(SystemExit) as info:
+        mncore_opt.main([str(path), "-p", pipeline])
+    return info.value.code, capsys.readouterr().err  # type: ignore[return-value]
+
+
+def test_a_program_over_the_budget_is_refused_quickly(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    # the chain with every 8 -> 100000 ran for many seconds in convert-task-to-mncore
+    path = tmp_path / "chain.mlir"
+    path.write_text(CHAIN.read_text().replace("8", "100000"))
+    start = time.process_time()
+    code, err = opt(capsys, path, "graph-fuse-elementwise,convert-graph-to-task,"
+                                  "convert-task-to-mncore{machine=tiny max_instructions=5000}")
+    assert time.process_time() - start < 3
+    assert code != 0
+    assert err == ("mncore-opt: error: convert-task-to-mncore: the program needs more than "
+                   "5,000 instructions; raise max_instructions or tile smaller\n")
+
+
+def test_a_program_within_the_budget_compiles(capsys: pytest.CaptureFixture[str]) -> None:
+    mncore_opt.main([str(CHAIN), "-p", "convert-graph-to-task,"
+                     "convert-task-to-mncore{machine=tiny max_instructions=5000}"])
+    assert "mncore.program" in capsys.readouterr().out
+
+
+def test_max_instructions_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = opt(capsys, CHAIN, "convert-graph-to-task,"
+                                   "convert-task-to-mncore{max_instructions=0}")
+    assert code != 0
+    assert "max_instructions must be at least 1, not 0" in err
+
+
+# --------------------------------------------------------------------------- the fuzzer
+
+
+def test_the_fuzzers_mncore_pipeline_has_a_small_budget() -> None:
+    assert mncore_pipeline().endswith(
+        f'convert-task-to-mncore{{machine="tiny" max_instructions={MAX_INSTRUCTIONS}}}')
+
+
+def test_seeds_ignore_lits_output_folders(tmp_path: Path) -> None:
+    for rel in ("lit_tests/a.mlir", "lit_tests/x/Output/a.mlir.tmp.mlir",
+                "lit_tests/Inputs/b.mlir", "examples/c.mlir", "examples/Output/d.mlir"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert [p.relative_to(tmp_path).as_posix() for p in seed_files(tmp_path)] == [
+        "examples/c.mlir", "lit_tests/Inputs/b.mlir", "lit_tests/a.mlir"]
