@@ -35,6 +35,7 @@ from mncore_ir.registry import (
     get_all_passes,
     get_all_targets,
 )
+from mncore_ir.tools import DashIsStdin
 from mncore_ir.tools.diagnostics import (
     Diagnostic,
     LocatedError,
@@ -111,7 +112,7 @@ def _create_beside(path: str) -> tuple[int, str]:
             continue
 
 
-class MNCoreOptMain(xDSLOptMain):
+class MNCoreOptMain(DashIsStdin, xDSLOptMain):
     """``xdsl-opt`` with mncore-ir's registrations, plus: errors at source positions
     (parsed ops remember their spans), the IR verified and its dominance checked after
     every pass, internal errors named by pass, ``-o`` written only on success, and

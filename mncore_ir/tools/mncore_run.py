@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.tools.command_line_tool import CommandLineTool
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from mncore_ir.dialects import graph as g
@@ -42,6 +41,7 @@ from mncore_ir.targets.mncore_simulator import chrome_trace as program_trace
 from mncore_ir.targets.mncore_simulator import simulate as simulate_program
 from mncore_ir.targets.task_simulator import simulate
 from mncore_ir.targets.task_timing import MachineModel, chrome_trace, estimate
+from mncore_ir.tools import DashIsStdin
 from mncore_ir.tools.errors import cli_errors
 
 
@@ -65,7 +65,7 @@ def format_value(value: np.ndarray, typ: TensorType) -> str:
     return f"{typ}: {body}"
 
 
-class MNCoreRunMain(CommandLineTool):
+class MNCoreRunMain(DashIsStdin):
     def __init__(self, args: Sequence[str] | None = None) -> None:
         from xdsl.context import Context
 
