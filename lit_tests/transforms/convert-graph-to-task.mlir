@@ -26,7 +26,9 @@
 // RUN: not mncore-opt %s -p 'convert-graph-to-task{matmul_tile=2}' 2>&1 | filecheck %s --check-prefix=MATMUL-TILE
 // MATMUL-TILE: mncore-opt: error: convert-graph-to-task: matmul_tile needs two sizes >= 1
 // RUN: not mncore-opt %s -p 'convert-graph-to-task{row_tile=0}' 2>&1 | filecheck %s --check-prefix=ROW-TILE
-// ROW-TILE: mncore-opt: error: convert-graph-to-task: workers and tile sizes must be >= 1
+// ROW-TILE: mncore-opt: error: convert-graph-to-task: workers, tile sizes and max_tasks must be >= 1
+// RUN: not mncore-opt %s -p 'convert-graph-to-task{max_tasks=0}' 2>&1 | filecheck %s --check-prefix=MAX-TASKS
+// MAX-TASKS: mncore-opt: error: convert-graph-to-task: workers, tile sizes and max_tasks must be >= 1
 
 // Elementwise ops on 2x9: tiles of 1x6 and 1x3 (at most 6 elements, filled from the
 // innermost dimension). Each input is read over the tile's broadcast image: %p whole
