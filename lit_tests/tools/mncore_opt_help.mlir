@@ -23,9 +23,11 @@
 // CHECK-NEXT: {{^}}      elementwise_tile: int = 4096
 // CHECK-NEXT: {{^}}      row_tile: int = 16
 // CHECK-NEXT: {{^}}      reuse_buffers: bool = true
+// CHECK-NEXT: {{^}}      max_tasks: int = 1000000
 // CHECK-NEXT: {{^}}  convert-task-to-mncore   Lower every task.kernel to an mncore.program
 // CHECK-NEXT: {{^}}      machine: str = tiny
 // CHECK-NEXT: {{^}}      matmul_kernel: str = auto
+// CHECK-NEXT: {{^}}      max_instructions: int = 2000000
 // CHECK-NEXT: {{^}}  cse{{$}}
 // CHECK-NEXT: {{^}}  dce{{$}}
 // CHECK-NEXT: {{^}}  graph-decompose          Expand composite graph ops
