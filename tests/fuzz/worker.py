@@ -372,12 +372,14 @@ class Differential:
     def compare_function(self, module: Any, name: str) -> None:
         """Interpret ``module``'s one function, then lower and run it at each level."""
         from mncore_ir.pipeline import apply_pipeline, make_context
-        from mncore_ir.targets.graph_interpreter import find_function, run_function
+        from mncore_ir.targets.graph_interpreter import check_sizes, find_function, run_function
         from mncore_ir.tools.mncore_run import random_inputs
 
-        types = list(find_function(module).function_type.inputs.data)
+        function = find_function(module)
+        types = list(function.function_type.inputs.data)
 
         def interpret() -> tuple[list[np.ndarray], list[Any]]:
+            check_sizes(function, types)  # as mncore-run does, before drawing the inputs
             inputs = random_inputs(types, 0, 4)
             return inputs, run_function(module, copies(inputs))
 
