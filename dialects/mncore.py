@@ -77,7 +77,7 @@ from mncore_ir.dialects.mncore_machines import MACHINES, PE_SPACES, SPACES, Mach
 from mncore_ir.dialects.task import OpVerifyException
 
 #: A word is an f32 and holds integers and booleans exactly; f64 has no word form.
-MNCORE_TYPES = SupportedElementTypes("mncore", MNCORE_ELEMENT_TYPES)
+MNCORE_TYPES = SupportedElementTypes("mncore", MNCORE_ELEMENT_TYPES, static_shapes=True)
 
 
 @irdl_attr_definition

@@ -98,7 +98,7 @@ from mncore_ir.dialects.element_types import (
 )
 
 #: The task level runs on the megakernel simulator and Triton: the graph's element types.
-TASK_TYPES = SupportedElementTypes("task", GRAPH_ELEMENT_TYPES)
+TASK_TYPES = SupportedElementTypes("task", GRAPH_ELEMENT_TYPES, static_shapes=True)
 
 
 class OpVerifyException(VerifyException):

@@ -87,6 +87,31 @@ def test_graph_rejects_dynamic_sizes_at_parse(tmp_path, capsys):
             "graph level needs static shapes") in err
 
 
+@pytest.mark.parametrize("text, position, message", [
+    ("""task.kernel @main(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
+  task.body @ew0(%1: tensor<f32>) {
+    %2 = graph.neg %1 : tensor<f32>
+    task.yield %2 : tensor<f32>
+  }
+  %b = task.buffer : memref<?xf32>
+  task.task "elementwise" @ew0 ins(%x[0:4]) outs(%y[0:4])
+  task.return
+}
+""", "6:3", "task.buffer: memref<?xf32> has a dynamic size; the task level needs static"),
+    ("""mncore.program @p machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<5x?xf32>
+}
+""", "2:3", "mncore.tensor: tensor<5x?xf32> has a dynamic size; the mncore level needs"),
+])
+def test_lower_levels_reject_dynamic_sizes_at_parse(tmp_path, capsys, text: str,
+                                                    position: str, message: str) -> None:
+    """mncore-run would draw inputs of a negative size from them."""
+    path = write(tmp_path, text)
+    code, _, err = run_tool(mncore_opt.main, [path], capsys)
+    assert code != 0
+    assert f"{path}:{position}: error: {message}" in err
+
+
 def test_task_conversion_refuses_unaddressable_tensor(tmp_path, capsys):
     path = write(tmp_path, CHAIN.format(n=2**63 - 1))
     code, _, err = run_tool(mncore_opt.main, [path, "-p", "convert-graph-to-task"], capsys)
