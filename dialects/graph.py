@@ -247,7 +247,15 @@ class FloatUnaryOp(UnaryOp, abc.ABC):
 
 @irdl_op_definition
 class NegOp(UnaryOp):
+    """``-x``; booleans have none (torch refuses ``-`` on a bool tensor)."""
+
     name = "graph.neg"
+
+    def verify_(self) -> None:
+        if element_type_of(self.input) == i1:
+            raise VerifyException("graph.neg: negation of a boolean tensor is not "
+                                  "supported; use graph.not")
+        super().verify_()
 
 
 @irdl_op_definition

@@ -674,3 +674,12 @@ func.func @softmax_backward_int(%x: tensor<2x3xi64>) {
   %0 = graph.softmax_backward %x, %x dim 1 : tensor<2x3xi64>
   func.return
 }
+
+// -----
+
+// Booleans have no negation (torch refuses `-` on a bool tensor).
+func.func @neg_bool(%a: tensor<3xi1>) {
+  // expected-error@+1 {{graph.neg: negation of a boolean tensor is not supported; use graph.not}}
+  %0 = graph.neg %a : tensor<3xi1>
+  func.return
+}
