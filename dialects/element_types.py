@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -37,6 +38,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, TypeAttribute
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import OpTrait
 from xdsl.utils.exceptions import VerifyException
@@ -161,3 +163,26 @@ def print_dense(printer: Printer, attr: DenseIntOrFPElementsAttr) -> None:
         return
     printer.print_string(f'dense<"0x{attr.data.data.hex().upper()}"> : ')
     printer.print_attribute(attr.get_type())
+
+
+class DenseLiteralFormat:
+    """The assembly of a constant op holding one ``value`` literal
+    (``%c = <op> dense<...> : tensor<...>``), printed exactly by :func:`print_dense`;
+    the op's ``__init__`` takes the literal. (No annotations here: IRDL reads every
+    annotated field of an op class as a definition.)"""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        pos = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            name = cls.name  # type: ignore[attr-defined]
+            parser.raise_error(f"{name} expects a dense literal", pos, parser.pos)
+        op = cls(value)  # type: ignore[call-arg]
+        op.attributes.update(parser.parse_optional_attr_dict())  # type: ignore[attr-defined]
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_dense(printer, self.value)  # type: ignore[attr-defined]
+        printer.print_op_attributes(self.attributes)  # type: ignore[attr-defined]

@@ -48,9 +48,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
 from xdsl.pattern_rewriter import RewritePattern
-from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     HasCanonicalizationPatternsTrait,
@@ -69,8 +67,8 @@ from mncore_ir.dialects.element_types import (  # ELEMENT_TYPES: re-exported, by
 )
 from mncore_ir.dialects.element_types import (
     GRAPH_ELEMENT_TYPES,
+    DenseLiteralFormat,
     SupportedElementTypes,
-    print_dense,
 )
 
 Shape = tuple[int, ...]
@@ -518,7 +516,7 @@ class GeluBackwardOp(GeluRule, GraphOp):
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(DenseLiteralFormat, IRDLOperation):
     """A tensor of known values; splats print as one value, and values xDSL would print
     inexactly (signalling NaNs, a splat of ``0.0`` and ``-0.0``) as their bytes."""
 
@@ -531,20 +529,6 @@ class ConstantOp(IRDLOperation):
     def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
         super().__init__(properties={"value": value}, result_types=[value.type])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        pos = parser.pos
-        value = parser.parse_attribute()
-        if not isinstance(value, DenseIntOrFPElementsAttr):
-            parser.raise_error("graph.constant expects a dense literal", pos, parser.pos)
-        op = cls(value)
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_dense(printer, self.value)
-        printer.print_op_attributes(self.attributes)
 
 
 # --------------------------------------------------------------------------- reductions

@@ -92,9 +92,9 @@ from xdsl.utils.hints import isa
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.element_types import (
     GRAPH_ELEMENT_TYPES,
+    DenseLiteralFormat,
     SupportedElementTypes,
     integer_range,
-    print_dense,
 )
 
 #: The task level runs on the megakernel simulator and Triton: the graph's element types.
@@ -166,7 +166,7 @@ class BufferOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(DenseLiteralFormat, IRDLOperation):
     """A buffer holding known values: ``%c = task.constant dense<...> : tensor<...>``
     gives a memref of the literal's shape and element type."""
 
@@ -180,20 +180,6 @@ class ConstantOp(IRDLOperation):
         super().__init__(properties={"value": value},
                          result_types=[MemRefType(typ.element_type, typ.get_shape())])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        pos = parser.pos
-        value = parser.parse_attribute()
-        if not isinstance(value, DenseIntOrFPElementsAttr):
-            parser.raise_error("task.constant expects a dense literal", pos, parser.pos)
-        op = cls(value)
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_dense(printer, self.value)
-        printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
         typ = self.value.get_type()
