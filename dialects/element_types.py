@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     FunctionType,
+    IndexType,
     IntegerAttr,
     IntegerType,
     ShapedType,
@@ -122,10 +123,14 @@ def _nested(attr: Attribute) -> Iterator[Attribute]:
         yield from _nested(item)
 
 
-def integer_range(typ: IntegerType) -> tuple[int, int]:
+def integer_range(typ: IntegerType | IndexType) -> tuple[int, int]:
     """``[low, high)`` of the values an element of ``typ`` holds: a signless type is two's
     complement like torch's ``int32``/``int64`` (``i1`` holds 0 and 1), an unsigned type
-    counts from 0."""
+    counts from 0, ``index`` is signed and as wide as xDSL packs it (64 bits, as in
+    MLIR)."""
+    if isinstance(typ, IndexType):
+        width = 8 * typ.compile_time_size
+        return -(1 << (width - 1)), 1 << (width - 1)
     width = typ.width.data
     if typ.signedness.data == Signedness.UNSIGNED or (
             width == 1 and typ.signedness.data == Signedness.SIGNLESS):

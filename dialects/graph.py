@@ -551,11 +551,19 @@ class ReduceOp(GraphOp, abc.ABC):
         dims = normalize_dims(props["dims"], len(shape))  # type: ignore[arg-type]
         if len(set(dims)) != len(dims):
             raise VerifyException(f"{cls.name} has repeated dimensions")
+        empty = [d for d in dims if shape and shape[d] == 0]
+        if empty:
+            cls.check_empty_reduction(empty[0], types[0].element_type)
         keep = bool(props.get("keepdim", False))
         out = [1 if i in dims else s for i, s in enumerate(shape)] if keep else [
             s for i, s in enumerate(shape) if i not in dims
         ]
         return [tensor(out, types[0].element_type)]
+
+    @classmethod
+    def check_empty_reduction(cls, dim: int, element_type: Attribute) -> None:
+        """Refuse a reduction over the zero-size dimension ``dim`` that has no value
+        (a sum over no elements is 0)."""
 
 
 @irdl_op_definition
@@ -565,12 +573,27 @@ class SumOp(ReduceOp):
 
 @irdl_op_definition
 class MeanOp(ReduceOp):
+    """The mean; of no elements it is nan (a float), as in torch."""
+
     name = "graph.mean"
+
+    @classmethod
+    def check_empty_reduction(cls, dim: int, element_type: Attribute) -> None:
+        if not is_float(element_type):
+            raise VerifyException(f"graph.mean: dimension {dim} has size 0, and the mean of "
+                                  f"no elements (nan) has no {element_type} value")
 
 
 @irdl_op_definition
 class AmaxOp(ReduceOp):
+    """The maximum; over a zero-size dimension it has no value (torch raises)."""
+
     name = "graph.amax"
+
+    @classmethod
+    def check_empty_reduction(cls, dim: int, element_type: Attribute) -> None:
+        raise VerifyException(f"graph.amax: dimension {dim} has size 0, and the maximum of "
+                              "no elements is undefined")
 
 
 # --------------------------------------------------------------------------- linear algebra
@@ -636,7 +659,11 @@ class ExpandOp(GraphOp):
 
     def verify_(self) -> None:
         a, b = shape_of(self.input), shape_of(self.result)
-        if len(b) < len(a) or broadcast_shapes(a, b) != b:
+        try:
+            broadcast = broadcast_shapes(a, b)
+        except VerifyException as e:
+            raise VerifyException(f"graph.expand cannot broadcast {a} to {b}: {e}") from None
+        if len(b) < len(a) or broadcast != b:
             raise VerifyException(f"graph.expand cannot broadcast {a} to {b}")
         if element_type_of(self.input) != element_type_of(self.result):
             raise VerifyException("graph.expand must keep the element type")
@@ -740,6 +767,7 @@ class EmbeddingOp(GraphOp):
         w, idx = types
         if len(shape_of(w)) != 2 or idx.element_type != i64:
             raise VerifyException("graph.embedding expects a 2-D weight and i64 indices")
+        _check_indexable(cls.name, shape_of(w), 0, shape_of(idx))
         return [tensor((*shape_of(idx), shape_of(w)[1]), w.element_type)]
 
 
@@ -765,9 +793,31 @@ class IndexPutOp(GraphOp):
         expected = (*shape_of(idx), *shape_of(x)[1:])
         if idx.element_type != i64 or val.element_type != x.element_type:
             raise VerifyException("graph.index_put expects i64 indices and matching values")
+        if not shape_of(x):
+            raise VerifyException("graph.index_put needs an input of rank 1 or more")
+        _check_indexable(cls.name, shape_of(x), 0, shape_of(idx))
         if broadcast_shapes(shape_of(val), expected) != expected:
             raise VerifyException(f"graph.index_put values must broadcast to {expected}")
         return [x]
+
+
+def _check_indexable(name: str, shape: Shape, dim: int, index: Shape) -> None:
+    """Refuse indices of shape ``index`` into the empty dimension ``dim`` of an input of
+    ``shape``: no index value is valid there (torch raises when it runs)."""
+    if shape and not shape[dim] and math.prod(index):
+        raise VerifyException(f"{name}: dimension {dim} of the input {shape} is empty, so "
+                              f"no index is valid, and the index has shape {index}")
+
+
+def _check_index_extent(name: str, shape: Shape, index: Shape, dim: int) -> None:
+    """torch.gather and torch.scatter: a non-empty index may be no larger than the
+    input outside ``dim`` (an empty one is not checked)."""
+    (dim,) = normalize_dims([dim], len(shape))
+    _check_indexable(name, shape, dim, index)
+    if math.prod(index) and any(n > s for d, (n, s) in enumerate(zip(index, shape, strict=True))
+                                if d != dim):
+        raise VerifyException(f"{name}: index shape {index} is larger than the input shape "
+                              f"{shape} outside dimension {dim}")
 
 
 @irdl_op_definition
@@ -790,7 +840,7 @@ class GatherOp(GraphOp):
         x, idx = types
         if idx.element_type != i64 or len(shape_of(x)) != len(shape_of(idx)):
             raise VerifyException("graph.gather expects i64 indices of the input's rank")
-        normalize_dims([props["dim"]], len(shape_of(x)))  # type: ignore[list-item]
+        _check_index_extent(cls.name, shape_of(x), shape_of(idx), props["dim"])  # type: ignore[arg-type]
         return [tensor(shape_of(idx), x.element_type)]
 
 
@@ -817,7 +867,7 @@ class ScatterOp(GraphOp):
             raise VerifyException("graph.scatter expects i64 indices of the input's rank")
         if shape_of(val) != () or val.element_type != x.element_type:
             raise VerifyException("graph.scatter value must be a 0-d tensor of the input's type")
-        normalize_dims([props["dim"]], len(shape_of(x)))  # type: ignore[list-item]
+        _check_index_extent(cls.name, shape_of(x), shape_of(idx), props["dim"])  # type: ignore[arg-type]
         return [x]
 
 
@@ -999,6 +1049,9 @@ class Conv2dOp(WindowOp):
                 w[0] % groups or b != (w[0],)):  # type: ignore[operator]
             raise VerifyException(f"graph.conv2d: input {x}, weight {w} and bias {b} do not "
                                   f"fit (NCHW input, OIHW weight, {groups} groups)")
+        if not x[1] or not w[0]:  # torch refuses no outputs, misshapes the result of no inputs
+            raise VerifyException(f"graph.conv2d: input {x} and weight {w} must have at least "
+                                  "one input and one output channel")
         hw = cls.spatial_out(x[2:], w[2:], props)
         return [tensor((x[0], w[0], *hw), types[0].element_type)]
 
@@ -1035,6 +1088,15 @@ class Conv2dBackwardOp(WindowOp):
         return [x, w, tensor((shape_of(w)[0],), w.element_type)]
 
 
+def _check_pool_input(name: str, shape: Shape) -> None:
+    """An NCHW input with channels and pixels; only the batch may be empty (as in torch)."""
+    if len(shape) != 4:
+        raise VerifyException(f"{name} expects an NCHW input")
+    if 0 in shape[1:]:
+        raise VerifyException(f"{name}: input {shape} has a zero-size channel or spatial "
+                              "dimension (only the batch may be empty)")
+
+
 @irdl_op_definition
 class MaxPool2dOp(WindowOp):
     """2-D max pooling; also yields the flat ``h * W + w`` index of each maximum."""
@@ -1055,8 +1117,7 @@ class MaxPool2dOp(WindowOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
         x = shape_of(types[0])
-        if len(x) != 4:
-            raise VerifyException("graph.max_pool2d expects an NCHW input")
+        _check_pool_input(cls.name, x)
         hw = cls.spatial_out(x[2:], props["kernel"], props)  # type: ignore[arg-type]
         return [tensor((*x[:2], *hw), types[0].element_type), tensor((*x[:2], *hw), i64)]
 
@@ -1082,6 +1143,7 @@ class MaxPool2dBackwardOp(GraphOp):
         g, x, idx = types
         if shape_of(g) != shape_of(idx) or idx.element_type != i64:
             raise VerifyException("graph.max_pool2d_backward indices must match the gradient")
+        _check_pool_input(cls.name, shape_of(x))
         return [x]
 
 

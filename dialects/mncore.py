@@ -30,6 +30,7 @@ ready, using DMA data before its wait — are the cycle simulator's to detect.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -40,6 +41,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i64,
@@ -76,7 +78,9 @@ from mncore_ir.dialects.element_types import (
 from mncore_ir.dialects.mncore_machines import MACHINES, PE_SPACES, SPACES, Machine
 from mncore_ir.dialects.task import OpVerifyException
 
-#: A word is an f32 and holds integers and booleans exactly; f64 has no word form.
+#: A word is an f32 and holds integers and booleans exactly up to this magnitude; f64
+#: has no word form.
+EXACT_INTEGERS = 2**24
 MNCORE_TYPES = SupportedElementTypes("mncore", MNCORE_ELEMENT_TYPES, static_shapes=True)
 
 
@@ -491,6 +495,13 @@ class TensorOp(IRDLOperation):
             raise VerifyException("mncore.tensor has a value exactly when it is a constant")
         if self.value is not None and self.value.get_type() != self.type:
             raise VerifyException("mncore.tensor: the value's type is not the tensor's")
+        element = self.type.element_type
+        if self.value is not None and isinstance(element, IntegerType) and element.width.data > 24:
+            values = np.frombuffer(self.value.data.data, np.dtype(element.format))
+            if values.size and max(-int(values.min()), int(values.max())) > EXACT_INTEGERS:
+                raise VerifyException(
+                    f"mncore.tensor @{self.sym_name.data}: a value reaches past the ±2**24 "
+                    "that a word (f32) holds exactly")
 
 
 @irdl_op_definition
@@ -583,6 +594,8 @@ class ProgramOp(IRDLOperation):
             if not isinstance(op, TensorOp | BufferOp | InstructionOp):
                 raise OpVerifyException(op, f"{op.name} cannot be in an mncore.program: it "
                                             "holds tensors, buffers and instructions")
+            if isinstance(op, TensorOp):
+                _check_dimensions(op, machine)
             if isinstance(op, TensorOp | BufferOp):
                 self._check_bounds(op, [(op.at, _extent(op))], machine)
         for op in self.instructions():
@@ -663,6 +676,18 @@ class ProgramOp(IRDLOperation):
                     lm_written[ref.space.data] = step
             if op.SLOT in ("alu", "mau"):
                 producers.add(step)
+
+
+def _check_dimensions(op: TensorOp, machine: Machine) -> None:
+    """Even an empty tensor's non-zero dimensions must fit in DRAM together: its strides
+    are DRAM distances, and the simulator (numpy) cannot even make an empty array of a
+    shape whose other dimensions overflow."""
+    span = math.prod(n for n in op.type.get_shape() if n)
+    if span > machine.dram_words:
+        raise OpVerifyException(
+            op, f"mncore.tensor @{op.sym_name.data}: {op.type} spans {span:,} words in its "
+            f"non-zero dimensions, more than dram ({machine.dram_words:,} words on "
+            f"{machine.name})")
 
 
 def _extent(op: TensorOp | BufferOp) -> int:

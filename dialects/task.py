@@ -38,11 +38,14 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     I64,
     ArrayAttr,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -52,12 +55,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     Region,
     SSAValue,
@@ -152,7 +157,31 @@ def _tile_of(attr: DenseArrayBase) -> Tile:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _tile_attr(tile: Tile) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [*tile.offsets, *tile.sizes])
+    # Packed directly: ``from_list`` normalises every value first, which costs more
+    # than the rest of a task; ``pack`` still refuses a value that is no i64.
+    return DenseArrayBase(i64, BytesAttr(i64.pack((*tile.offsets, *tile.sizes))))
+
+
+@functools.lru_cache(maxsize=64)
+def _segment_sizes(ins: int, outs: int, waits: int, signals: int) -> DenseArrayBase:
+    """A task's ``operandSegmentSizes``: kernels repeat few combinations."""
+    return DenseArrayBase.from_list(i32, [ins, outs, waits, signals])
+
+
+@functools.lru_cache(maxsize=256)
+def _kind_attr(kind: str) -> StringAttr:
+    return StringAttr(kind)
+
+
+@functools.lru_cache(maxsize=256)
+def _body_attr(body: str) -> SymbolRefAttr:
+    return SymbolRefAttr(body)
+
+
+@functools.lru_cache(maxsize=256)
+def _attrs_attr(items: tuple[tuple[str, Attribute], ...]) -> DictionaryAttr:
+    """The tiles of one operator carry its properties: one attribute for all of them."""
+    return DictionaryAttr(dict(items))
 
 
 @irdl_op_definition
@@ -235,6 +264,47 @@ def _raise_at(parser: Parser, message: str, start: int) -> None:
     parser.raise_error(message, start, start + len(text.rstrip()))
 
 
+def _checked_regions(what: str, values: Sequence[SSAValue],
+                     tiles: ArrayAttr[DenseArrayBase]) -> Accesses:
+    """Each buffer with its region, which has the buffer's rank and lies inside it."""
+    if len(values) != len(tiles.data):
+        raise VerifyException(f"task.task has {len(values)} {what}s but "
+                              f"{len(tiles.data)} {what} regions")
+    regions: Accesses = []
+    for i, (value, attr) in enumerate(zip(values, tiles.data, strict=True)):
+        typ = value.type
+        assert isinstance(typ, MemRefType)
+        shape = typ.get_shape()
+        if DYNAMIC_INDEX in shape:
+            raise VerifyException(f"task.task {what} {i}: buffers need static shapes")
+        if len(attr) != 2 * len(shape):
+            flat = attr.get_values()
+            text = str(Tile.of(attr)) if len(flat) % 2 == 0 else list(flat)
+            raise VerifyException(f"task.task {what} {i}: region [{text}] does not "
+                                  f"have rank {len(shape)}")
+        tile = Tile.of(attr)
+        for d, (o, s, n) in enumerate(zip(tile.offsets, tile.sizes, shape, strict=True)):
+            if o < 0 or s < 1 or o + s > n:
+                raise VerifyException(f"task.task {what} {i}: region [{tile}] is out of "
+                                      f"bounds in dimension {d} (size {n})")
+        regions.append((value, tile))
+    return regions
+
+
+class TaskOperands(NamedTuple):
+    """A task's operands by group."""
+
+    ins: tuple[SSAValue, ...]
+    outs: tuple[SSAValue, ...]
+    waits: tuple[SSAValue, ...]
+    signal: SSAValue | None
+
+
+@functools.lru_cache(maxsize=256)
+def _segment_ends(sizes: DenseArrayBase) -> tuple[int, ...]:
+    return tuple(itertools.accumulate(sizes.get_values()))  # type: ignore[arg-type]
+
+
 @irdl_op_definition
 class TaskOp(IRDLOperation):
     """One tile of one operator: what it reads and writes, when it may start, and the
@@ -258,49 +328,47 @@ class TaskOp(IRDLOperation):
                  signal: SSAValue | None = None,
                  attrs: dict[str, Attribute] | None = None,
                  body: str | None = None) -> None:
-        super().__init__(
-            operands=[[v for v, _ in ins], [v for v, _ in outs], list(waits),
-                      [signal] if signal is not None else []],
-            properties={
-                "kind": StringAttr(kind),
-                "in_tiles": ArrayAttr([t.attr() for _, t in ins]),
-                "out_tiles": ArrayAttr([t.attr() for _, t in outs]),
-                "attrs": DictionaryAttr(attrs or {}),
-                **({"body": SymbolRefAttr(body)} if body is not None else {}),
-            })
+        # Operation.__init__, not IRDL's builder, and attributes shared between tasks:
+        # kernels have tens of thousands of tasks, and the builder's normalisation of
+        # each argument costs more than the rest of a task; the verifier checks what it
+        # would (operand types and segment sizes).
+        signals = [signal] if signal is not None else []
+        properties: dict[str, Attribute] = {
+            "kind": _kind_attr(kind),
+            "in_tiles": ArrayAttr([t.attr() for _, t in ins]),
+            "out_tiles": ArrayAttr([t.attr() for _, t in outs]),
+            "attrs": _attrs_attr(tuple((attrs or {}).items())),
+        }
+        if body is not None:
+            properties["body"] = _body_attr(body)
+        properties[AttrSizedOperandSegments.attribute_name] = _segment_sizes(
+            len(ins), len(outs), len(waits), len(signals))
+        Operation.__init__(self, operands=[*(v for v, _ in ins), *(v for v, _ in outs),
+                                           *waits, *signals], properties=properties)
+
+    def operand_groups(self) -> TaskOperands:
+        """``ins``, ``outs``, ``waits`` and ``signal`` at once. Each of xDSL's accessors
+        decodes the segment sizes again, which is most of a verifier's time per task;
+        these are decoded once per distinct sizes."""
+        ends = _segment_ends(self.properties[AttrSizedOperandSegments.attribute_name])  # type: ignore[arg-type]
+        operands = tuple(self.operands)
+        signals = operands[ends[2]:ends[3]]
+        return TaskOperands(operands[:ends[0]], operands[ends[0]:ends[1]],
+                            operands[ends[1]:ends[2]], signals[0] if signals else None)
 
     def reads(self) -> list[tuple[SSAValue, Tile]]:
-        return [(v, Tile.of(a)) for v, a in zip(self.ins, self.in_tiles.data, strict=True)]
+        ins = self.operand_groups().ins
+        return [(v, Tile.of(a)) for v, a in zip(ins, self.in_tiles.data, strict=True)]
 
     def writes(self) -> list[tuple[SSAValue, Tile]]:
-        return [(v, Tile.of(a)) for v, a in zip(self.outs, self.out_tiles.data, strict=True)]
+        outs = self.operand_groups().outs
+        return [(v, Tile.of(a)) for v, a in zip(outs, self.out_tiles.data, strict=True)]
 
     def verify_(self) -> None:
-        regions: dict[str, Accesses] = {"input": [], "output": []}
-        for what, values, tiles in (("input", self.ins, self.in_tiles),
-                                    ("output", self.outs, self.out_tiles)):
-            if len(values) != len(tiles.data):
-                raise VerifyException(f"task.task has {len(values)} {what}s but "
-                                      f"{len(tiles.data)} {what} regions")
-            for i, (value, attr) in enumerate(zip(values, tiles.data, strict=True)):
-                assert isa(value.type, MemRefType)
-                if not value.type.has_static_shape():
-                    raise VerifyException(f"task.task {what} {i}: buffers need static shapes")
-                shape = tuple(value.type.get_shape())
-                flat = attr.get_values()
-                if len(flat) != 2 * len(shape):
-                    text = str(Tile.of(attr)) if len(flat) % 2 == 0 else list(flat)
-                    raise VerifyException(f"task.task {what} {i}: region [{text}] does not "
-                                          f"have rank {len(shape)}")
-                tile = Tile.of(attr)
-                for d, (o, s, n) in enumerate(zip(tile.offsets, tile.sizes, shape,
-                                                  strict=True)):
-                    if o < 0 or s < 1 or o + s > n:
-                        raise VerifyException(
-                            f"task.task {what} {i}: region [{tile}] is out of bounds in "
-                            f"dimension {d} (size {n})")
-                regions[what].append((value, tile))
-        verify_kind(self, regions["input"], regions["output"])
+        # IRDL's generated verify_ has checked the segment sizes before this runs.
+        groups = self.operand_groups()
+        verify_kind(self, _checked_regions("input", groups.ins, self.in_tiles),
+                    _checked_regions("output", groups.outs, self.out_tiles))
 
     @classmethod
     def parse(cls, parser: Parser) -> TaskOp:
@@ -688,51 +756,64 @@ class KernelOp(IRDLOperation):
                 body.verify_()
             except VerifyException as error:
                 raise OpVerifyException(body, str(error)) from None
-        for task in self.tasks():  # the kernel is verified before its tasks: check them first
-            try:
-                task.verify_()
-                if task.body is not None:
-                    self._verify_body_use(task, bodies)
-            except VerifyException as error:
-                raise OpVerifyException(task, str(error)) from None
-        self._verify_events()
-        self._verify_outputs_written_once()
+        tasks = self.tasks()
+        try:
+            self._verify_bodies_used(tasks, bodies)
+            self._verify_events(tasks)
+            self._verify_outputs_written_once(tasks)
+        except Exception:
+            # These checks read the tasks' regions and events, which each task verifies
+            # on its own (xDSL verifies the ops in a kernel before it; the parser, in
+            # source order, after it): verifying every task here too would double the
+            # cost of a valid kernel, so an invalid task is looked for only now, and its
+            # own error, at its position, explains the failure best.
+            self._verify_tasks(tasks)
+            raise
 
     @staticmethod
-    def _verify_body_use(task: TaskOp, bodies: dict[str, BodyOp]) -> None:
-        """A task's body takes one 0-d tensor per input and yields one per output, of
-        the buffers' element types."""
-        assert task.body is not None
-        name = task.body.root_reference.data
-        body = bodies.get(name)
-        if body is None:
-            raise VerifyException(f"task.task refers to @{name}, which is no task.body of "
-                                  "this kernel")
-        for what, values, types in (("takes", task.ins, body.arg_types),
-                                    ("yields", task.outs, body.yield_types)):
-            wanted = [TensorType(v.type.element_type, []) for v in values]  # type: ignore[attr-defined]
-            if list(types) != wanted:
-                raise VerifyException(
-                    f"task.body @{name} {what} ({', '.join(map(str, types))}) but the task "
-                    f"needs ({', '.join(map(str, wanted))})")
+    def _verify_tasks(tasks: Sequence[TaskOp]) -> None:
+        for task in tasks:
+            try:
+                task.verify_()
+            except VerifyException as error:
+                raise OpVerifyException(task, str(error)) from None
 
-    def _verify_events(self) -> None:
+    @staticmethod
+    def _verify_bodies_used(tasks: Sequence[TaskOp], bodies: dict[str, BodyOp]) -> None:
+        """Each body use is checked once per combination of body and element types:
+        the tiles of one operator share both."""
+        checked: dict[tuple[str, tuple[Attribute, ...], tuple[Attribute, ...]], str | None] = {}
+        for task in tasks:
+            if task.body is None:
+                continue
+            groups = task.operand_groups()
+            key = (task.body.root_reference.data,
+                   tuple(v.type.element_type for v in groups.ins),  # type: ignore[attr-defined]
+                   tuple(v.type.element_type for v in groups.outs))  # type: ignore[attr-defined]
+            if key not in checked:
+                checked[key] = _body_use_error(bodies, *key)
+            error = checked[key]
+            if error is not None:
+                raise OpVerifyException(task, error)
+
+    def _verify_events(self, tasks: Sequence[TaskOp]) -> None:
         """Trigger counts equal signal counts; waits follow every signaller."""
         signals: dict[SSAValue, int] = {}
         last_signaller: dict[SSAValue, int] = {}
-        tasks = self.tasks()
-        for index, task in enumerate(tasks):
-            if task.signal is not None:
-                signals[task.signal] = signals.get(task.signal, 0) + 1
-                last_signaller[task.signal] = index
+        groups = [task.operand_groups() for task in tasks]
+        for index, group in enumerate(groups):
+            signal = group.signal
+            if signal is not None:
+                signals[signal] = signals.get(signal, 0) + 1
+                last_signaller[signal] = index
         for op in self.body.block.ops:
             if isinstance(op, EventOp):
                 want, got = op.triggers.value.data, signals.get(op.result, 0)
                 if want != got:
                     raise OpVerifyException(op, f"event has trigger count {want} but {got} "
                                                 "tasks signal it")
-        for index, task in enumerate(tasks):
-            for event in task.waits:
+        for index, (task, group) in enumerate(zip(tasks, groups, strict=True)):
+            for event in group.waits:
                 last = last_signaller.get(event)
                 if last is not None and last >= index:
                     who = "it signals itself" if last == index else f"task {last} signals"
@@ -740,10 +821,10 @@ class KernelOp(IRDLOperation):
                         task, f"task {index} ({task.kind.data}) waits on an event that {who}: "
                         "tasks must be in a topological order")
 
-    def _verify_outputs_written_once(self) -> None:
+    def _verify_outputs_written_once(self, tasks: Sequence[TaskOp]) -> None:
         """Every element of every kernel output is written by exactly one task."""
         tiles: dict[SSAValue, list[Tile]] = {out: [] for out in self.outputs}
-        for task in self.tasks():
+        for task in tasks:
             for value, tile in task.writes():
                 if value in tiles:
                     tiles[value].append(tile)
@@ -756,17 +837,74 @@ class KernelOp(IRDLOperation):
                     f"is written by {count} tasks, not exactly one")
 
 
+def _body_use_error(bodies: dict[str, BodyOp], name: str, ins: Sequence[Attribute],
+                    outs: Sequence[Attribute]) -> str | None:
+    """Why a task with buffers of element types ``ins`` and ``outs`` cannot use body
+    ``@name``: a body takes one 0-d tensor per input and yields one per output, of the
+    buffers' element types (``None`` when it can)."""
+    body = bodies.get(name)
+    if body is None:
+        return f"task.task refers to @{name}, which is no task.body of this kernel"
+    for what, elements, types in (("takes", ins, body.arg_types),
+                                  ("yields", outs, body.yield_types)):
+        wanted = [TensorType(e, []) for e in elements]
+        if list(types) != wanted:
+            return (f"task.body @{name} {what} ({', '.join(map(str, types))}) but the task "
+                    f"needs ({', '.join(map(str, wanted))})")
+    return None
+
+
 def covered_once(shape: Sequence[int], tiles: Sequence[Tile]) -> bool:
     """Whether ``tiles`` (inside ``shape``) cover each element exactly once: they are
     pairwise disjoint and their sizes add up to the buffer's. Memory and time go with
-    the number of tiles, not of elements."""
+    the number of tiles, not of elements: the tiles of a tiling cut the buffer into
+    about as many cells (a cell per combination of their edges), counted at once;
+    scattered tiles that would cut it into many more are swept instead."""
     if sum(math.prod(t.sizes) for t in tiles) != math.prod(shape):
         return False
     if not shape or len(tiles) < 2:
         return True
-    starts = np.array([t.offsets for t in tiles], np.int64)
-    ends = starts + np.array([t.sizes for t in tiles], np.int64)
+    starts, ends = _boxes(tiles, len(shape))
+    cuts = _cuts(shape, starts, ends)
+    if math.prod(len(c) for c in cuts) <= _CELLS_PER_TILE * len(tiles):
+        return bool((_cell_counts(cuts, starts, ends) == 1).all())
     return not _any_overlap(starts, ends)
+
+
+_CELLS_PER_TILE = 8
+"""Tiles whose edges cut a buffer into at most this many cells per tile are counted
+cell by cell (vectorised); others are swept (a loop over the tiles)."""
+
+
+def _boxes(tiles: Sequence[Tile], rank: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tiles' first and one-past-last corners, one row per tile."""
+    starts = np.array([t.offsets for t in tiles], np.int64).reshape(len(tiles), rank)
+    return starts, starts + np.array([t.sizes for t in tiles], np.int64).reshape(len(tiles), rank)
+
+
+def _cuts(shape: Sequence[int], starts: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
+    """Per dimension, the sorted distinct edges of the tiles and of the buffer."""
+    return [np.unique(np.concatenate(([0, n], starts[:, d], ends[:, d])))
+            for d, n in enumerate(shape)]
+
+
+def _cell_counts(cuts: Sequence[np.ndarray], starts: np.ndarray, ends: np.ndarray
+                 ) -> np.ndarray:
+    """How many tiles cover each cell of the grid that ``cuts`` make: each tile adds
+    +-1 at the corners of its box in a difference array, whose prefix sums along every
+    dimension are the counts."""
+    dims = [len(c) for c in cuts]
+    low = [np.searchsorted(c, starts[:, d]) for d, c in enumerate(cuts)]
+    high = [np.searchsorted(c, ends[:, d]) for d, c in enumerate(cuts)]
+    counts = np.zeros(math.prod(dims), np.int64)
+    for corner in itertools.product((False, True), repeat=len(dims)):
+        at = np.ravel_multi_index([high[d] if upper else low[d]
+                                   for d, upper in enumerate(corner)], dims)
+        counts += (-1) ** sum(corner) * np.bincount(at, minlength=counts.size)
+    grid = counts.reshape(dims)
+    for axis in range(len(dims)):
+        grid = np.cumsum(grid, axis=axis)
+    return grid[tuple(slice(0, n - 1) for n in dims)]
 
 
 def _any_overlap(starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -792,22 +930,12 @@ def first_miscounted(shape: Sequence[int], tiles: Sequence[Tile]
     rank = len(shape)
     if not rank:
         return (), len(tiles)
-    cuts = [np.unique([0, n, *(t.offsets[d] for t in tiles),
-                       *(t.offsets[d] + t.sizes[d] for t in tiles)])
-            for d, n in enumerate(shape)]
-    first = np.array([t.offsets for t in tiles], np.int64).reshape(len(tiles), rank)
-    last = first + np.array([t.sizes for t in tiles], np.int64).reshape(len(tiles), rank)
-    low = [np.searchsorted(c, first[:, d]) for d, c in enumerate(cuts)]
-    high = [np.searchsorted(c, last[:, d]) for d, c in enumerate(cuts)]
-    counts = np.zeros([len(c) for c in cuts], np.int64)  # differences, then prefix sums
-    for corner in itertools.product((False, True), repeat=rank):
-        at = tuple(high[d] if upper else low[d] for d, upper in enumerate(corner))
-        np.add.at(counts, at, (-1) ** sum(corner) * np.ones(len(tiles), np.int64))
-    for axis in range(rank):
-        counts = np.cumsum(counts, axis=axis)
-    cells = counts[tuple(slice(0, len(c) - 1) for c in cuts)]
+    starts, ends = _boxes(tiles, rank)
+    cuts = _cuts(shape, starts, ends)
+    cells = _cell_counts(cuts, starts, ends)
     cell = tuple(int(x) for x in np.argwhere(cells != 1)[0])
     return tuple(int(c[x]) for c, x in zip(cuts, cell, strict=True)), int(cells[cell])
+
 
 Task = Dialect("task", [KernelOp, BodyOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp,
                        ReturnOp], [EventType])

@@ -11,14 +11,17 @@ It also corrects what xDSL 0.75 gets wrong in reading text:
   which xDSL's printer writes for 16777216.0) is the float's bit pattern, as in MLIR,
   not an integer to convert; the bits are kept exactly, signalling NaNs included;
 * a literal that does not fit its element type (``dense<1.0e+308> : tensor<f32>``,
-  ``dense<300> : tensor<i8>``) or whose type xDSL cannot pack (``i128``, ``f80``) is
-  an error at the literal, not ``inf``, a wrapped value or a Python exception;
+  ``dense<300> : tensor<i8>``, ``dense<-1> : tensor<ui8>``, ``2**63`` as an ``index``),
+  a hex string whose bytes are neither every element nor one (a splat), or a literal
+  whose type xDSL cannot pack (``i128``, ``f80``) is an error at the literal, not
+  ``inf``, a wrapped value or a Python exception; zero-size literals parse;
 * an unterminated string literal is rejected in linear time (xDSL's regular
   expression backtracks exponentially on it), and bytes that are not UTF-8 are an
   error at the first of them.
 
-A ``func.func`` is graph-level IR, so its signature is checked against the graph's
-element types like the graph ops in it.
+A ``func.func`` is graph-level IR, so it must have a body and its signature is checked
+against the graph's element types like the graph ops in it. A verifier error xDSL raises
+from a block (an empty one that needs a terminator) is blamed on the op that holds it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from xdsl.dialects.builtin import (
     Float80Type,
     Float128Type,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -79,6 +83,7 @@ class LinearMLIRLexer(MLIRLexer):
 
 
 _HEX_LITERAL = re.compile(r"-?\s*0[xX]")
+_DENSE_HEX_STRING = re.compile(r'<\s*"')
 _NUMBER = re.compile(r"-?\s*(0[xX][0-9a-fA-F]+|[0-9]+(\.[0-9]*([eE][+-]?[0-9]+)?)?)")
 
 
@@ -89,16 +94,21 @@ class _CheckedElement(AttrParser._TensorLiteralElement):  # pyright: ignore[repo
     def to_type(self, parser: AttrParser, type: object) -> object:
         if isinstance(type, AnyFloat) and not isinstance(self.value, tuple):
             return self._to_float(parser, type)
-        if isinstance(type, IntegerType):
-            if type.width.data > 64:  # xDSL packs integers of up to 64 bits
-                parser.raise_error(f"dense literals of {type} are not supported", self.span)
-            value = super().to_type(parser, type)
-            low, high = integer_range(type)
-            if not low <= value < high:  # type: ignore[operator]
-                parser.raise_error(f"integer value {self.span.text} is out of range for "
-                                   f"{type} ([{low}, {high}))", self.span)
-            return value
+        if isinstance(type, IntegerType | IndexType):
+            self._check_range(parser, type)
         return super().to_type(parser, type)  # type: ignore[arg-type]
+
+    def _check_range(self, parser: AttrParser, type: IntegerType | IndexType) -> None:
+        """Refuse an integer ``type`` cannot hold, before xDSL packs it (which raises a
+        ``struct.error`` for ``index`` and only says "non-negative" for unsigned types)."""
+        if isinstance(type, IntegerType) and type.width.data > 64:  # xDSL packs <= 64 bits
+            parser.raise_error(f"dense literals of {type} are not supported", self.span)
+        if isinstance(self.value, bool) or not isinstance(self.value, int):
+            return  # a boolean or a float: xDSL says whether the type takes it
+        low, high = integer_range(type)
+        if not low <= self.value < high:
+            parser.raise_error(f"integer value {self.span.text} is out of range for "
+                               f"{type} ([{low}, {high}))", self.span)
 
     def _to_float(self, parser: AttrParser, type: AnyFloat) -> float:
         """The element as a float of ``type``: a hex literal is its bit pattern."""
@@ -166,11 +176,39 @@ class LocatingParser(Parser):
         outer, self.float_bits = self.float_bits, []
         try:
             with self._packing_errors("dense literal"):
+                if _DENSE_HEX_STRING.match(self.lexer.input.content, self.pos):
+                    return self._parse_dense_hex_string(type)
                 attr = super().parse_dense_int_or_fp_elements_attr(type)
             bits = self.float_bits
         finally:
             self.float_bits = outer
         return _with_bit_patterns(attr, bits)
+
+    def _parse_dense_hex_string(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """``<"0x...">`` and its type: the raw bytes of every element, or of one for a
+        splat, as in MLIR. xDSL takes any length, keeping bytes that make no whole
+        element (which fail when printed) and counting a short literal's elements."""
+        self.parse_punctuation("<", " in dense attribute")
+        span = self._current_token.span
+        text = self.parse_str_literal(" in dense attribute")
+        self.parse_punctuation(">", " in dense attribute")
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        data = _hex_bytes(text)
+        if data is None:
+            self.raise_error("a hexadecimal dense literal is \"0x\" and pairs of hex "
+                             "digits", span)
+        size, count = type.element_type.compile_time_size, math.prod(type.get_shape())
+        if len(data) == size:
+            data *= count
+        elif len(data) != size * count:
+            splat = f" (or {_bytes(size)} for a splat)" if count != 1 else ""
+            self.raise_error(f"a hexadecimal dense literal of {_bytes(len(data))} does not "
+                             f"fit {type}, which takes {_bytes(size * count)}{splat}", span)
+        return DenseIntOrFPElementsAttr(type, BytesAttr(data))
 
     def _parse_dense_literal_type(self) -> RankedStructure[AnyDenseElement]:
         """The type of a dense literal, refused before xDSL expands a splat to its size."""
@@ -211,6 +249,11 @@ class LocatingParser(Parser):
             attr = super().parse_optional_builtin_int_or_float_attr()
         except VerifyException as e:  # an integer out of its type's range
             raise ParseError(span, str(e)) from None
+        if isinstance(attr, IntegerAttr) and isinstance(attr.type, IndexType):
+            low, high = integer_range(attr.type)  # xDSL checks the range of iN only
+            if not low <= attr.value.data < high:
+                self.raise_error(f"integer value {span.text} is out of range for index "
+                                 f"([{low}, {high}))", span)
         if isinstance(attr, FloatAttr):
             if isinstance(attr.type, Float80Type | Float128Type):  # xDSL cannot print them
                 self.raise_error(f"float attributes of type {attr.type} are not supported",
@@ -229,11 +272,11 @@ class LocatingParser(Parser):
         ops = list(module.walk())
         for op in ops:
             with self._located(op):
-                op.verify(verify_nested_ops=False)
+                verify_alone(op)
         for op in ops:  # after the ops in it, which name a bad type where it is used
-            if isinstance(op, FuncOp):  # a function's signature is graph-level IR
+            if isinstance(op, FuncOp):  # a function is graph-level IR
                 with self._located(op):
-                    GRAPH_TYPES.verify(op)
+                    _verify_graph_function(op)
         self._check_dominance(module)  # after the verifiers made every region one block
         return module
 
@@ -261,6 +304,65 @@ class LocatingParser(Parser):
             raise ParseError(span, str(e)) from None
 
 
+def _verify_graph_function(func: FuncOp) -> None:
+    """A graph-level function has a body (xDSL reads ``func.func @f() {}`` as a
+    declaration, which MLIR refuses and no pass or executor can run) and a signature of
+    the graph's element types."""
+    if not func.body.blocks:
+        raise VerifyException(f"func.func @{func.sym_name.data} has no body: a graph-level "
+                              "function is a definition, not a declaration")
+    GRAPH_TYPES.verify(func)
+
+
+def verify_alone(op: Operation) -> None:
+    """Verify ``op`` and the blocks it holds, not the ops in them (each is verified on
+    its own, so that an error is raised by the op it is about).
+
+    ``op.verify(verify_nested_ops=False)`` alone skips what xDSL checks in
+    ``Block.verify``: that a block of a single-block region that needs a terminator is
+    not empty (``func.func @f(%x: tensor<2xf32>) {}``, whose entry block holds the
+    argument). An empty block is checked here; it holds no op for ``Block.verify`` to
+    descend into.
+    """
+    op.verify(verify_nested_ops=False)
+    for region in op.regions:
+        for block in region.blocks:
+            if block.is_empty:
+                block.verify()
+
+
+def blame(root: Operation, error: VerifyException) -> tuple[Operation | None,
+                                                            VerifyException]:
+    """The op in ``root`` that a verifier ``error`` of ``root`` is about, and the error
+    to report at it: the op the error names (``error.op``), else the first op that
+    fails :func:`verify_alone` with that failure (searched only on failure: xDSL's
+    errors name no op); ``None`` and ``error`` when no op fails alone."""
+    named = getattr(error, "op", None)
+    if isinstance(named, Operation):
+        return named, error
+    for op in root.walk():
+        try:
+            verify_alone(op)
+        except VerifyException as found:
+            named = getattr(found, "op", None)
+            return (named if isinstance(named, Operation) else op), found
+    return None, error
+
+
+def _hex_bytes(text: str) -> bytes | None:
+    """The bytes ``0x...`` spells, or None when it is not that."""
+    if not text.startswith(("0x", "0X")):
+        return None
+    try:
+        return bytes.fromhex(text[2:])
+    except ValueError:
+        return None
+
+
+def _bytes(count: int) -> str:
+    return f"{count} byte" if count == 1 else f"{count} bytes"
+
+
 def _decode(text: str | bytes, name: str) -> str:
     """The source as text; bytes that are not UTF-8 are a parse error at the first."""
     if isinstance(text, str):
@@ -285,7 +387,7 @@ def _with_bit_patterns(attr: DenseIntOrFPElementsAttr,
     """
     if not any(b is not None for b in bits):
         return attr
-    size = len(attr.data.data) // len(attr)
+    size = attr.get_element_type().compile_time_size  # len(attr) is 0 for tensor<0xf32>
     data = bytearray(attr.data.data)
     for i in range(len(attr)):
         pattern = bits[0] if len(bits) == 1 else bits[i]

@@ -165,27 +165,16 @@ def check_ir(module: ModuleOp, after: ModulePass | None = None) -> None:
         module.verify()
         check_dominance(module)
     except VerifyException as error:
-        raise InvalidIRError(str(error).strip(), name, _blamed_op(module, error)) from error
+        from mncore_ir.parsing import blame  # only on failure: it imports every dialect
+
+        op, found = blame(module, error)
+        raise InvalidIRError(str(found).strip(), name, op) from error
     except DominanceError as error:
         raise InvalidIRError(str(error), name, getattr(error, "op", None)) from error
     except Exception as error:  # the verifier itself failed on what the pass left
         if name is None:
             raise
         raise PassError(name, error) from error
-
-
-def _blamed_op(module: ModuleOp, error: VerifyException) -> Operation | None:
-    """The op a verifier error is about: the one it names, else the first op that fails
-    its own checks (searched only on failure)."""
-    blamed = getattr(error, "op", None)
-    if isinstance(blamed, Operation):
-        return blamed
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except VerifyException:
-            return op
-    return None
 
 
 def apply_passes(pipeline: PassPipeline, ctx: Context, module: ModuleOp) -> None:

@@ -38,7 +38,27 @@ _NUMPY_NAMES = {typ: name for name, typ in g.ELEMENT_TYPES.items()}
 
 
 class InterpretationError(Exception):
-    """Bad inputs for a function, or an op that cannot run."""
+    """Bad inputs for a function, or an op that cannot run; ``op`` is the op to blame,
+    when there is one (a tool points at its source position)."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+def check_indices(op: Operation, index: np.ndarray, size: int, axis: str = "dimension 0",
+                  negative: bool = False) -> None:
+    """Refuse an index outside ``[0, size)`` (``[-size, size)`` when ``negative``: the
+    ops where torch counts negative indices from the end), as torch does; numpy would
+    wrap a negative index silently and name no op for the others."""
+    low = -size if negative else 0
+    bad = index[(index < low) | (index >= size)]
+    if bad.size == 0:
+        return
+    valid = (f"valid indices are {low} to {size - 1}" if size else
+             "it is empty, so no index is valid")
+    raise InterpretationError(f"{op.name}: index {bad.flat[0]} is out of range for {axis} "
+                              f"of size {size} ({valid})", op)
 
 
 def numpy_dtype(element_type: Any) -> np.dtype:
@@ -215,7 +235,7 @@ def max_pool2d(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
     n, c, _, w = x.shape
     win = _windows(x, kernel, stride, padding, dilation, fill=-np.inf)
     oh, ow = win.shape[2:4]
-    flat = win.reshape(n, c, oh, ow, -1)
+    flat = win.reshape(n, c, oh, ow, kernel[0] * kernel[1])  # not -1: n may be 0
     arg = flat.argmax(axis=-1)
     out = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
     rows = np.arange(oh)[:, None] * stride[0] - padding[0] + (arg // kernel[1]) * dilation[0]
@@ -227,7 +247,8 @@ def max_pool2d_backward(grad: np.ndarray, x: np.ndarray, indices: np.ndarray) ->
     n, c, h, w = x.shape
     out = np.zeros((n * c, h * w), dtype=grad.dtype)
     rows = np.arange(n * c)[:, None]
-    np.add.at(out, (rows, indices.reshape(n * c, -1)), grad.reshape(n * c, -1))
+    planes = (n * c, math.prod(indices.shape[2:]))  # not -1: n may be 0
+    np.add.at(out, (rows, indices.reshape(planes)), grad.reshape(planes))
     return out.reshape(x.shape)
 
 
@@ -238,8 +259,12 @@ def _norm_axes(x: np.ndarray, k: int) -> tuple[int, ...]:
 def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, k: int, eps: float
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     axes = _norm_axes(x, k)
-    mean = x.mean(axis=axes, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    if math.prod(x.shape[-k:]):
+        mean = x.mean(axis=axes, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    else:  # torch's running moments of no elements: the mean stays 0, the variance is 0/0
+        stats = (*x.shape[:-k], *[1] * k)
+        mean, var = np.zeros(stats, x.dtype), np.full(stats, np.nan, x.dtype)
     rstd = (1 / np.sqrt(var + eps)).astype(x.dtype)
     return (x - mean) * rstd * w + b, mean, rstd
 
@@ -251,19 +276,27 @@ def layer_norm_backward(grad: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd:
     count = math.prod(x.shape[-k:])
     xhat = (x - mean) * rstd
     gx = grad * w
-    grad_input = rstd / count * (count * gx - gx.sum(axis=axes, keepdims=True)
-                                 - xhat * (gx * xhat).sum(axis=axes, keepdims=True))
+    with np.errstate(divide="ignore", invalid="ignore"):  # count is 0 only if x is empty
+        grad_input = rstd / count * (count * gx - gx.sum(axis=axes, keepdims=True)
+                                     - xhat * (gx * xhat).sum(axis=axes, keepdims=True))
     return grad_input, (grad * xhat).sum(axis=lead), grad.sum(axis=lead)
 
 
+def _row_max(x: np.ndarray, dim: int) -> np.ndarray:
+    """The maximum along ``dim``, kept as a dimension; ``-inf`` (the identity of max) for
+    an empty row, whose softmax is empty as in torch."""
+    return x.max(axis=dim, keepdims=True, initial=-np.inf)
+
+
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
-    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    e = np.exp(x - _row_max(x, dim))
     return e / e.sum(axis=dim, keepdims=True)
 
 
 def log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
-    shifted = x - x.max(axis=dim, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted = x - _row_max(x, dim)
+    with np.errstate(divide="ignore"):  # the sum is 0 only for an empty row
+        return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
 
 
 def _index_window(index: np.ndarray, dim: int) -> tuple[slice, ...]:
@@ -271,6 +304,14 @@ def _index_window(index: np.ndarray, dim: int) -> tuple[slice, ...]:
     other dimension ``d``; numpy's ``*_along_axis`` want equal shapes there."""
     dim %= max(index.ndim, 1)
     return tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index.shape))
+
+
+def _checked_dim(op: g.GatherOp | g.ScatterOp, x: np.ndarray, index: np.ndarray) -> int:
+    """The dimension ``op`` indexes, after checking ``index`` against it as torch does
+    (no negative indices; a 0-d input has one position)."""
+    dim = op.props()["dim"] % max(x.ndim, 1)  # type: ignore[operator]
+    check_indices(op, index, x.shape[dim] if x.ndim else 1, f"dimension {dim}")
+    return dim
 
 
 def _one(value: Any) -> PythonValues:
@@ -310,6 +351,11 @@ class GraphFunctions(InterpreterFunctions):
     @impl(g.MeanOp)
     def run_mean(self, interp: Interpreter, op: g.MeanOp, args: PythonValues):
         p = op.props()
+        x = args[0]
+        if x.ndim and not math.prod(x.shape[d] for d in p["dims"]):  # type: ignore[union-attr]
+            # the mean of no elements is nan, as in torch (numpy warns)
+            return _one(np.full(g.shape_of(op.result), np.nan,
+                                numpy_dtype(op.result.type.element_type)))
         return _one(_cast(np.mean(args[0], axis=p["dims"], keepdims=bool(p["keepdim"])),
                           op.result.type))
 
@@ -349,11 +395,13 @@ class GraphFunctions(InterpreterFunctions):
     @impl(g.EmbeddingOp)
     def run_embedding(self, interp: Interpreter, op: g.EmbeddingOp, args: PythonValues):
         weight, indices = args
+        check_indices(op, indices, weight.shape[0])
         return _one(weight[indices])
 
     @impl(g.IndexPutOp)
     def run_index_put(self, interp: Interpreter, op: g.IndexPutOp, args: PythonValues):
         x, indices, values = args
+        check_indices(op, indices, x.shape[0], negative=True)
         out = np.array(x, copy=True)
         values = np.broadcast_to(values, (*indices.shape, *x.shape[1:]))
         if op.props().get("accumulate"):
@@ -365,14 +413,18 @@ class GraphFunctions(InterpreterFunctions):
     @impl(g.GatherOp)
     def run_gather(self, interp: Interpreter, op: g.GatherOp, args: PythonValues):
         x, index = args
-        dim = op.props()["dim"]
+        dim = _checked_dim(op, x, index)
+        if not index.size:  # torch checks no extents then, so the window may not fit
+            return _one(np.empty(index.shape, x.dtype))
         return _one(np.take_along_axis(x[_index_window(index, dim)], index, axis=dim))
 
     @impl(g.ScatterOp)
     def run_scatter(self, interp: Interpreter, op: g.ScatterOp, args: PythonValues):
         x, index, value = args
-        dim = op.props()["dim"]
+        dim = _checked_dim(op, x, index)
         out = np.array(x, copy=True)
+        if not index.size:  # torch checks no extents then, so the window may not fit
+            return _one(out)
         np.put_along_axis(out[_index_window(index, dim)], index, value, axis=dim)
         return _one(out)
 
@@ -434,7 +486,9 @@ class GraphFunctions(InterpreterFunctions):
     @impl(g.MaxPool2dBackwardOp)
     def run_max_pool2d_backward(self, interp: Interpreter, op: g.MaxPool2dBackwardOp,
                                 args: PythonValues):
-        return _one(max_pool2d_backward(*args))
+        grad, x, indices = args
+        check_indices(op, indices, x.shape[2] * x.shape[3], "an input plane (h * W + w)")
+        return _one(max_pool2d_backward(grad, x, indices))
 
     @impl(g.FusedOp)
     def run_fused(self, interp: Interpreter, op: g.FusedOp, args: PythonValues):

@@ -621,9 +621,10 @@ def _max_pool2d_backward(gen: _Generator, op: g.MaxPool2dBackwardOp) -> None:
         return
     # Indices of unknown origin: add each gradient at its index, as the interpreter does.
     n, c, h, w = g.shape_of(op.input)
+    planes = _tuple((n * c, math.prod(g.shape_of(op.indices)[2:])))  # not -1: n may be 0
     dtype = torch_dtype(g.element_type_of(op.result))
     gen.emit(op.results, f"torch.zeros(({n * c}, {h * w}), dtype={dtype}).scatter_add_(1, "
-                         f"{indices}.reshape(({n * c}, -1)), {grad}.reshape(({n * c}, -1)))"
+                         f"{indices}.reshape({planes}), {grad}.reshape({planes}))"
                          f".reshape({_tuple((n, c, h, w))})")
 
 

@@ -27,6 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import Machine
 from mncore_ir.targets.graph_interpreter import (
+    DEFAULT_MAX_BYTES,
     InterpretationError,
     constant_value,
     find_function,
@@ -115,12 +116,14 @@ def check(program: m.ProgramOp) -> None:
 
 
 def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
-             = None, memories: dict[str, np.ndarray] | None = None, verify: bool = True
-             ) -> tuple[list[np.ndarray], Report]:
+             = None, memories: dict[str, np.ndarray] | None = None, verify: bool = True,
+             max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[np.ndarray], Report]:
     """Run ``program`` on numpy inputs (its ``input`` tensors in order); returns the
     ``output`` tensors and the report. ``trace`` collects Chrome trace events;
     ``memories`` receives the final contents of every memory used; ``verify=False``
-    skips the assembler's rules for a program already checked (run again and again)."""
+    skips the assembler's rules for a program already checked (run again and again);
+    a program whose DRAM would take more than ``max_bytes`` is refused before anything
+    is allocated."""
     if verify:  # the assembler's rules, also when the IR was not verified when parsed
         check(program)
     machine = program.target
@@ -129,10 +132,7 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         raise InterpretationError(f"@{program.sym_name.data} takes {len(ins)} inputs, "
                                   f"got {len(inputs)}")
     state = State(machine)
-    state.dram_words = max([t.at.address.data + math.prod(t.type.get_shape())
-                            for t in [*ins, *outs, *program.tensors("constant")]] + [
-        op.dram.address.data + op.dram_extent()
-        for op in program.instructions() if isinstance(op, m.DmaOp)] + [1])
+    state.dram_words = dram_extent(program, max_bytes)
     dram = state.array("dram")
     for tensor, value in zip(ins, inputs, strict=True):
         given = np.asarray(value)
@@ -216,6 +216,22 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         results.append(words.copy() if dtype == np.float32 else
                        (words != 0) if dtype == np.bool_ else np.rint(words).astype(dtype))
     return results, report
+
+
+def dram_extent(program: m.ProgramOp, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+    """The DRAM words the simulator holds: up to the last word a tensor or a DMA
+    touches; refused, naming what reaches farthest, past ``max_bytes`` of f32."""
+    ends: list[tuple[int, str]] = [(1, "")]
+    ends += [(t.at.address.data + math.prod(t.type.get_shape()), f"mncore.tensor @"
+              f"{t.sym_name.data}") for t in program.body.block.ops if isinstance(t, m.TensorOp)]
+    ends += [(op.dram.address.data + op.dram_extent(), f"the mncore.dma of step {op.at}")
+             for op in program.instructions() if isinstance(op, m.DmaOp)]
+    words, what = max(ends)
+    if 4 * words > max_bytes:
+        raise InterpretationError(
+            f"@{program.sym_name.data}: {what} reaches dram[{words - 1}], so the simulator "
+            f"would hold {4 * words:,} bytes of DRAM, more than the limit of {max_bytes:,}")
+    return words
 
 
 def span(ref: m.RefAttr, n: int) -> np.ndarray:

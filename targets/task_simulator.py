@@ -160,9 +160,12 @@ def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None =
         tiles = [memory[v][tile.slices()] for v, tile in task.reads()]
         try:
             results = evaluate(task, tiles)
-        except (ValueError, TypeError, IndexError) as error:
-            raise InterpretationError(f"task {index} ({task.kind.data}) failed: {error}"
+        except InterpretationError as error:  # e.g. an index out of range: the task's
+            raise InterpretationError(f"task {index} ({task.kind.data}): {error}", task
                                       ) from error
+        except (ValueError, TypeError, IndexError) as error:
+            raise InterpretationError(f"task {index} ({task.kind.data}) failed: {error}",
+                                      task) from error
         for (value, tile), result in zip(task.writes(), results, strict=True):
             memory[value][tile.slices()] = np.broadcast_to(np.asarray(result), tile.sizes)
     return outputs

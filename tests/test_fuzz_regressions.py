@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from xdsl.utils.exceptions import ParseError
 
@@ -14,7 +15,7 @@ from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import make_context
 from mncore_ir.tools import mncore_opt
 from tests.fuzz.mutate import seed_files
-from tests.fuzz.run import MAX_INSTRUCTIONS, mncore_pipeline
+from tests.fuzz.run import MAX_INSTRUCTIONS, MAX_TASKS, mncore_pipeline, task_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,3 +140,58 @@ def test_seeds_ignore_lits_output_folders(tmp_path: Path) -> None:
         (tmp_path / rel).write_text("")
     assert [p.relative_to(tmp_path).as_posix() for p in seed_files(tmp_path)] == [
         "examples/c.mlir", "lit_tests/Inputs/b.mlir", "lit_tests/a.mlir"]
+
+
+# ----------------------------------------------- results computed from zero-size regions
+
+LAYER_NORM_OF_NOTHING = """\
+func.func @f(%x: tensor<2x4x0xf32>, %w: tensor<0xf32>) -> tensor<2x4x1xf32> {
+  %y, %mean, %rstd = graph.layer_norm %x, %w, %w dims 1 eps 1.0e-05
+      : tensor<2x4x0xf32>, tensor<0xf32>, tensor<0xf32>
+      -> tensor<2x4x0xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>
+  func.return %mean : tensor<2x4x1xf32>
+}
+"""
+
+GRADIENTS_OF_NO_ROWS = """\
+func.func @f(%dy: tensor<0x4x8xf32>, %x: tensor<0x4x8xf32>, %m: tensor<0x4x1xf32>,
+             %w: tensor<8xf32>) -> tensor<8xf32> {
+  %dx, %dw, %db = graph.layer_norm_backward %dy, %x, %m, %m, %w dims 1
+      : tensor<0x4x8xf32>, tensor<0x4x1xf32>, tensor<8xf32>
+      -> tensor<0x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  func.return %dw : tensor<8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    (LAYER_NORM_OF_NOTHING, "graph.layer_norm: result 1 would be computed from zero-size "
+                            "regions only, which the task level cannot express"),
+    (GRADIENTS_OF_NO_ROWS, "graph.layer_norm_backward: result 1 would be computed from "
+                           "zero-size regions only, which the task level cannot express"),
+])
+def test_a_result_read_from_zero_size_regions_only_is_refused_at_its_op(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, source: str, message: str) -> None:
+    # graph-decompose.mlir with every size 2 -> 0 (or 8 -> 0): the kernel failed the
+    # written-once check after convert-graph-to-task, as no task wrote these results
+    path = tmp_path / "norms.mlir"
+    path.write_text(source)
+    code, err = opt(capsys, path, "convert-graph-to-task")
+    assert code != 0
+    line = 2 if source is LAYER_NORM_OF_NOTHING else 3
+    assert f"norms.mlir:{line}:3: error: {message}" in err
+
+
+def test_the_differential_gives_executors_read_only_views_of_the_inputs() -> None:
+    from tests.fuzz.worker import read_only
+
+    x = np.arange(4.0)
+    [view] = read_only([x])
+    assert np.shares_memory(view, x)  # no copy of a large input
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 1.0
+    assert x.flags.writeable
+
+
+def test_the_differentials_task_level_has_the_task_budget() -> None:
+    assert task_pipeline() == f"convert-graph-to-task{{max_tasks={MAX_TASKS}}}"

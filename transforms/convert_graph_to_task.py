@@ -7,8 +7,9 @@ Every op is cut into tiles of its output, one task per tile:
   ``task.body``, and each input is read over the tile's broadcast image;
 * ``graph.matmul``: ``matmul_tile`` (rows, columns) output tiles reading a row band of
   the left and a column band of the right operand;
-* row-wise ops (softmax, log-softmax and their backward, layer norm) and reductions
-  (sum, mean, amax): about ``row_tile`` rows per task, the reduced dimensions whole;
+* row-wise ops (softmax, log-softmax and their backward, layer norm), reductions (sum,
+  mean, amax) and embeddings: ``row_tile`` rows per task, or more when rows are short
+  (as many as make about ``elementwise_tile`` elements), the reduced dimensions whole;
 * ``graph.permute``, ``graph.slice`` and ``graph.embedding``: output tiles, the input
   region mapped back; ``graph.reshape``: bands of output rows that are whole input rows
   (along the first dimension larger than 1); ``graph.concat``: elementwise copies of
@@ -29,9 +30,11 @@ transitively; producers with the same set of consumers then share one event.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -249,13 +252,18 @@ class ConvertGraphToTaskPass(ModulePass):
     """Elements per elementwise, permute or copy task."""
 
     row_tile: int = 16
-    """Rows per task of row-wise ops, reductions and embeddings."""
+    """Rows per task of row-wise ops, reductions and embeddings; more when rows are
+    short, so that a task holds about ``elementwise_tile`` elements (a 100000x8 softmax
+    is 196 tasks of 512 rows, not 6250 of 16)."""
 
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
 
-    max_tasks: int = 1_000_000
-    """The most tasks a kernel may have: tiles are counted before any is made."""
+    max_tasks: int = 50_000
+    """The most tasks a kernel may have: tiles are counted before any is made, so a
+    kernel of more is refused at once, at the op that would exceed it, instead of after
+    the seconds that lowering, verifying and simulating so many tasks take (tens of
+    microseconds each in Python)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if len(self.matmul_tile) != 2 or min(self.matmul_tile) < 1:
@@ -264,8 +272,24 @@ class ConvertGraphToTaskPass(ModulePass):
             raise TaskConversionError("convert-graph-to-task: workers, tile sizes and "
                                       "max_tasks must be >= 1")
         for func in [o for o in op.body.block.ops if isinstance(o, FuncOp)]:
-            kernel = KernelBuilder(self, func).build()
+            with paused_gc():
+                kernel = KernelBuilder(self, func).build()
             Rewriter.replace_op(func, kernel)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: a kernel is a few objects per task,
+    none garbage before the pass ends, and each full collection while they are made
+    would traverse them all (and the rest of the heap): half the pass's time for tens
+    of thousands of tasks."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class KernelBuilder:
@@ -326,7 +350,8 @@ class KernelBuilder:
         if len(self.tasks) + count > limit:
             raise TaskConversionError(
                 f"{self.current.name}: lowering it would make {len(self.tasks) + count:,} "
-                f"tasks in @{self.func.sym_name.data}, more than max_tasks={limit:,}",
+                f"tasks in @{self.func.sym_name.data}, more than max_tasks={limit:,} (larger "
+                "tiles make fewer tasks: elementwise_tile, row_tile, matmul_tile)",
                 self.current)
 
     def check_addressable(self, op: Operation, values: Sequence[SSAValue]) -> None:
@@ -381,6 +406,7 @@ class KernelBuilder:
                 self.where[r] = self.storage_for_result(r, direct)
             first = len(self.tasks)
             self.lower(op)
+            self.check_results_written(op, first)
             self.record_accesses(first)
             for value in {*op.operands, *op.results}:
                 storage = self.where.get(value)
@@ -399,6 +425,17 @@ class KernelBuilder:
                     "elementwise", [(self.where[value], tile)], [(target, tile)], {}, body))
             self.record_accesses(first)
         return self.emit()
+
+    def check_results_written(self, op: Operation, first: int) -> None:
+        """A non-empty result that no new task writes comes from reading only zero-size
+        regions (a reduction over an empty dimension, a gradient summed over no rows):
+        its value would be whatever the buffer held."""
+        written = {id(storage) for task in self.tasks[first:] for storage, _ in task.outs}
+        for result in op.results:
+            if math.prod(g.shape_of(result)) and id(self.where[result]) not in written:
+                raise TaskConversionError(
+                    f"{op.name}: result {result.index} would be computed from zero-size "
+                    "regions only, which the task level cannot express", op)
 
     def record_accesses(self, first: int) -> None:
         """Find the new tasks' dependencies, then index their accesses."""
@@ -443,7 +480,8 @@ class KernelBuilder:
         elif isinstance(op, g.RowOp | g.RowBackwardOp):
             shape = g.shape_of(op.operands[0])
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
-            for tile in self.grid(shape, tile_sizes(shape, o.row_tile, {dim: shape[dim]})):
+            rows = self.rows_per_task(shape[dim])
+            for tile in self.grid(shape, tile_sizes(shape, rows, {dim: shape[dim]})):
                 self.plan(op.name[6:], [(v, tile) for v in op.operands], [(op.result, tile)],
                           dict(op.properties))
         elif isinstance(op, g.LayerNormOp):
@@ -451,7 +489,8 @@ class KernelBuilder:
             k = op.normalized_dims.value.data
             lead = len(shape) - k
             full = {d: shape[d] for d in range(lead, len(shape))}
-            for tile in self.grid(shape, tile_sizes(shape, o.row_tile, full)):
+            rows = self.rows_per_task(math.prod(shape[lead:]))
+            for tile in self.grid(shape, tile_sizes(shape, rows, full)):
                 stats = Tile((*tile.offsets[:lead], *[0] * k), (*tile.sizes[:lead], *[1] * k))
                 self.plan("layer_norm", [(op.input, tile), (op.weight, whole(shape[lead:])),
                                          (op.bias, whole(shape[lead:]))],
@@ -496,13 +535,21 @@ class KernelBuilder:
         elif isinstance(op, g.EmbeddingOp):
             shape = g.shape_of(op.result)
             rank = len(shape)
-            for tile in self.grid(shape, tile_sizes(shape, o.row_tile, {rank - 1: shape[-1]})):
+            rows = self.rows_per_task(shape[-1])
+            for tile in self.grid(shape, tile_sizes(shape, rows, {rank - 1: shape[-1]})):
                 self.plan("embedding", [(op.weight, whole(g.shape_of(op.weight))),
                                         (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
                           [(op.result, tile)])
         else:  # one task over whole tensors
             self.plan(op.name[6:], [(v, whole(g.shape_of(v))) for v in op.operands],
                       [(r, whole(g.shape_of(r))) for r in op.results], dict(op.properties))
+
+    def rows_per_task(self, row: int) -> int:
+        """Rows per task of an op whose rows hold ``row`` elements each (a reduction's
+        row: the elements one output reduces): ``row_tile``, or more when rows are
+        short, so that a task holds about ``elementwise_tile`` elements: tasks of a few
+        short rows would cost more to schedule than to compute."""
+        return max(self.options.row_tile, self.options.elementwise_tile // max(row, 1))
 
     def lower_elementwise(self, op: g.GraphOp) -> None:
         if isinstance(op, g.FusedOp):
@@ -573,7 +620,8 @@ class KernelBuilder:
         # Which input dimension each output dimension indexes.
         kept = [d for d in range(len(in_shape)) if keep or d not in dims]
         fixed = {i: 1 for i, d in enumerate(kept) if d in dims}
-        for tile in self.grid(out_shape, tile_sizes(out_shape, self.options.row_tile, fixed)):
+        rows = self.rows_per_task(math.prod(in_shape[d] for d in dims))
+        for tile in self.grid(out_shape, tile_sizes(out_shape, rows, fixed)):
             offsets, sizes = [0] * len(in_shape), list(in_shape)
             for i, d in enumerate(kept):
                 if d not in dims:

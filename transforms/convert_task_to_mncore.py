@@ -45,13 +45,14 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    Signedness,
     StringAttr,
     TensorType,
     f32,
     i1,
     i64,
 )
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -96,6 +97,112 @@ _F32_INTEGRAL = float(2**23)
 
 Slot = tuple[str, int]  # a PE memory and the first of its 4 words
 
+# --- integers in words
+
+Interval = tuple[int, int]  # the least and the greatest value an integer may take
+
+#: A word (f32) holds every integer up to this magnitude exactly; the cycle simulator
+#: refuses integer inputs from here on, and the lowering refuses any integer that could
+#: reach past it (rather than compute a rounded one).
+EXACT_INTEGERS = 2**24
+#: 1.5 * 2**23: adding and subtracting it rounds an f32 below 2**22 in magnitude to the
+#: nearest integer.
+_ROUNDER = float(3 * 2**22)
+
+#: Integer results of these body ops, from the operands' intervals.
+_INTERVALS: dict[type[Operation], Callable[..., Interval]] = {
+    g.AddOp: lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    g.SubOp: lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    g.MulOp: lambda a, b: (min(x * y for x in a for y in b), max(x * y for x in a for y in b)),
+    g.MaximumOp: lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    g.MinimumOp: lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    g.NegOp: lambda a: (-a[1], -a[0]),
+    g.AbsOp: lambda a: (max(a[0], -a[1], 0), max(-a[0], a[1])),
+    g.ReluOp: lambda a: (max(a[0], 0), max(a[1], 0)),
+    g.WhereOp: lambda c, a, b: (min(a[0], b[0]), max(a[1], b[1])),
+    g.ConvertOp: lambda a: a,
+}
+#: Body ops whose result is a truth value (0 or 1) whatever its type.
+_TRUTHS = (g.EqOp, g.NeOp, g.LtOp, g.LeOp, g.GtOp, g.GeOp, g.AndOp, g.OrOp, g.NotOp)
+
+
+def type_interval(element: Attribute) -> Interval | None:
+    """The values an integer type holds (``None``: f32, which needs no tracking)."""
+    if element == i1:
+        return (0, 1)
+    if not isinstance(element, IntegerType):
+        return None
+    width = element.width.data
+    if element.signedness.data == Signedness.UNSIGNED:
+        return (0, 2**width - 1)
+    return (-(2 ** (width - 1)), 2 ** (width - 1) - 1)
+
+
+def input_interval(element: Attribute) -> Interval | None:
+    """What an integer input may hold: its type's values a word holds exactly."""
+    full = type_interval(element)
+    if full is None:
+        return None
+    return (max(full[0], 1 - EXACT_INTEGERS), min(full[1], EXACT_INTEGERS - 1))
+
+
+def body_interval(op: Operation, operands: Sequence[Interval | None]) -> Interval | None:
+    """The values ``op``'s integer result may take before it is brought into its type
+    (``None`` for an f32 result); raises where an integer result has no exact form."""
+    result = g.element_type_of(op.results[0])
+    if type_interval(result) is None:
+        return None
+    if isinstance(op, _TRUTHS):
+        return (0, 1)
+    if isinstance(op, g.ConstantOp):
+        values = constant_value(op.value).reshape(-1)  # type: ignore[arg-type]
+        return (int(values.min()), int(values.max()))
+    if isinstance(op, g.PowOp) and None not in operands:
+        exponent = op.operands[1].owner
+        if isinstance(exponent, g.ConstantOp):
+            (b,) = constant_value(exponent.value).reshape(-1).tolist()  # type: ignore[arg-type]
+            if 0 <= b <= _MULTIPLIED_POWERS:
+                base = operands[0]
+                assert base is not None
+                top = max(-base[0], base[1]) ** int(b)
+                return (1, 1) if b == 0 else (-top if base[0] < 0 and b % 2 else 0, top)
+    if type(op) in _INTERVALS and None not in operands:
+        return _INTERVALS[type(op)](*operands)
+    raise MNCoreConversionError(
+        f"convert-task-to-mncore: {op.name} with a {result} result has no exact form at the "
+        "mncore level (words are f32: only addition, subtraction, multiplication, small "
+        "constant powers, comparisons and selections of integers are exact)", op)
+
+
+def check_exact(interval: Interval, what: str, op: Operation | None) -> None:
+    """Refuse an integer that may reach past what a word holds exactly."""
+    low, high = interval
+    if max(-low, high) > EXACT_INTEGERS:
+        raise MNCoreConversionError(
+            f"convert-task-to-mncore: {what} may take values in [{low}, {high}], beyond "
+            f"the ±2**24 that a word (f32) holds exactly (integer inputs are below 2**24)", op)
+
+
+
+def _overlap(a: t.Tile, b: t.Tile) -> bool:
+    return all(p < q + m and q < p + n for p, n, q, m in
+               zip(a.offsets, a.sizes, b.offsets, b.sizes, strict=True))
+
+
+def _covers(a: t.Tile, b: t.Tile) -> bool:
+    """Whether region ``a`` holds all of region ``b``."""
+    return all(p <= q and q + m <= p + n for p, n, q, m in
+               zip(a.offsets, a.sizes, b.offsets, b.sizes, strict=True))
+
+
+def settled(interval: Interval, element: Attribute) -> Interval:
+    """``interval`` brought into ``element``'s values (booleans: 0 and 1; narrow
+    integers wrap, to anything)."""
+    full = type_interval(element)
+    assert full is not None
+    if full[0] <= interval[0] and interval[1] <= full[1]:
+        return interval
+    return (0, 1) if element == i1 else full
 
 #: The default compile budget: the CNN training step needs about 700k instructions.
 MAX_INSTRUCTIONS = 2_000_000
@@ -134,6 +241,8 @@ class ProgramBuilder:
         self.l1_out = chunks * self.chunk
         self.l1_top = self.l1_out + mncore_matmul.JC * self.chunk
         self.grf: dict[str, int] = {}
+        # integer buffers: the intervals of the regions written last (buffers are reused)
+        self.intervals: dict[SSAValue, list[tuple[t.Tile, Interval]]] = {}
 
     # --- places
 
@@ -318,6 +427,7 @@ class ProgramBuilder:
                                             "form (f32, integers and booleans do)")
         for v in fixed:
             self.place(v, math.prod(v.type.get_shape()))  # type: ignore[attr-defined]
+        self.note_fixed(kernel)
         self.allocate(buffers)
         self.pool_base = self.size
         tensors: list[m.TensorOp | m.BufferOp] = [*self.tensors()]
@@ -330,6 +440,7 @@ class ProgramBuilder:
         for task in kernel.tasks():
             kind = task.kind.data
             if kind == "matmul":
+                self.task_interval(task)  # refuses integers
                 mncore_matmul.lower_matmul(self, task)
             else:
                 body = bodies[task.body.root_reference.data] if task.body else None
@@ -380,6 +491,7 @@ class ProgramBuilder:
         return out
 
     def lower_lanes(self, task: t.TaskOp, body: t.BodyOp | None) -> None:
+        interval = self.task_interval(task)
         if self.tree_pays(task):
             self.reduce_tree(task)
             return
@@ -388,7 +500,7 @@ class ProgramBuilder:
             return
         writes = task.writes()
         tile = writes[0][1]
-        kernel: Callable[[list[np.ndarray]], list[Slot]] = {
+        lanes: Callable[[list[np.ndarray]], list[Slot]] = {
             "elementwise": lambda c: self.elementwise(task, body, tile, c),  # type: ignore[arg-type]
             "gather": lambda c: self.gather(task, c),
             "scatter": lambda c: self.scatter(task, c),
@@ -399,6 +511,14 @@ class ProgramBuilder:
             "max_pool2d_backward": lambda c: windows.max_pool2d_backward(self, task, c),
         }.get(task.kind.data, lambda c: self.reduce(task, c) if task.kind.data in REDUCTIONS
               else [self.load(self.copy_addresses(task, tile, c))])
+        element = writes[0][0].type.element_type  # type: ignore[attr-defined]
+
+        def kernel(coords: list[np.ndarray]) -> list[Slot]:
+            slots = lanes(coords)
+            if interval is not None:  # into the output's type (wrapped, or 0 and 1)
+                slots = [self.settle(slot, interval, element) for slot in slots]
+            return slots
+
         self.lanes_over(tile, writes, kernel)
 
     def lanes_over(self, tile: t.Tile, writes: Sequence[tuple[SSAValue, t.Tile]],
@@ -431,7 +551,7 @@ class ProgramBuilder:
             count = len(coords[0]) if coords else 1
             slots.append(self.load(self.address(value, mine) if shape else
                                    np.full(count, self.dram[value])))
-        return self.compute(body, slots)
+        return self.compute(body, slots, self.body_intervals(task, body))
 
     def copy_addresses(self, task: t.TaskOp, tile: t.Tile, coords: list[np.ndarray]
                        ) -> np.ndarray:
@@ -487,16 +607,20 @@ class ProgramBuilder:
                 mine[d] = np.full(count, i, np.int64)
             x = self.load(self.address(value, mine))
             self.alu(kind if r else "fpass", [acc, x] if r else [x], acc)
-        if task.kind.data == "mean":
+        element = task.writes()[0][0].type.element_type  # type: ignore[attr-defined]
+        if task.kind.data == "mean" and type_interval(element) is None:
             self.alu("fmul", [acc, self.constant(1.0 / math.prod(reduced))], acc)
+        elif task.kind.data == "mean" and element != i1:  # numpy's mean, cast: truncated
+            self.truncated_quotient(acc, math.prod(reduced))
         return [acc]
 
     def tree_pays(self, task: t.TaskOp) -> bool:
         """Whether a sum or mean goes through the tree: few outputs of many elements.
         Counted in loads: lanes take ``R`` loads per wave of outputs; the tree takes
         ``R / wave`` per output, plus about 4 for the tree and the store."""
-        if task.kind.data not in ("sum", "mean"):
-            return False
+        if task.kind.data not in ("sum", "mean") or type_interval(
+                task.writes()[0][0].type.element_type) is not None:
+            return False  # integers accumulate in lanes (exactly, then into their type)
         ((value, _),) = task.reads()
         shape = value.type.get_shape()  # type: ignore[attr-defined]
         reduced = math.prod(shape[d] for d in self.reduced_dims(task)[0])
@@ -671,10 +795,182 @@ class ProgramBuilder:
         """DRAM addresses of per-lane compile-time values (in the constant pool)."""
         return self.pooled(values.tolist()) + np.arange(len(values))
 
+    # --- integers
+
+    def note_fixed(self, kernel: t.KernelOp) -> None:
+        """The intervals of the kernel's integer inputs and constants."""
+        for op in kernel.body.block.ops:
+            if isinstance(op, t.ConstantOp) and type_interval(op.value.get_type(
+                    ).element_type) is not None:  # type: ignore[attr-defined]
+                values = constant_value(op.value).reshape(-1)
+                if values.size:
+                    interval = (int(values.min()), int(values.max()))
+                    check_exact(interval, f"task.constant {op.value.get_type()}", op)
+                    shape = tuple(op.value.get_type().get_shape())  # type: ignore[attr-defined]
+                    self.intervals[op.result] = [(t.Tile((0,) * len(shape), shape), interval)]
+
+    def interval_of(self, value: SSAValue, region: t.Tile) -> Interval | None:
+        """What ``region`` of an integer buffer may hold (``None``: an f32 one): what
+        the last writes of its parts wrote, or any input a word holds."""
+        element = value.type.element_type  # type: ignore[attr-defined]
+        if type_interval(element) is None:
+            return None
+        found = [interval for tile, interval in self.intervals.get(value, [])
+                 if _overlap(tile, region)]
+        if not found:
+            return input_interval(element)
+        return (min(i[0] for i in found), max(i[1] for i in found))
+
+    def note(self, value: SSAValue, tile: t.Tile, interval: Interval) -> None:
+        """A task writes values in ``interval`` (brought into their type) to ``tile`` of
+        ``value``: they replace what earlier writes left in it."""
+        interval = settled(interval, value.type.element_type)  # type: ignore[attr-defined]
+        kept = [(old, i) for old, i in self.intervals.get(value, [])
+                if not _covers(tile, old)]
+        self.intervals[value] = [*kept, (tile, interval)]
+
+    def task_interval(self, task: t.TaskOp) -> Interval | None:
+        """What a task's integer output may take before it is brought into its type
+        (``None``: an f32 output, or an elementwise task, whose ops are brought into
+        their types one by one); records what the task writes, and refuses integers a
+        word cannot hold exactly."""
+        writes = task.writes()
+        if task.kind.data == "elementwise" and task.body:
+            body = self.kernel.bodies()[task.body.root_reference.data]
+            intervals = self.body_intervals(task, body)
+            yielded = next(op for op in body.body.block.ops if isinstance(op, t.YieldOp))
+            for (value, tile), result in zip(writes, yielded.values, strict=True):
+                if (interval := intervals.get(result)) is not None:
+                    self.note(value, tile, interval)
+            return None
+        if all(type_interval(v.type.element_type) is None  # type: ignore[attr-defined]
+               for v, _ in writes):
+            return None
+        if task.kind.data == "max_pool2d" and len(writes) == 2:  # f32 values, their indices
+            ((value, _),) = task.reads()[:1]
+            spatial = math.prod(value.type.get_shape()[-2:])  # type: ignore[attr-defined]
+            check_exact((0, spatial - 1), "max_pool2d's indices", task)
+            self.note(writes[1][0], writes[1][1], (0, spatial - 1))
+            return None
+        interval = self.lane_interval(task)
+        for value, tile in writes:
+            self.note(value, tile, interval)
+        return interval
+
+    def lane_interval(self, task: t.TaskOp) -> Interval:
+        """:meth:`task_interval` of a task that is not elementwise."""
+        kind = task.kind.data
+        ins = [self.interval_of(v, region) for v, region in task.reads()]
+        if kind in (*COPIES, *REDUCTIONS, "gather", "embedding", "scatter", "index_put",
+                    "max_pool2d") and ins[0] is not None:
+            low, high = ins[0]
+            if kind in ("sum", "mean"):  # accumulated exactly, the mean divided after
+                ((value, _),) = task.reads()
+                shape = value.type.get_shape()  # type: ignore[attr-defined]
+                n = math.prod(shape[d] for d in self.reduced_dims(task)[0])
+                slack = n if kind == "mean" else 0  # the quotient's remainder test
+                check_exact((n * low - slack, n * high + slack), f"the {kind} of {n} "
+                            f"elements of {value.type}", task)
+                mean = kind == "mean" and task.writes()[0][0].type.element_type != i1  # type: ignore[attr-defined]
+                return (low, high) if mean else (n * low, n * high)
+            if kind in ("scatter", "index_put") and ins[2] is not None:
+                added = task.attrs.data.get("accumulate")
+                if kind == "index_put" and added is not None and added.value.data:  # type: ignore[attr-defined]
+                    count = math.prod(task.reads()[1][0].type.get_shape())  # type: ignore[attr-defined]
+                    low += count * min(ins[2][0], 0)
+                    high += count * max(ins[2][1], 0)
+                    check_exact((low, high), f"index_put accumulating {count} values", task)
+                return (min(low, ins[2][0]), max(high, ins[2][1]))
+            if kind not in ("scatter", "index_put"):
+                return (low, high)
+        element = task.writes()[0][0].type.element_type  # type: ignore[attr-defined]
+        raise MNCoreConversionError(
+            f"convert-task-to-mncore: a {kind} task with {element} values has no exact form "
+            "at the mncore level (it computes in f32)", task)
+
+    def body_intervals(self, task: t.TaskOp, body: t.BodyOp) -> dict[SSAValue, Interval | None]:
+        """What each integer value of ``body`` may take before it is brought into its
+        type; refuses integers a word cannot hold exactly."""
+        known: dict[SSAValue, Interval | None] = {}  # as brought into their types
+        raw: dict[SSAValue, Interval | None] = {}
+        for arg, (value, region) in zip(body.body.block.args, task.reads(), strict=True):
+            known[arg] = self.interval_of(value, region)
+        for op in body.body.block.ops:
+            if isinstance(op, t.YieldOp):
+                break
+            interval = body_interval(op, [known[o] for o in op.operands])
+            raw[op.results[0]] = interval
+            if interval is not None:
+                check_exact(interval, f"{op.name} in task.body @{body.sym_name.data}", op)
+                interval = settled(interval, g.element_type_of(op.results[0]))
+            known[op.results[0]] = interval
+        return raw
+
+    def settle(self, slot: Slot, interval: Interval, element: Attribute) -> Slot:
+        """Bring the integers of ``slot`` (within ``interval``) into ``element``'s values
+        as numpy's cast does: booleans are ``!= 0``, narrow integers wrap."""
+        full = type_interval(element)
+        assert full is not None
+        if full[0] <= interval[0] and interval[1] <= full[1]:
+            return slot
+        if element == i1:
+            self.alu("fcmpne", [slot, self.constant(0.0)], slot)
+            return slot
+        modulus = full[1] - full[0] + 1
+        assert modulus <= 2**16, "wider types hold every exact integer"
+        if full[0]:
+            self.alu("fadd", [slot, self.constant(float(-full[0]))], slot)
+        quotient, scratch = self.fresh(), self.fresh()
+        self.alu("fmul", [slot, self.constant(1.0 / modulus)], quotient)  # exact
+        self.floor(quotient, scratch)
+        self.alu("fmul", [quotient, self.constant(float(modulus))], quotient)
+        self.alu("fsub", [slot, quotient], slot)
+        if full[0]:
+            self.alu("fadd", [slot, self.constant(float(full[0]))], slot)
+        return slot
+
+    def floor(self, value: Slot, scratch: Slot) -> None:
+        """``value`` = floor(``value``) for ``|value| < 2**22``: adding and subtracting
+        1.5 * 2**23 rounds to the nearest integer, one less where that is above."""
+        self.alu("fadd", [value, self.constant(_ROUNDER)], scratch)
+        self.alu("fsub", [scratch, self.constant(_ROUNDER)], scratch)
+        self.alu("fcmplt", [value, scratch], value)
+        self.alu("fsub", [scratch, value], value)
+
+    def truncated_quotient(self, acc: Slot, n: int) -> None:
+        """``acc`` = trunc(``acc`` / ``n``) for an integer ``|acc| <= 2**24`` and ``n >=
+        1``, exactly: the rounded product by 1 / ``n`` is within 1 of ``|acc| / n``, its
+        floor is corrected by the remainder, and ``acc``'s sign put back."""
+        if n == 1:
+            return
+        size, guess, rest, flag = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        divisor, big = self.constant(float(n)), self.constant(_F32_INTEGRAL)
+        self.alu("fneg", [acc], size)
+        self.alu("fmax", [acc, size], size)
+        self.alu("fmul", [size, self.constant(1.0 / n)], guess)  # <= 2**23
+        self.alu("fadd", [guess, big], rest)  # rounded below 2**23, then its floor
+        self.alu("fsub", [rest, big], rest)
+        self.alu("fcmplt", [guess, rest], flag)
+        self.alu("fsub", [rest, flag], rest)
+        self.alu("fcmple", [big, guess], flag)  # from 2**23 on, already integral
+        self.alu("fsel", [flag, guess, rest], guess)
+        self.alu("fmul", [guess, divisor], rest)
+        self.alu("fsub", [size, rest], rest)  # the remainder, in [-n, 2n)
+        self.alu("fcmplt", [rest, self.constant(0.0)], flag)
+        self.alu("fsub", [guess, flag], guess)
+        self.alu("fcmple", [divisor, rest], flag)
+        self.alu("fadd", [guess, flag], guess)
+        self.alu("fcmplt", [acc, self.constant(0.0)], flag)
+        self.alu("fneg", [guess], rest)
+        self.alu("fsel", [flag, rest, guess], acc)
+
     # --- task bodies on the ALU
 
-    def compute(self, body: t.BodyOp, in_slots: list[Slot]) -> list[Slot]:
-        """ALU instructions for ``body``; returns the slots of the yielded values."""
+    def compute(self, body: t.BodyOp, in_slots: list[Slot],
+                intervals: dict[SSAValue, Interval | None]) -> list[Slot]:
+        """ALU instructions for ``body``; returns the slots of the yielded values.
+        ``intervals``: what each integer result may take before it is brought into its
+        type (:meth:`body_intervals`)."""
         where: dict[SSAValue, Slot] = dict(zip(body.body.block.args, in_slots, strict=True))
         one, zero = (lambda: self.constant(1.0)), (lambda: self.constant(0.0))
         for op in body.body.block.ops:
@@ -743,7 +1039,10 @@ class ProgramBuilder:
                         f"task.body @{body.sym_name.data} has no ALU form (rounding)")
             else:
                 raise MNCoreConversionError(f"convert-task-to-mncore: {op.name} in task.body "
-                                            f"@{body.sym_name.data} has no ALU form")
+                                            f"@{body.sym_name.data} has no ALU form", op)
+            interval = intervals.get(op.results[0])
+            if interval is not None:
+                self.settle(dst, interval, g.element_type_of(op.results[0]))
             where[op.results[0]] = dst
         raise MNCoreConversionError(f"task.body @{body.sym_name.data} has no task.yield")
 

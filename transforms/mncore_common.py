@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
 
 class MNCoreConversionError(DiagnosticException):
-    """A kernel this conversion cannot lower."""
+    """A kernel this conversion cannot lower; ``op`` is the op to blame (the tools
+    report its source position)."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.op = op
 
 
 def strides_of(shape: Sequence[int]) -> np.ndarray:

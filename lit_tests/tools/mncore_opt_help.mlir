@@ -23,7 +23,7 @@
 // CHECK-NEXT: {{^}}      elementwise_tile: int = 4096
 // CHECK-NEXT: {{^}}      row_tile: int = 16
 // CHECK-NEXT: {{^}}      reuse_buffers: bool = true
-// CHECK-NEXT: {{^}}      max_tasks: int = 1000000
+// CHECK-NEXT: {{^}}      max_tasks: int = 50000
 // CHECK-NEXT: {{^}}  convert-task-to-mncore   Lower every task.kernel to an mncore.program
 // CHECK-NEXT: {{^}}      machine: str = tiny
 // CHECK-NEXT: {{^}}      matmul_kernel: str = auto

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import IO
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -21,6 +23,8 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from mncore_ir.dialects import graph as g
@@ -42,21 +46,28 @@ from mncore_ir.targets.mncore_simulator import simulate as simulate_program
 from mncore_ir.targets.task_simulator import simulate
 from mncore_ir.targets.task_timing import MachineModel, chrome_trace, estimate
 from mncore_ir.tools import DashIsStdin
+from mncore_ir.tools.diagnostics import LocatedError
 from mncore_ir.tools.errors import cli_errors
 
 
 def random_inputs(types: Sequence[TensorType], seed: int, int_high: int) -> list[np.ndarray]:
-    """Normal floats, integers uniform in [0, int_high), fair booleans."""
+    """Normal floats, integers uniform in [0, int_high) (or up to the largest value of
+    a narrower type), fair booleans.
+
+    Each is drawn in its own dtype, so that drawing takes no more memory than the
+    inputs themselves (a float64 draw cast to float32 took three times as much).
+    """
     rng = np.random.default_rng(seed)
     out = []
     for typ in types:
         shape, dtype = g.shape_of(typ), numpy_dtype(typ.element_type)
         if dtype.kind == "f":
-            out.append(rng.standard_normal(shape).astype(dtype))
+            out.append(rng.standard_normal(shape, dtype=dtype))
         elif dtype.kind == "b":
-            out.append(rng.integers(0, 2, shape).astype(bool))
+            out.append(rng.integers(0, 2, shape, dtype=dtype))
         else:
-            out.append(rng.integers(0, int_high, shape).astype(dtype))
+            high = min(int_high, int(np.iinfo(dtype).max) + 1)
+            out.append(rng.integers(0, high, shape, dtype=dtype))
     return out
 
 
@@ -66,9 +77,13 @@ def format_value(value: np.ndarray, typ: TensorType) -> str:
 
 
 class MNCoreRunMain(DashIsStdin):
+    #: The source spans of the parsed ops (errors point at them).
+    op_spans: dict[Operation, Span]
+
     def __init__(self, args: Sequence[str] | None = None) -> None:
         from xdsl.context import Context
 
+        self.op_spans = {}
         self.available_frontends = {}
         self.ctx = Context()
         self.register_all_dialects()
@@ -94,8 +109,9 @@ class MNCoreRunMain(DashIsStdin):
                                  "'dense<[1.0, 2.0]> : tensor<2xf32>'")
         inputs.add_argument("--random-inputs", type=int, metavar="SEED",
                             help="random inputs from this seed")
-        arg_parser.add_argument("--int-high", type=int, default=4,
-                                help="random integer inputs are drawn from [0, INT_HIGH)")
+        arg_parser.add_argument("--int-high", type=positive_int, default=4,
+                                help="random integer inputs are drawn from [0, INT_HIGH) "
+                                     "(narrower types: up to their largest value)")
         arg_parser.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES,
                                 metavar="N", help="refuse to run when one tensor or buffer, "
                                 "or all inputs together, would take more than N bytes "
@@ -113,6 +129,28 @@ class MNCoreRunMain(DashIsStdin):
                                   "peak_flops, bandwidth (defaults: an H200)")
         kernels.add_argument("--trace", metavar="FILE.json",
                              help="write a Chrome/Perfetto trace of the megakernel schedule")
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str,
+                    start_offset: int = 0) -> ModuleOp | None:
+        """Parse with :class:`LocatingParser` (the ``mlir`` frontend's parser) keeping
+        the ops' spans, so that an error while running can point at its op."""
+        self.op_spans = {}
+        if parse_spec(self.args.frontend or file_extension).name != "mlir":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name())
+        self.op_spans = parser.op_spans
+        return parser.parse_verified_module(not self.args.no_implicit_module)
+
+    @contextmanager
+    def located(self) -> Iterator[None]:
+        """An :class:`InterpretationError` that blames a parsed op, at the op's source."""
+        try:
+            yield
+        except InterpretationError as error:
+            span = self.op_spans.get(error.op)  # type: ignore[arg-type]
+            if span is None:
+                raise
+            raise LocatedError(span, str(error)) from error
 
     def parse_literal(self, text: str, index: int, expected: TensorType | None) -> np.ndarray:
         parser = LocatingParser(self.ctx, text, f"--args[{index}]")
@@ -172,7 +210,8 @@ class MNCoreRunMain(DashIsStdin):
         else:
             inputs = []
         events: list[dict[str, object]] | None = [] if self.args.trace else None
-        outputs, report = simulate_program(program, inputs, events)
+        with self.located():
+            outputs, report = simulate_program(program, inputs, events)
         for i, (value, tensor) in enumerate(zip(outputs, program.tensors("output"),
                                                 strict=True)):
             print(f"result{i} = {format_value(value, tensor.type)}")
@@ -213,12 +252,13 @@ class MNCoreRunMain(DashIsStdin):
                                       f"give --args or --random-inputs")
         else:
             inputs = []
-        if is_kernel:
-            machine = self.machine(func)
-            outputs = simulate(func, inputs, self.args.random_order,
-                               max_bytes=self.args.max_bytes)
-        else:
-            outputs = run_function(module, inputs, func.sym_name.data, self.args.max_bytes)
+        with self.located():
+            if is_kernel:
+                machine = self.machine(func)
+                outputs = simulate(func, inputs, self.args.random_order,
+                                   max_bytes=self.args.max_bytes)
+            else:
+                outputs = run_function(module, inputs, func.sym_name.data, self.args.max_bytes)
         result_types = [as_tensor(typ) for typ in func.function_type.outputs.data]
         for i, (value, typ) in enumerate(zip(outputs, result_types, strict=True)):
             print(f"result{i} = {format_value(value, typ)}")
@@ -242,6 +282,14 @@ class MNCoreRunMain(DashIsStdin):
         if "workers=" not in self.args.machine and isinstance(workers, IntegerAttr):
             machine = replace(machine, workers=workers.value.data)
         return machine
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
 
 
 def plural(n: int, noun: str = "input") -> str:

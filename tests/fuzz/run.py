@@ -74,25 +74,45 @@ STAGE_COLUMNS = ("opt", "run", "diff")
 #: and simulated within a stage's time limit, and would count as a hang.
 MAX_INSTRUCTIONS = 5000
 
+#: The fuzzer's task budget, for the same reason: lowering and verifying a task costs
+#: tens of microseconds and simulating one more, and every task is at least one mncore
+#: instruction. (convert-graph-to-task's default, 50,000, is a few seconds of work.)
+MAX_TASKS = 5000
+
+BUDGETS = {"convert-graph-to-task": {"max_tasks": MAX_TASKS},
+           "convert-task-to-mncore": {"max_instructions": MAX_INSTRUCTIONS}}
+"""The option each pass that takes a budget gets from the fuzzer."""
+
+
+def with_budgets(spec: str) -> str:
+    """``spec`` (``mncore-opt -p`` syntax) with the fuzzer's budgets."""
+    from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+
+    return ",".join(str(ArgSpec(s.name, {**s.parameters,
+                                         **{k: (v,) for k, v in BUDGETS.get(s.name, {}).items()}}))
+                    for s in parse_pipeline(spec))
+
 
 def mncore_pipeline() -> str:
     """The mncore device's pipeline, for the ``tiny`` machine whatever the environment,
-    with the fuzzer's compile budget."""
-    from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
-
+    with the fuzzer's budgets."""
     from mncore_ir.pipeline import device_pipeline
 
     with mock.patch.dict(os.environ, {"MNCORE_MACHINE": "tiny"}):
-        specs = list(parse_pipeline(device_pipeline("mncore")))
-    return ",".join(str(ArgSpec(s.name, {**s.parameters, "max_instructions": (MAX_INSTRUCTIONS,)})
-                        if s.name == "convert-task-to-mncore" else s) for s in specs)
+        return with_budgets(device_pipeline("mncore"))
+
+
+def task_pipeline() -> str:
+    """The differential's task level, with the fuzzer's budget."""
+    return with_budgets("convert-graph-to-task")
 
 
 def pipelines() -> tuple[str, ...]:
     """The pipelines an input is put through: none, cleanups, each graph pass, the
     task conversion, the whole mncore pipeline, and scheduling mncore programs."""
     return ("", "canonicalize,cse,dce", "graph-decompose",
-            "graph-fuse-elementwise,convert-graph-to-task", mncore_pipeline(), "mncore-schedule")
+            with_budgets("graph-fuse-elementwise,convert-graph-to-task"), mncore_pipeline(),
+            "mncore-schedule")
 
 
 # -- seeds -----------------------------------------------------------------------------
@@ -136,14 +156,15 @@ def make_cases(seeds: dict[str, list[Seed]], count: int, seed: int, differential
                ) -> Iterator[Case]:
     """Input ``i``: a file, a seed of it, its mutant, a pipeline and two simulator
     orders, all drawn from ``Random(f"{seed}/{i}")``."""
-    files, choices, mncore = sorted(seeds), pipelines(), mncore_pipeline()
+    files, choices = sorted(seeds), pipelines()
+    task, mncore = task_pipeline(), mncore_pipeline()
     for index in range(count):
         rng = random.Random(f"{seed}/{index}")
         chosen = rng.choice(seeds[rng.choice(files)])
         mutant = mutate(rng, chosen)
         yield Case(index, mutant.data, rng.choice(choices),
                    tuple(rng.randrange(2**31) for _ in range(2)), differential, mncore,
-                   chosen.name, mutant.mutations)
+                   chosen.name, mutant.mutations, task)
 
 
 # -- running cases in forked workers -------------------------------------------------------
@@ -452,7 +473,7 @@ def replay(path: Path, pipeline: str, differential: bool, timeout: float,
            memory_mb: int) -> int:
     """Run one saved input like the fuzzer does, printing each stage in full."""
     case = Case(0, path.read_bytes(), pipeline, (1, 2), differential, mncore_pipeline(),
-                str(path))
+                str(path), task_pipeline=task_pipeline())
     with tempfile.TemporaryDirectory(prefix="mncore-fuzz-") as workdir:
         [result] = run_cases([case], 1, timeout, memory_mb, Path(workdir))
     for stage in result.stages:

@@ -312,10 +312,13 @@ def compare(expected: Sequence[Any], actual: Sequence[Any]) -> str | None:
     return None
 
 
-def copies(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Fresh inputs for each execution: an executor that writes its inputs must not
-    change what the next one reads."""
-    return [np.array(a, copy=True) for a in arrays]
+def read_only(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The inputs as read-only views: an executor that writes its inputs fails (a bug
+    this finds), and no copy doubles the memory of a large input."""
+    views = [a.view() for a in arrays]
+    for view in views:
+        view.flags.writeable = False
+    return views
 
 
 def graph_functions(module: Any) -> list[Any]:
@@ -334,9 +337,10 @@ def graph_functions(module: Any) -> list[Any]:
 class Differential:
     """The steps of comparing one function across levels, each a stage."""
 
-    def __init__(self, announce: Callable[[str], None], mncore_pipeline: str,
-                 order_seeds: Sequence[int]) -> None:
+    def __init__(self, announce: Callable[[str], None], task_pipeline: str,
+                 mncore_pipeline: str, order_seeds: Sequence[int]) -> None:
         self.announce = announce
+        self.task_pipeline = task_pipeline
         self.mncore_pipeline = mncore_pipeline
         self.order_seeds = order_seeds
         self.results: list[StageResult] = []
@@ -360,12 +364,12 @@ class Differential:
         from mncore_ir.targets.task_simulator import find_kernel, simulate
 
         def task(seed: int) -> Callable[[Any], Any]:
-            return lambda m: simulate(find_kernel(m), copies(inputs), seed)
+            return lambda m: simulate(find_kernel(m), read_only(inputs), seed)
 
         def mncore(m: Any) -> Any:
-            return simulate_program(find_program(m), copies(inputs))[0]
+            return simulate_program(find_program(m), read_only(inputs))[0]
 
-        return [("task", "convert-graph-to-task",
+        return [("task", self.task_pipeline,
                  [(f"order {seed}", task(seed)) for seed in self.order_seeds]),
                 ("mncore", self.mncore_pipeline, [("cycle simulator", mncore)])]
 
@@ -381,7 +385,7 @@ class Differential:
         def interpret() -> tuple[list[np.ndarray], list[Any]]:
             check_sizes(function, types)  # as mncore-run does, before drawing the inputs
             inputs = random_inputs(types, 0, 4)
-            return inputs, run_function(module, copies(inputs))
+            return inputs, run_function(module, read_only(inputs))
 
         ran, value = self.step("diff:graph", interpret)
         if not ran:
@@ -415,9 +419,10 @@ class Differential:
                 seconds=time.perf_counter() - start))
 
 
-def differential(path: Path, data: bytes, order_seeds: Sequence[int], mncore_pipeline: str,
-                 announce: Callable[[str], None], functions: int = 2) -> list[StageResult]:
-    """Compare the graph interpreter with the task level (``convert-graph-to-task``,
+def differential(path: Path, data: bytes, order_seeds: Sequence[int], task_pipeline: str,
+                 mncore_pipeline: str, announce: Callable[[str], None], functions: int = 2
+                 ) -> list[StageResult]:
+    """Compare the graph interpreter with the task level (``task_pipeline``,
     the megakernel simulator in each order of ``order_seeds``) and the mncore level
     (``mncore_pipeline``, the cycle simulator) on the same random inputs, for up to
     ``functions`` functions of the mutant, each in a module of its own.
@@ -438,7 +443,7 @@ def differential(path: Path, data: bytes, order_seeds: Sequence[int], mncore_pip
     funcs = graph_functions(module)
     chosen = random.Random(order_seeds[0] if order_seeds else 0).sample(
         funcs, min(functions, len(funcs)))
-    check = Differential(announce, mncore_pipeline, order_seeds)
+    check = Differential(announce, task_pipeline, mncore_pipeline, order_seeds)
     for func in chosen:
         check.compare_function(ModuleOp([func.clone()]), func.sym_name.data)
     return check.results
@@ -459,6 +464,7 @@ class Case:
     mncore_pipeline: str = ""
     seed: str = ""
     mutations: tuple[str, ...] = ()
+    task_pipeline: str = "convert-graph-to-task"
 
 
 def opt_argv(path: Path | str, pipeline: str) -> list[str]:
@@ -506,7 +512,8 @@ def run_case(case: Case, workdir: Path, announce: Callable[[str], None]) -> list
         run, _ = run_tool("run", mncore_run.main, [str(lowered), *RUN_ARGS])
         results.append(run)
     if case.differential:
-        results += differential(path, case.data, case.order_seeds, case.mncore_pipeline, announce)
+        results += differential(path, case.data, case.order_seeds, case.task_pipeline,
+                                case.mncore_pipeline, announce)
     return results
 
 

@@ -65,7 +65,7 @@ func.func @ui8_negative() -> tensor<2xui8> {
   // CHECK:      invalid_element_types.mlir:[[# @LINE - 1]]:33
   // CHECK-NEXT: %0 = graph.constant dense<[0, -1]> : tensor<2xui8>
   // CHECK-NEXT: ^^
-  // CHECK-NEXT: Expected non-negative integer values
+  // CHECK-NEXT: integer value -1 is out of range for ui8 ([0, 256))
   func.return %0 : tensor<2xui8>
 }
 
