@@ -170,6 +170,18 @@ def print_dense(printer: Printer, attr: DenseIntOrFPElementsAttr) -> None:
     printer.print_attribute(attr.get_type())
 
 
+class ExactDensePrinting(Printer):
+    """A printer whose dense literals parse back to the same bytes wherever they
+    appear (the generic form and attribute dictionaries print them with xDSL's
+    lossy text otherwise)."""
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and not prints_exactly(attribute):
+            print_dense(self, attribute)
+        else:
+            super().print_attribute(attribute)
+
+
 class DenseLiteralFormat:
     """The assembly of a constant op holding one ``value`` literal
     (``%c = <op> dense<...> : tensor<...>``), printed exactly by :func:`print_dense`;

@@ -96,9 +96,9 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     def mlir() -> type[Target]:
-        from xdsl.targets.mlir import MLIRTarget
+        from mncore_ir.targets.mlir_text import ExactMLIRTarget
 
-        return MLIRTarget
+        return ExactMLIRTarget
 
     def dot() -> type[Target]:
         from mncore_ir.targets.dot import GraphDotTarget

@@ -47,6 +47,8 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.element_types import print_dense
 from mncore_ir.parsing import LocatingParser, parse_module
 from mncore_ir.pipeline import make_context
+from mncore_ir.targets.mlir_text import ExactMLIRTarget
+from mncore_ir.tools import mncore_opt
 
 BIN = Path(sys.executable).parent
 f64 = Float64Type()
@@ -107,6 +109,47 @@ def test_float_constants_survive_print_and_parse(case: tuple[int, list[int]]) ->
     typ = TensorType(element, [len(patterns)])
     data = pack(typ, patterns)
     assert reparsed_bytes(constant_module(typ, data)) == data
+
+
+def emitted_generic_bytes(module: ModuleOp) -> bytes:
+    """The constant's bytes after ``mncore-opt --print-op-generic``'s printing (the
+    ``mlir`` target) and a parse of its text."""
+    out = StringIO()
+    ExactMLIRTarget(print_generic_format=True).emit(make_context(), module, out)
+    parsed = parse_module(make_context(), out.getvalue(), "generic.mlir")
+    [const] = [op for op in parsed.walk() if isinstance(op, g.ConstantOp)]
+    return const.value.data.data
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([32, 64]).flatmap(
+    lambda w: st.tuples(st.just(w), st.lists(bit_patterns(w), min_size=0, max_size=6))))
+def test_float_constants_survive_the_generic_form(case: tuple[int, list[int]]) -> None:
+    """xDSL's generic printer prints the property with its own lossy text
+    (``[0.0, -0.0]`` as a splat, signalling NaNs quietened)."""
+    width, patterns = case
+    typ = TensorType(f32 if width == 32 else f64, [len(patterns)])
+    data = pack(typ, patterns)
+    assert emitted_generic_bytes(constant_module(typ, data)) == data
+
+
+def test_mncore_opt_print_op_generic_keeps_signed_zeros_and_nan_payloads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "c.mlir"
+    source.write_text("""\
+func.func @f() -> (tensor<2xf32>, tensor<f32>) {
+  %a = graph.constant dense<[0.0, -0.0]> : tensor<2xf32>
+  %c = graph.constant dense<0x7F800001> : tensor<f32>
+  func.return %a, %c : tensor<2xf32>, tensor<f32>
+}
+""")
+    mncore_opt.main([str(source), "--print-op-generic"])
+    generic = capsys.readouterr().out
+    assert 'value = dense<"0x0000000000000080"> : tensor<2xf32>' in generic
+    assert 'value = dense<"0x0100807F"> : tensor<f32>' in generic
+    parsed = parse_module(make_context(), generic, "generic.mlir")
+    assert [op.value.data.data.hex() for op in parsed.walk() if isinstance(op, g.ConstantOp)
+            ] == ["0000000000000080", "0100807f"]
 
 
 #: The graph's integer element types and the values each holds, ``[low, high)``.

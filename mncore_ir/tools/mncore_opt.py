@@ -20,13 +20,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.frontend.mlir import MLIRFrontend
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.utils.frontend import Frontend
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from mncore_ir.dialects.element_types import ExactDensePrinting
 from mncore_ir.parsing import LocatingParser
 from mncore_ir.pipeline import apply_passes, check_ir
 from mncore_ir.registry import (
@@ -182,7 +182,7 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
                 check_ir(module, previous)
             if previous and following and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
-                Printer(stream=sys.stdout).print_op(module)
+                ExactDensePrinting(stream=sys.stdout).print_op(module)
                 print("\n\n\n")
             started = time.perf_counter()
 
