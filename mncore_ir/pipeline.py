@@ -6,10 +6,9 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -18,6 +17,9 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from mncore_ir.dominance import DominanceError, check_dominance
 from mncore_ir.registry import get_all_dialects, get_all_passes
+
+if TYPE_CHECKING:  # torch is imported where a device runs: the tools do not need it
+    import torch
 
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
@@ -30,7 +32,7 @@ DEVICE_PIPELINES = {
     "triton": "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
 }
 
-Executable = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
+Executable = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 
 
 def mncore_machine() -> str:
@@ -80,6 +82,8 @@ def device_executable(module: ModuleOp, device: str) -> Executable:
 
         run = lambda arrays: run_function(module, arrays)  # noqa: E731
 
+    import torch
+
     def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         outs = run([a.numpy() for a in args])
         return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
@@ -99,6 +103,8 @@ class ProgramRunner:
         self.counts: Counter[str] = Counter()
 
     def __call__(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        import torch
+
         from mncore_ir.targets.mncore_simulator import simulate
 
         outs, report = simulate(self.program, [a.numpy() for a in args], verify=False)
@@ -197,6 +203,8 @@ def triton_executable(module: ModuleOp) -> Executable:
     """Generate and load the module's megakernel: on the GPU when there is one, else in
     Triton's interpreter, whether or not Triton was imported before."""
     import tempfile
+
+    import torch
 
     from mncore_ir.targets.task_simulator import find_kernel
     from mncore_ir.targets.triton_megakernel import generate, load
