@@ -57,6 +57,7 @@ from tests.fuzz.worker import (
     UNLOCATED,
     Case,
     StageResult,
+    load_error_classes,
     opt_argv,
     rss_kb,
     run_tool,
@@ -240,6 +241,7 @@ def run_cases(cases: Iterable[Case], jobs: int, timeout: float, memory_mb: int,
               ) -> list[CaseResult]:
     """Run every case in its own forked worker, ``jobs`` at a time; after ``deadline``
     (``time.monotonic()``), start no more."""
+    load_error_classes()
     context = get_context("fork")
     pending, running = deque(cases), {}
     total, results, started = len(pending), [], time.monotonic()

@@ -92,6 +92,13 @@ def internal_wrapper_types() -> tuple[type[BaseException], ...]:
     return _classes(INTERNAL_WRAPPERS)
 
 
+def load_error_classes() -> None:
+    """Import the error classes' modules (torch and Triton among them) in the parent:
+    each forked worker that had to import them itself spent most of its time on it."""
+    user_error_types()
+    internal_wrapper_types()
+
+
 def is_user_error(error: BaseException) -> bool:
     """A diagnosis: one of ``USER_ERRORS`` and not an internal error wrapped."""
     return (isinstance(error, user_error_types())
