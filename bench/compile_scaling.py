@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import gpt_adamw
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
+from mncore_ir.testing.model_zoo import gpt_adamw
 
 STAGES = ("capture", "import", "print", "parse", "pipeline")
 

@@ -26,11 +26,11 @@ from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import mlp_sgd
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
+from mncore_ir.testing.model_zoo import mlp_sgd
 
 
 def matmul_text(n: int) -> str:

@@ -24,10 +24,10 @@ from torch.func import functional_call
 
 from mncore_ir.dialects.task import KernelOp
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import MLP, Block, gpt_adamw
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.task_timing import MachineModel, estimate
+from mncore_ir.testing.model_zoo import MLP, Block, gpt_adamw
 
 PREPARE = "canonicalize,cse,dce,graph-fuse-elementwise"
 

@@ -26,10 +26,10 @@ if not GPU:  # decided before Triton is imported (see mncore_ir.pipeline)
 from task_graph import inference  # noqa: E402
 
 from mncore_ir.frontends.fx import import_captured  # noqa: E402
-from mncore_ir.model_zoo import MLP, Block  # noqa: E402
 from mncore_ir.pipeline import apply_pipeline  # noqa: E402
 from mncore_ir.targets.task_simulator import find_kernel  # noqa: E402
 from mncore_ir.targets.triton_megakernel import generate, load  # noqa: E402
+from mncore_ir.testing.model_zoo import MLP, Block  # noqa: E402
 
 PIPELINE = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task{options}"
 

@@ -70,13 +70,13 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from mncore_ir.dialects.diagnostics import OpVerifyException
 from mncore_ir.dialects.element_types import (
     MNCORE_ELEMENT_TYPES,
     SupportedElementTypes,
     print_dense,
 )
 from mncore_ir.dialects.mncore_machines import MACHINES, PE_SPACES, SPACES, Machine
-from mncore_ir.dialects.task import OpVerifyException
 
 #: A word is an f32 and holds integers and booleans exactly up to this magnitude; f64
 #: has no word form.

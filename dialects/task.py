@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IntegerAttr,
     MemRefType,
+    ModuleOp,
     StringAttr,
     SymbolRefAttr,
     TensorType,
@@ -95,24 +96,17 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.diagnostics import OpVerifyException as OpVerifyException
 from mncore_ir.dialects.element_types import (
     GRAPH_ELEMENT_TYPES,
     DenseLiteralFormat,
     SupportedElementTypes,
     integer_range,
 )
+from mncore_ir.dialects.values import find_function
 
 #: The task level runs on the megakernel simulator and Triton: the graph's element types.
 TASK_TYPES = SupportedElementTypes("task", GRAPH_ELEMENT_TYPES, static_shapes=True)
-
-
-class OpVerifyException(VerifyException):
-    """A kernel-level check that failed because of one op inside the kernel: tools
-    report it at that op's position."""
-
-    def __init__(self, op: IRDLOperation, message: str) -> None:
-        super().__init__(message)
-        self.op = op
 
 
 @irdl_attr_definition
@@ -939,3 +933,60 @@ def first_miscounted(shape: Sequence[int], tiles: Sequence[Tile]
 
 Task = Dialect("task", [KernelOp, BodyOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp,
                        ReturnOp], [EventType])
+
+
+def find_kernel(module: ModuleOp, name: str | None = None) -> KernelOp:
+    """The kernel ``name``, or the module's only (or ``main``) one."""
+    return find_function(module, name, KernelOp)
+
+
+def predecessors(kernel: KernelOp) -> list[list[int]]:
+    """For each task, the tasks it waits for (the signallers of the events it waits on)."""
+    tasks = kernel.tasks()
+    signallers: dict[SSAValue, list[int]] = {}
+    for index, task in enumerate(tasks):
+        if task.signal is not None:
+            signallers.setdefault(task.signal, []).append(index)
+    return [sorted({p for e in task.waits for p in signallers.get(e, ())}) for task in tasks]
+
+
+def computation(task: TaskOp, bodies: Mapping[str, BodyOp]) -> g.GraphOp | BodyOp | None:
+    """What ``task`` computes, typed: its pointwise ``BodyOp`` (applied at every point of
+    its output tiles), or the graph op it applies to its regions (operands typed as its
+    input regions, results as its output regions; shared by the tasks of one operator and
+    not to be modified), or ``None`` for a kind no target runs. Targets dispatch on this,
+    never on a name."""
+    kind = task.kind.data
+    if kind == "elementwise":
+        assert task.body is not None
+        return bodies[task.body.root_reference.data]
+    if kind not in _GRAPH_KINDS:
+        return None
+    groups = task.operand_groups()
+    in_tiles, out_tiles = task.in_tiles.data, task.out_tiles.data
+    return _tile_op(kind, task.attrs,
+                    tuple((_element_type(v), Tile.of(a).sizes)
+                          for v, a in zip(groups.ins, in_tiles, strict=True)),
+                    tuple((_element_type(v), Tile.of(a).sizes)
+                          for v, a in zip(groups.outs, out_tiles, strict=True)))
+
+
+def task_label(task: TaskOp) -> str:
+    """A short name for traces, graphs and messages (never compared)."""
+    return task.kind.data
+
+
+def _element_type(value: SSAValue) -> Attribute:
+    typ = value.type
+    assert isinstance(typ, MemRefType)
+    return typ.get_element_type()
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _tile_op(kind: str, attrs: DictionaryAttr, ins: tuple[RegionShape, ...],
+             outs: tuple[RegionShape, ...]) -> g.GraphOp:
+    block = Block(arg_types=[TensorType(e, sizes) for e, sizes in ins])
+    op = _GRAPH_KINDS[kind].create(operands=list(block.args), properties=dict(attrs.data),
+                                   result_types=[TensorType(e, sizes) for e, sizes in outs])
+    block.add_op(op)
+    return op

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_mncore
-from mncore_ir.model_zoo import GPT
+from mncore_ir.testing.model_zoo import GPT
 
 
 def synthetic_tokens(steps, batch=8, context=16, vocab=64, seed=0):

@@ -17,10 +17,10 @@ if not torch.cuda.is_available():  # choose Triton's interpreter before Triton l
 from torch.func import functional_call
 
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import MLP
 from mncore_ir.pipeline import apply_pipeline
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.triton_megakernel import generate, load
+from mncore_ir.testing.model_zoo import MLP
 
 PIPELINE = ("canonicalize,cse,dce,graph-fuse-elementwise,"
             "convert-graph-to-task{matmul_tile=16,32 elementwise_tile=256 workers=8}")

@@ -8,9 +8,9 @@ import numpy as np
 from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import mlp_sgd
 from mncore_ir.pipeline import apply_pipeline
 from mncore_ir.targets.graph_interpreter import run_function
+from mncore_ir.testing.model_zoo import mlp_sgd
 
 
 def main() -> None:

@@ -206,7 +206,7 @@ def triton_executable(module: ModuleOp) -> Executable:
 
     import torch
 
-    from mncore_ir.targets.task_simulator import find_kernel
+    from mncore_ir.dialects.task import find_kernel
     from mncore_ir.targets.triton_megakernel import generate, load
 
     interpret = not torch.cuda.is_available()

@@ -19,7 +19,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
 )
-from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -33,17 +32,12 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Attribute, Operation
 
 from mncore_ir.dialects import graph as g
-
-_NUMPY_NAMES = {typ: name for name, typ in g.ELEMENT_TYPES.items()}
-
-
-class InterpretationError(Exception):
-    """Bad inputs for a function, or an op that cannot run; ``op`` is the op to blame,
-    when there is one (a tool points at its source position)."""
-
-    def __init__(self, message: str, op: Operation | None = None) -> None:
-        super().__init__(message)
-        self.op = op
+from mncore_ir.dialects.diagnostics import InterpretationError as InterpretationError
+from mncore_ir.dialects.values import constant_value as constant_value
+from mncore_ir.dialects.values import find_function as find_function
+from mncore_ir.dialects.values import has_numpy_dtype
+from mncore_ir.dialects.values import nbytes as nbytes
+from mncore_ir.dialects.values import numpy_dtype as numpy_dtype
 
 
 def check_indices(op: Operation, index: np.ndarray, size: int, axis: str = "dimension 0",
@@ -61,20 +55,9 @@ def check_indices(op: Operation, index: np.ndarray, size: int, axis: str = "dime
                               f"of size {size} ({valid})", op)
 
 
-def numpy_dtype(element_type: Any) -> np.dtype:
-    """The numpy dtype of a graph element type (the names are shared with torch)."""
-    return np.dtype(_NUMPY_NAMES[element_type])
-
-
 #: The most bytes one tensor or buffer, and all inputs together, may take by default:
 #: the interpreters hold every value in host memory at once.
 DEFAULT_MAX_BYTES = 1 << 30
-
-
-def nbytes(typ: Attribute) -> int:
-    """The bytes a tensor or memref of static shape ``typ`` takes in numpy."""
-    assert isinstance(typ, TensorType | MemRefType)
-    return math.prod(typ.get_shape()) * numpy_dtype(typ.get_element_type()).itemsize
 
 
 def _shaped_types(op: Operation) -> list[Attribute]:
@@ -90,7 +73,7 @@ def _shaped_types(op: Operation) -> list[Attribute]:
         else:
             types.append(prop)
     return [typ for typ in types if isinstance(typ, TensorType | MemRefType)
-            and typ.get_element_type() in _NUMPY_NAMES and min(typ.get_shape(), default=0) >= 0]
+            and has_numpy_dtype(typ.get_element_type()) and min(typ.get_shape(), default=0) >= 0]
 
 
 def check_sizes(root: Operation, input_types: Sequence[Attribute],
@@ -109,15 +92,6 @@ def check_sizes(root: Operation, input_types: Sequence[Attribute],
         raise InterpretationError(
             f"the inputs of @{root.sym_name.data} take {total:,} bytes, more than the "  # type: ignore[attr-defined]
             f"limit of {max_bytes:,} bytes for all inputs")
-
-
-def constant_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    typ = attr.type
-    assert isinstance(typ, TensorType)
-    dtype = numpy_dtype(typ.element_type)
-    storage = np.int8 if dtype == np.bool_ else dtype.newbyteorder("<")
-    values = np.frombuffer(attr.data.data, dtype=storage)
-    return values.astype(dtype).reshape(typ.get_shape())
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -519,24 +493,6 @@ for _op, _fn in UNARY.items():
 for _op, _fn in BINARY.items():
     setattr(GraphFunctions, f"run_{_op.name[6:]}", impl(_op)(_binary_impl(_fn)))
 register_impls(GraphFunctions)
-
-
-def find_function(module: ModuleOp, name: str | None = None,
-                  kind: type[Operation] = FuncOp) -> Any:
-    """The function (or other symbol op of ``kind``) ``name``, or the module's only
-    (or ``main``) one."""
-    funcs = [op for op in module.ops if isinstance(op, kind)]
-    if name is not None:
-        for f in funcs:
-            if f.sym_name.data == name:
-                return f
-        raise InterpretationError(f"no function named @{name}")
-    if len(funcs) == 1:
-        return funcs[0]
-    for f in funcs:
-        if f.sym_name.data == "main":
-            return f
-    raise InterpretationError("the module has no single entry function: name one")
 
 
 def check_inputs(func: Any, inputs: Sequence[Any]) -> list[np.ndarray]:

@@ -44,7 +44,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.targets.graph_interpreter import constant_value, find_function
+from mncore_ir.dialects.values import constant_value, find_function
 
 __all__ = ["GraphTorchError", "TorchProgram", "compile_function", "compile_module"]
 

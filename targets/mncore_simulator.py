@@ -25,14 +25,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects.diagnostics import InterpretationError
 from mncore_ir.dialects.mncore_machines import Machine
-from mncore_ir.targets.graph_interpreter import (
-    DEFAULT_MAX_BYTES,
-    InterpretationError,
-    constant_value,
-    find_function,
-    numpy_dtype,
-)
+from mncore_ir.dialects.values import constant_value, find_function, numpy_dtype
+from mncore_ir.targets.graph_interpreter import DEFAULT_MAX_BYTES
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
 

@@ -30,16 +30,16 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.diagnostics import InterpretationError
 from mncore_ir.dialects.graph import Graph
+from mncore_ir.dialects.task import find_kernel as find_kernel
+from mncore_ir.dialects.task import predecessors as predecessors
+from mncore_ir.dialects.values import constant_value, numpy_dtype
 from mncore_ir.targets.graph_interpreter import (
     DEFAULT_MAX_BYTES,
     GraphFunctions,
-    InterpretationError,
     check_inputs,
     check_sizes,
-    constant_value,
-    find_function,
-    numpy_dtype,
 )
 
 _GRAPH_OPS: dict[str, type[Operation]] = {op.name[6:]: op for op in Graph.operations}
@@ -50,20 +50,6 @@ class TaskBodyFunctions(InterpreterFunctions):
     @impl_terminator(t.YieldOp)
     def run_yield(self, interp: Interpreter, op: t.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
-
-
-def find_kernel(module: ModuleOp, name: str | None = None) -> t.KernelOp:
-    return find_function(module, name, t.KernelOp)
-
-
-def predecessors(kernel: t.KernelOp) -> list[list[int]]:
-    """For each task, the tasks it waits for (the signallers of the events it waits on)."""
-    tasks = kernel.tasks()
-    signallers: dict[SSAValue, list[int]] = {}
-    for index, task in enumerate(tasks):
-        if task.signal is not None:
-            signallers.setdefault(task.signal, []).append(index)
-    return [sorted({p for e in task.waits for p in signallers.get(e, ())}) for task in tasks]
 
 
 def execution_order(preds: Sequence[Sequence[int]], seed: int | None) -> list[int]:

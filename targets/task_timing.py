@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from mncore_ir.dialects import task as t
-from mncore_ir.targets.graph_interpreter import numpy_dtype
+from mncore_ir.dialects.values import numpy_dtype
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
 def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
              ) -> tuple[TimingReport, Timeline]:
     """The timing report of ``kernel`` and its megakernel timeline."""
-    from mncore_ir.targets.task_simulator import predecessors
+    from mncore_ir.dialects.task import predecessors
 
     machine = machine or MachineModel()
     tasks, bodies = kernel.tasks(), kernel.bodies()

@@ -14,7 +14,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
-from mncore_ir.targets.graph_interpreter import numpy_dtype
+from mncore_ir.dialects.values import numpy_dtype
 
 RANK = 6  # iteration spaces and strides have this many dimensions
 ALIGN = 16

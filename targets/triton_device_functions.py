@@ -13,7 +13,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
-from mncore_ir.targets.graph_interpreter import constant_value
+from mncore_ir.dialects.values import constant_value
 from mncore_ir.targets.triton_descriptors import RANK, TYPES, TritonTargetError, dtype_of, pow2
 
 #: Python source of the body ops, by graph op class: a format string over the operands.

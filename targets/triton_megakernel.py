@@ -37,7 +37,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.target import Target
 
 from mncore_ir.dialects import task as t
-from mncore_ir.targets.graph_interpreter import constant_value
+from mncore_ir.dialects.values import constant_value
 from mncore_ir.targets.triton_descriptors import (
     RANK,
     TYPES,
@@ -274,7 +274,7 @@ def _fmt_list(values: Sequence[Any], per_line: int = 16) -> str:
 
 def generate(kernel: t.KernelOp) -> str:
     """The Python source of the megakernel module for ``kernel``."""
-    from mncore_ir.targets.task_simulator import predecessors
+    from mncore_ir.dialects.task import predecessors
 
     layout = Layout(kernel)
     bodies = kernel.bodies()
@@ -367,7 +367,7 @@ class TritonTarget(Target):
     name = "triton"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from mncore_ir.targets.task_simulator import find_kernel
+        from mncore_ir.dialects.task import find_kernel
 
         output.write(generate(find_kernel(module)))
 

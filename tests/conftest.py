@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from mncore_ir.frontends.fx import CapturedGraph, capture
-from mncore_ir.model_zoo import TRAINING_STEPS, TrainingStep
 from mncore_ir.pipeline import GRAPH_PIPELINE
+from mncore_ir.testing.model_zoo import TRAINING_STEPS, TrainingStep
 
 #: The tolerance of every comparison with PyTorch eager (f32).
 RTOL, ATOL = 1e-4, 1e-5

@@ -16,8 +16,8 @@ from xdsl.rewriter import InsertPoint
 from mncore_ir.dialects import graph as g
 from mncore_ir.dominance import DominanceError, check_dominance
 from mncore_ir.frontends.fx import CapturedGraph, import_captured
-from mncore_ir.model_zoo import TRAINING_STEPS, TrainingStep
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline
+from mncore_ir.testing.model_zoo import TRAINING_STEPS, TrainingStep
 
 GetStep = Callable[[str], tuple[TrainingStep, CapturedGraph]]
 T = g.tensor((4,))

@@ -32,7 +32,6 @@ from xdsl.rewriter import InsertPoint
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import TRAINING_STEPS
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline
 from mncore_ir.targets.graph_interpreter import find_function, run_function
 from mncore_ir.targets.graph_torch import (
@@ -41,6 +40,7 @@ from mncore_ir.targets.graph_torch import (
     compile_function,
     compile_module,
 )
+from mncore_ir.testing.model_zoo import TRAINING_STEPS
 
 #: The tolerance against the interpreter: both compute the same ops in the same
 #: precision, so only the order of float operations differs.

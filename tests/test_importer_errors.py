@@ -19,7 +19,7 @@ from mncore_ir.frontends.fx import (
     import_captured,
     import_fx,
 )
-from mncore_ir.model_zoo import Tensors, TrainingStep
+from mncore_ir.testing.model_zoo import Tensors, TrainingStep
 
 
 def line_of(fn: Callable[..., Any], text: str) -> tuple[str, int]:

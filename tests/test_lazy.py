@@ -16,7 +16,7 @@ from torch import nn
 
 import torch_mncore
 from mncore_ir.frontends.lazy_tensor import DeviceData
-from mncore_ir.model_zoo import CNN, GPT
+from mncore_ir.testing.model_zoo import CNN, GPT
 
 Batches = list[tuple[torch.Tensor, torch.Tensor]]
 

@@ -21,12 +21,12 @@ from xdsl.dialects.builtin import ModuleOp
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import MLP
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.mncore_simulator import HazardError, find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
+from mncore_ir.testing.model_zoo import MLP
 from mncore_ir.transforms.convert_task_to_mncore import MNCoreConversionError
 from mncore_ir.transforms.mncore_schedule import ScheduleError, schedule
 

@@ -31,13 +31,13 @@ from hypothesis import strategies as st
 from torch import nn
 
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import Block, gpt_adamw, mlp_sgd
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import InterpretationError, run_function
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
+from mncore_ir.testing.model_zoo import Block, gpt_adamw, mlp_sgd
 
 TO_TINY = GRAPH_PIPELINE + ",convert-graph-to-task,convert-task-to-mncore{machine=tiny}"
 

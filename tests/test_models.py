@@ -23,7 +23,9 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.dominance import check_dominance
 from mncore_ir.frontends.fx import CapturedGraph, import_captured
-from mncore_ir.model_zoo import (
+from mncore_ir.pipeline import apply_pipeline
+from mncore_ir.targets.graph_interpreter import run_function
+from mncore_ir.testing.model_zoo import (
     MLP,
     TRAINING_STEPS,
     Tensors,
@@ -31,8 +33,6 @@ from mncore_ir.model_zoo import (
     adam_update,
     sgd_update,
 )
-from mncore_ir.pipeline import apply_pipeline
-from mncore_ir.targets.graph_interpreter import run_function
 
 CapturedStep = tuple[TrainingStep, CapturedGraph]
 GetStep = Callable[[str], CapturedStep]

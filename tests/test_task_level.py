@@ -34,11 +34,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import CapturedGraph, capture, import_captured
-from mncore_ir.model_zoo import TRAINING_STEPS, TrainingStep
 from mncore_ir.parsing import LocatingParser
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import InterpretationError, run_function
 from mncore_ir.targets.task_simulator import find_kernel, predecessors, simulate
+from mncore_ir.testing.model_zoo import TRAINING_STEPS, TrainingStep
 
 GetStep = Callable[[str], tuple[TrainingStep, CapturedGraph]]
 

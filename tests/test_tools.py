@@ -24,7 +24,6 @@ from xdsl.utils.exceptions import ParseError
 from mncore_ir import pipeline
 from mncore_ir.dialects import graph as g
 from mncore_ir.frontends.fx import CapturedGraph, import_captured
-from mncore_ir.model_zoo import TrainingStep
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import (
     GRAPH_PIPELINE,
@@ -35,6 +34,7 @@ from mncore_ir.pipeline import (
 )
 from mncore_ir.registry import get_all_passes
 from mncore_ir.targets.graph_interpreter import find_function, run_function
+from mncore_ir.testing.model_zoo import TrainingStep
 from mncore_ir.tools.diagnostics import parse_expectations
 from mncore_ir.tools.errors import cli_errors
 from mncore_ir.tools.mncore_opt import MNCoreOptMain

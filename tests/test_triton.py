@@ -29,12 +29,12 @@ from torch.func import functional_call
 
 from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.model_zoo import CNN, GPT, MLP
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import run_function
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.triton_megakernel import TritonTargetError, generate, load
+from mncore_ir.testing.model_zoo import CNN, GPT, MLP
 
 FUSE = "canonicalize,cse,dce,graph-fuse-elementwise"
 CONVERT = "convert-graph-to-task{matmul_tile=16,32 elementwise_tile=512 row_tile=8}"

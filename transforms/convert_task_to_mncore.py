@@ -60,7 +60,7 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES, Machine
-from mncore_ir.targets.graph_interpreter import constant_value
+from mncore_ir.dialects.values import constant_value
 from mncore_ir.transforms import mncore_matmul
 from mncore_ir.transforms import mncore_windows as windows
 from mncore_ir.transforms.mncore_common import (
