@@ -7,7 +7,7 @@ the simulated cycles divided by a lower bound, the larger of
 * transfer cycles: the words of the program's inputs and outputs / 16 words per cycle
   (the DMA engine's bandwidth; every word crosses it at least once);
 
-then the compile time of convert-task-to-mncore (with its list scheduling), the
+then the compile time of convert-task-to-mncore and mncore-schedule, the
 simulator's speed in simulated steps per second, and useful FLOP/cycle against peak.
 Matmuls run with both kernels; the streaming one (the first version) is the baseline of
 the same process. Figures are simulated cycles, deterministic; only the seconds are noisy.
@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES
@@ -41,9 +42,9 @@ def matmul_text(n: int) -> str:
 
 
 def multiply_adds(kernel: t.KernelOp) -> int:
-    total = 0
+    total, bodies = 0, kernel.bodies()
     for task in kernel.tasks():
-        if task.kind.data == "matmul":
+        if isinstance(t.computation(task, bodies), g.MatmulOp):
             (_, a), _ = task.reads()
             ((_, c),) = task.writes()
             total += math.prod(c.sizes) * a.sizes[-1]
@@ -55,7 +56,7 @@ def measure(name: str, module: Any, inputs: list[np.ndarray], options: str) -> d
     machine = MACHINES["mncore2"]
     fmas = multiply_adds(find_kernel(module))
     start = time.perf_counter()
-    apply_pipeline(module, f"convert-task-to-mncore{{machine=mncore2 {options}}}")
+    apply_pipeline(module, f"convert-task-to-mncore{{machine=mncore2 {options}}},mncore-schedule")
     compile_s = time.perf_counter() - start
     program = find_program(module)
     start = time.perf_counter()

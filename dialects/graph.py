@@ -2,16 +2,17 @@
 
 Every op states its result types in the IR, and its verifier recomputes them with the
 op's ``infer`` rule: the importer, the passes and the verifier share one definition of
-each op's shape and dtype semantics. ``build(OpClass, operands, **props)`` creates an op
-with its inferred result types.
+each op's shape and dtype semantics. Ops are created by typed constructors, operands
+positional and properties by keyword, with inferred result types:
+``SumOp(x, dims=(0,), keepdim=True)``. What an op computes is in ``graph_semantics``.
 """
 
 from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Sequence
-from typing import ClassVar, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -36,7 +37,6 @@ from xdsl.irdl import (
     IRDLOperation,
     ParamAttrConstraint,
     VarConstraint,
-    VarOperandDef,
     base,
     irdl_op_definition,
     lazy_traits_def,
@@ -127,33 +127,59 @@ def i64_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-def _prop_value(attr: Attribute | None) -> object:
-    """The Python value of a property, for the shape rules."""
-    if isinstance(attr, DenseArrayBase):
-        return tuple(attr.get_values())
-    if isinstance(attr, IntegerAttr):
-        return attr.value.data
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    if isinstance(attr, StringAttr):
-        return attr.data
-    return attr
+Props = Mapping[str, Attribute]
+#: What a constructor takes as an operand: a value, or an op with one result.
+Operand = SSAValue | Operation
 
 
-def _to_prop(value: object) -> Attribute:
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(value, bool):
-        return BoolAttr.from_bool(value)
-    if isinstance(value, int):
-        return IntegerAttr(value, i64)
-    if isinstance(value, float):
-        return FloatAttr(value, Float64Type())
-    if isinstance(value, str):
-        return StringAttr(value)
-    if isinstance(value, tuple | list):
-        return i64_array(value)
-    raise TypeError(f"cannot make a property of {value!r}")
+def int_prop(props: Props, name: str, default: int | None = None) -> int:
+    """The integer property ``name`` (or ``default`` when it is absent)."""
+    attr = props.get(name)
+    if attr is None and default is not None:
+        return default
+    if not isinstance(attr, IntegerAttr):
+        raise VerifyException(f"property {name} must be an integer")
+    return int(attr.value.data)
+
+
+def ints_prop(props: Props, name: str) -> tuple[int, ...]:
+    """The integer array property ``name``."""
+    attr = props.get(name)
+    if not isinstance(attr, DenseArrayBase):
+        raise VerifyException(f"property {name} must be an array of integers")
+    return tuple(int(v) for v in attr.get_values())
+
+
+def float_prop(props: Props, name: str) -> float:
+    attr = props.get(name)
+    if not isinstance(attr, FloatAttr):
+        raise VerifyException(f"property {name} must be a float")
+    return float(attr.value.data)
+
+
+def str_prop(props: Props, name: str, default: str) -> str:
+    attr = props.get(name)
+    if attr is None:
+        return default
+    if not isinstance(attr, StringAttr):
+        raise VerifyException(f"property {name} must be a string")
+    return attr.data
+
+
+def i64_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+def f64_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), Float64Type())
+
+
+def tensor_type(value: Operand) -> TensorType:
+    """The tensor type of a value (an op: its only result)."""
+    typ = SSAValue.get(value).type
+    if not isinstance(typ, TensorType):
+        raise VerifyException(f"expected a tensor, got {typ}")
+    return typ
 
 
 class Elementwise(OpTrait):
@@ -183,15 +209,26 @@ class GraphOp(IRDLOperation, abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         """The result types for operands of ``types`` and properties ``props``."""
 
-    def props(self) -> dict[str, object]:
-        return {k: _prop_value(v) for k, v in self.properties.items()}
+    def _init(self, operands: Sequence[Operand],
+              props: Mapping[str, Attribute] | None = None, variadic: bool = False) -> None:
+        """Initialise with inferred result types (the typed constructors' common part);
+        ``variadic``: the operands are the op's one variadic group."""
+        properties = dict(props or {})
+        values = [SSAValue.get(o) for o in operands]
+        result_types = type(self).infer([tensor_type(v) for v in values], properties)
+        IRDLOperation.__init__(self, operands=[values] if variadic else values,
+                               result_types=result_types, properties=properties)
+
+    def props(self) -> dict[str, Attribute]:
+        """The properties (kept until every caller reads ``op.properties``)."""
+        return dict(self.properties)
 
     def verify_(self) -> None:
         try:
-            expected = self.infer([o.type for o in self.operands], self.props())
+            expected = self.infer([tensor_type(o) for o in self.operands], self.properties)
         except VerifyException as e:
             if str(e).startswith(self.name):
                 raise
@@ -205,22 +242,6 @@ class GraphOp(IRDLOperation, abc.ABC):
             )
 
 
-_Op = TypeVar("_Op", bound=GraphOp)
-
-
-def build(op_type: type[_Op], operands: Sequence[SSAValue | Operation], **props: object) -> _Op:
-    """Create ``op_type`` on ``operands`` with inferred result types (ops with a single
-    variadic operand take all of ``operands`` as that group)."""
-    values = [SSAValue.get(o) for o in operands]
-    properties = {k: _to_prop(v) for k, v in props.items() if v is not None}
-    raw = {k: _prop_value(v) for k, v in properties.items()}
-    result_types = op_type.infer([v.type for v in values], raw)  # type: ignore[arg-type]
-    variadic = any(isinstance(d, VarOperandDef)
-                   for _, d in op_type.get_irdl_definition().operands)
-    return op_type.build(operands=[values] if variadic else values,
-                         result_types=result_types, properties=properties)
-
-
 # --------------------------------------------------------------------------- elementwise
 
 
@@ -232,8 +253,11 @@ class UnaryOp(GraphOp, abc.ABC):
     assembly_format = "$input attr-dict `:` type($input)"
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         return [types[0]]
+
+    def __init__(self, input: Operand) -> None:
+        self._init([input])
 
 
 class FloatUnaryOp(UnaryOp, abc.ABC):
@@ -326,8 +350,12 @@ class ConvertOp(GraphOp):
     traits = traits_def(Pure(), GraphCanonicalization(), Elementwise())
     assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
 
+    def __init__(self, input: Operand, element_type: Attribute) -> None:
+        super().__init__(operands=[input],
+                         result_types=[tensor(shape_of(SSAValue.get(input)), element_type)])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         raise NotImplementedError("graph.convert needs its result type")
 
     def verify_(self) -> None:
@@ -344,12 +372,15 @@ class BinaryOp(GraphOp, abc.ABC):
     traits = traits_def(Pure(), Elementwise(), GraphCanonicalization())
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
+    def __init__(self, lhs: Operand, rhs: Operand) -> None:
+        self._init([lhs, rhs])
+
     @classmethod
     def result_element_type(cls, operand: Attribute) -> Attribute:
         return operand
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         a, b = types
         if a.element_type != b.element_type:
             raise VerifyException(
@@ -463,8 +494,11 @@ class WhereOp(GraphOp):
         " `->` type($result)"
     )
 
+    def __init__(self, cond: Operand, lhs: Operand, rhs: Operand) -> None:
+        self._init([cond, lhs, rhs])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         c, a, b = types
         if c.element_type != i1:
             raise VerifyException("graph.where condition must be a tensor of i1")
@@ -477,8 +511,8 @@ class GeluRule:
     """Shape rule of gelu and its backward: the type of the last operand, a float."""
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        if props.get("approximate", "none") not in ("none", "tanh"):
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
+        if str_prop(props, "approximate", "none") not in ("none", "tanh"):
             raise VerifyException(f'{cls.name} approximate must be "none" or "tanh"')
         if not is_float(types[-1].element_type):
             raise VerifyException(f"{cls.name} expects a floating-point tensor")
@@ -497,6 +531,9 @@ class GeluOp(GeluRule, GraphOp):
     traits = traits_def(Pure(), Elementwise())
     assembly_format = "$input (`approximate` $approximate^)? attr-dict `:` type($input)"
 
+    def __init__(self, input: Operand, *, approximate: str = "none") -> None:
+        self._init([input], {"approximate": StringAttr(approximate)})
+
 
 @irdl_op_definition
 class GeluBackwardOp(GeluRule, GraphOp):
@@ -510,6 +547,9 @@ class GeluBackwardOp(GeluRule, GraphOp):
     assembly_format = (
         "$grad `,` $input (`approximate` $approximate^)? attr-dict `:` type($input)"
     )
+
+    def __init__(self, grad: Operand, input: Operand, *, approximate: str = "none") -> None:
+        self._init([grad, input], {"approximate": StringAttr(approximate)})
 
 
 # --------------------------------------------------------------------------- constants
@@ -545,16 +585,19 @@ class ReduceOp(GraphOp, abc.ABC):
         " `:` type($input) `->` type($result)"
     )
 
+    def __init__(self, input: Operand, *, dims: Sequence[int], keepdim: bool = False) -> None:
+        self._init([input], {"dims": i64_array(dims), "keepdim": BoolAttr.from_bool(keepdim)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         shape = shape_of(types[0])
-        dims = normalize_dims(props["dims"], len(shape))  # type: ignore[arg-type]
+        dims = normalize_dims(ints_prop(props, "dims"), len(shape))
         if len(set(dims)) != len(dims):
             raise VerifyException(f"{cls.name} has repeated dimensions")
         empty = [d for d in dims if shape and shape[d] == 0]
         if empty:
             cls.check_empty_reduction(empty[0], types[0].element_type)
-        keep = bool(props.get("keepdim", False))
+        keep = bool(int_prop(props, "keepdim", 0))
         out = [1 if i in dims else s for i, s in enumerate(shape)] if keep else [
             s for i, s in enumerate(shape) if i not in dims
         ]
@@ -610,8 +653,11 @@ class MatmulOp(GraphOp):
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
+    def __init__(self, lhs: Operand, rhs: Operand) -> None:
+        self._init([lhs, rhs])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         a, b = map(shape_of, types)
         if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2] or a[-1] != b[-2]:
             raise VerifyException(f"graph.matmul cannot multiply shapes {a} and {b}")
@@ -631,8 +677,12 @@ class ReshapeOp(GraphOp):
     traits = traits_def(Pure(), GraphCanonicalization())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
+    def __init__(self, input: Operand, shape: Sequence[int]) -> None:
+        super().__init__(operands=[input],
+                         result_types=[tensor(shape, element_type_of(SSAValue.get(input)))])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         raise NotImplementedError("graph.reshape needs its result type")
 
     def verify_(self) -> None:
@@ -653,8 +703,12 @@ class ExpandOp(GraphOp):
     traits = traits_def(Pure(), GraphCanonicalization())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
+    def __init__(self, input: Operand, shape: Sequence[int]) -> None:
+        super().__init__(operands=[input],
+                         result_types=[tensor(shape, element_type_of(SSAValue.get(input)))])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         raise NotImplementedError("graph.expand needs its result type")
 
     def verify_(self) -> None:
@@ -680,14 +734,17 @@ class PermuteOp(GraphOp):
         "$input `perm` `=` qualified($perm) attr-dict `:` type($input) `->` type($result)"
     )
 
+    def __init__(self, input: Operand, *, perm: Sequence[int]) -> None:
+        self._init([input], {"perm": i64_array(perm)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         shape = shape_of(types[0])
-        perm = props["perm"]
-        if sorted(perm) != list(range(len(shape))):  # type: ignore[arg-type]
-            raise VerifyException(f"graph.permute: {list(perm)} is not a permutation "  # type: ignore[arg-type]
+        perm = ints_prop(props, "perm")
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(f"graph.permute: {list(perm)} is not a permutation "
                                   f"of {len(shape)} dimensions")
-        return [tensor([shape[p] for p in perm], types[0].element_type)]  # type: ignore[union-attr]
+        return [tensor([shape[p] for p in perm], types[0].element_type)]
 
 
 @irdl_op_definition
@@ -707,16 +764,21 @@ class SliceOp(GraphOp):
         " `->` type($result)"
     )
 
+    def __init__(self, input: Operand, *, dim: int, start: int, end: int, step: int = 1) -> None:
+        self._init([input], {"dim": i64_attr(dim), "start": i64_attr(start),
+                             "end": i64_attr(end), "step": i64_attr(step)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         shape = list(shape_of(types[0]))
-        (dim,) = normalize_dims([props["dim"]], len(shape))  # type: ignore[list-item]
-        start, end, step = props["start"], props["end"], props.get("step", 1)
-        if not (0 <= start <= end <= shape[dim] and step >= 1):  # type: ignore[operator]
+        (dim,) = normalize_dims([int_prop(props, "dim")], len(shape))
+        start, end = int_prop(props, "start"), int_prop(props, "end")
+        step = int_prop(props, "step", 1)
+        if not (0 <= start <= end <= shape[dim] and step >= 1):
             raise VerifyException(
                 f"graph.slice [{start}:{end}:{step}] out of bounds for size {shape[dim]}"
             )
-        shape[dim] = -(-(end - start) // step)  # type: ignore[operator]
+        shape[dim] = -(-(end - start) // step)
         return [tensor(shape, types[0].element_type)]
 
 
@@ -729,12 +791,15 @@ class ConcatOp(GraphOp):
     traits = traits_def(Pure())
     assembly_format = "$inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)"
 
+    def __init__(self, *inputs: Operand, dim: int) -> None:
+        self._init(inputs, {"dim": i64_attr(dim)}, variadic=True)
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         if not types:
             raise VerifyException("graph.concat needs at least one input")
         shapes = [list(shape_of(t)) for t in types]
-        (dim,) = normalize_dims([props["dim"]], len(shapes[0]))  # type: ignore[list-item]
+        (dim,) = normalize_dims([int_prop(props, "dim")], len(shapes[0]))
         for s, t in zip(shapes, types, strict=True):
             if len(s) != len(shapes[0]) or t.element_type != types[0].element_type or any(
                 a != b for i, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if i != dim
@@ -762,8 +827,11 @@ class EmbeddingOp(GraphOp):
         " `->` type($result)"
     )
 
+    def __init__(self, weight: Operand, indices: Operand) -> None:
+        self._init([weight, indices])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         w, idx = types
         if len(shape_of(w)) != 2 or idx.element_type != i64:
             raise VerifyException("graph.embedding expects a 2-D weight and i64 indices")
@@ -787,8 +855,12 @@ class IndexPutOp(GraphOp):
         " type($input) `,` type($indices) `,` type($values) `->` type($result)"
     )
 
+    def __init__(self, input: Operand, indices: Operand, values: Operand, *,
+                 accumulate: bool = False) -> None:
+        self._init([input, indices, values], {"accumulate": BoolAttr.from_bool(accumulate)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         x, idx, val = types
         expected = (*shape_of(idx), *shape_of(x)[1:])
         if idx.element_type != i64 or val.element_type != x.element_type:
@@ -835,12 +907,15 @@ class GatherOp(GraphOp):
         " `->` type($result)"
     )
 
+    def __init__(self, input: Operand, index: Operand, *, dim: int) -> None:
+        self._init([input, index], {"dim": i64_attr(dim)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         x, idx = types
         if idx.element_type != i64 or len(shape_of(x)) != len(shape_of(idx)):
             raise VerifyException("graph.gather expects i64 indices of the input's rank")
-        _check_index_extent(cls.name, shape_of(x), shape_of(idx), props["dim"])  # type: ignore[arg-type]
+        _check_index_extent(cls.name, shape_of(x), shape_of(idx), int_prop(props, "dim"))
         return [tensor(shape_of(idx), x.element_type)]
 
 
@@ -860,14 +935,17 @@ class ScatterOp(GraphOp):
         " type($index) `,` type($value) `->` type($result)"
     )
 
+    def __init__(self, input: Operand, index: Operand, value: Operand, *, dim: int) -> None:
+        self._init([input, index, value], {"dim": i64_attr(dim)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         x, idx, val = types
         if idx.element_type != i64 or len(shape_of(x)) != len(shape_of(idx)):
             raise VerifyException("graph.scatter expects i64 indices of the input's rank")
         if shape_of(val) != () or val.element_type != x.element_type:
             raise VerifyException("graph.scatter value must be a 0-d tensor of the input's type")
-        _check_index_extent(cls.name, shape_of(x), shape_of(idx), props["dim"])  # type: ignore[arg-type]
+        _check_index_extent(cls.name, shape_of(x), shape_of(idx), int_prop(props, "dim"))
         return [x]
 
 
@@ -878,8 +956,8 @@ class RowRule:
     """Shape rule of the row ops and their backward: the first operand's type, a float."""
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
-        normalize_dims([props["dim"]], len(shape_of(types[0])))  # type: ignore[list-item]
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
+        normalize_dims([int_prop(props, "dim")], len(shape_of(types[0])))
         if not is_float(types[0].element_type):
             raise VerifyException(f"{cls.name} expects a floating-point tensor")
         return [types[0]]
@@ -894,6 +972,9 @@ class RowOp(RowRule, GraphOp, abc.ABC):
     dim = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$input `dim` $dim attr-dict `:` type($input)"
+
+    def __init__(self, input: Operand, *, dim: int) -> None:
+        self._init([input], {"dim": i64_attr(dim)})
 
 
 @irdl_op_definition
@@ -916,6 +997,9 @@ class RowBackwardOp(RowRule, GraphOp, abc.ABC):
     dim = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$grad `,` $output `dim` $dim attr-dict `:` type($output)"
+
+    def __init__(self, grad: Operand, output: Operand, *, dim: int) -> None:
+        self._init([grad, output], {"dim": i64_attr(dim)})
 
 
 @irdl_op_definition
@@ -952,17 +1036,22 @@ class LayerNormOp(GraphOp):
         " `,` type($rstd)"
     )
 
+    def __init__(self, input: Operand, weight: Operand, bias: Operand, *,
+                 normalized_dims: int, eps: float) -> None:
+        self._init([input, weight, bias], {"normalized_dims": i64_attr(normalized_dims),
+                                           "eps": f64_attr(eps)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         x, w, b = types
-        k = props["normalized_dims"]
+        k = int_prop(props, "normalized_dims")
         shape = shape_of(x)
-        if not 1 <= k <= len(shape):  # type: ignore[operator]
+        if not 1 <= k <= len(shape):
             raise VerifyException("graph.layer_norm normalizes 1 to rank dimensions")
-        if shape_of(w) != shape[-k:] or shape_of(b) != shape[-k:]:  # type: ignore[operator]
+        if shape_of(w) != shape[-k:] or shape_of(b) != shape[-k:]:
             raise VerifyException(f"graph.layer_norm weight and bias must have shape "
-                                  f"{shape[-k:]}")  # type: ignore[operator]
-        stats = tensor(_norm_stats_shape(shape, k), x.element_type)  # type: ignore[arg-type]
+                                  f"{shape[-k:]}")
+        stats = tensor(_norm_stats_shape(shape, k), x.element_type)
         return [x, stats, stats]
 
 
@@ -989,13 +1078,24 @@ class LayerNormBackwardOp(GraphOp):
         " `->` type($grad_input) `,` type($grad_weight) `,` type($grad_bias)"
     )
 
+    def __init__(self, grad: Operand, input: Operand, mean: Operand, rstd: Operand,
+                 weight: Operand, *, normalized_dims: int) -> None:
+        self._init([grad, input, mean, rstd, weight],
+                   {"normalized_dims": i64_attr(normalized_dims)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         _grad, x, mean, _rstd, w = types
         (out, stats, _) = LayerNormOp.infer([x, w, w], props)
         if mean != stats:
             raise VerifyException(f"graph.layer_norm_backward statistics must have type {stats}")
         return [out, w, w]
+
+
+def _window_props(stride: Sequence[int], padding: Sequence[int],
+                  dilation: Sequence[int]) -> dict[str, Attribute]:
+    return {"stride": i64_array(stride), "padding": i64_array(padding),
+            "dilation": i64_array(dilation)}
 
 
 class WindowOp(GraphOp, abc.ABC):
@@ -1007,15 +1107,16 @@ class WindowOp(GraphOp, abc.ABC):
 
     @classmethod
     def spatial_out(cls, size: Sequence[int], kernel: Sequence[int],
-                    props: dict[str, object]) -> list[int]:
+                    props: Props) -> list[int]:
         """Output height and width, after checking the window properties."""
-        stride, padding, dilation = (props[n] for n in ("stride", "padding", "dilation"))
+        stride, padding, dilation = (ints_prop(props, n)
+                                     for n in ("stride", "padding", "dilation"))
         for name, v, low in (("kernel", kernel, 1), ("stride", stride, 1),
                              ("padding", padding, 0), ("dilation", dilation, 1)):
-            if len(v) != 2 or min(v) < low:  # type: ignore[arg-type]
+            if len(v) != 2 or min(v) < low:
                 raise VerifyException(f"{cls.name}: {name} must be two integers >= {low}")
-        out = [(size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)  # type: ignore[index]
-               // stride[i] + 1 for i in range(2)]  # type: ignore[index]
+        out = [(size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)
+               // stride[i] + 1 for i in range(2)]
         if min(out) < 1:
             raise VerifyException(f"{cls.name}: the window does not fit the input "
                                   f"({size[0]}x{size[1]}, output {out[0]}x{out[1]})")
@@ -1041,12 +1142,17 @@ class Conv2dOp(WindowOp):
         " `->` type($result)"
     )
 
+    def __init__(self, input: Operand, weight: Operand, bias: Operand, *, stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], groups: int = 1) -> None:
+        self._init([input, weight, bias], {**_window_props(stride, padding, dilation),
+                                           "groups": i64_attr(groups)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         x, w, b = map(shape_of, types)
-        groups = props.get("groups", 1)
-        if groups < 1 or len(x) != 4 or len(w) != 4 or x[1] != w[1] * groups or (  # type: ignore[operator]
-                w[0] % groups or b != (w[0],)):  # type: ignore[operator]
+        groups = int_prop(props, "groups", 1)
+        if groups < 1 or len(x) != 4 or len(w) != 4 or x[1] != w[1] * groups or (
+                w[0] % groups or b != (w[0],)):
             raise VerifyException(f"graph.conv2d: input {x}, weight {w} and bias {b} do not "
                                   f"fit (NCHW input, OIHW weight, {groups} groups)")
         if not x[1] or not w[0]:  # torch refuses no outputs, misshapes the result of no inputs
@@ -1079,8 +1185,13 @@ class Conv2dBackwardOp(WindowOp):
         " type($weight) `->` type($grad_bias)"
     )
 
+    def __init__(self, grad: Operand, input: Operand, weight: Operand, *, stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], groups: int = 1) -> None:
+        self._init([grad, input, weight], {**_window_props(stride, padding, dilation),
+                                           "groups": i64_attr(groups)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         g, x, w = types
         (fwd,) = Conv2dOp.infer([x, w, tensor((shape_of(w)[0],), w.element_type)], props)
         if fwd != g:
@@ -1114,11 +1225,16 @@ class MaxPool2dOp(WindowOp):
         " attr-dict `:` type($input) `->` type($result) `,` type($indices)"
     )
 
+    def __init__(self, input: Operand, *, kernel: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int]) -> None:
+        self._init([input], {**_window_props(stride, padding, dilation),
+                             "kernel": i64_array(kernel)})
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         x = shape_of(types[0])
         _check_pool_input(cls.name, x)
-        hw = cls.spatial_out(x[2:], props["kernel"], props)  # type: ignore[arg-type]
+        hw = cls.spatial_out(x[2:], ints_prop(props, "kernel"), props)
         return [tensor((*x[:2], *hw), types[0].element_type), tensor((*x[:2], *hw), i64)]
 
 
@@ -1138,8 +1254,11 @@ class MaxPool2dBackwardOp(GraphOp):
         " type($input)"
     )
 
+    def __init__(self, grad: Operand, input: Operand, indices: Operand) -> None:
+        self._init([grad, input, indices])
+
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         g, x, idx = types
         if shape_of(g) != shape_of(idx) or idx.element_type != i64:
             raise VerifyException("graph.max_pool2d_backward indices must match the gradient")
@@ -1171,7 +1290,7 @@ class FusedOp(GraphOp):
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], props: dict[str, object]) -> list[TensorType]:
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
         raise NotImplementedError("graph.fused result types come from its body")
 
     def verify_(self) -> None:

@@ -47,8 +47,7 @@ class FoldIdentityReshape(RewritePattern):
         if source.type == op.result.type:
             _replace_by(rewriter, op, source)
         elif source is not op.input:
-            rewriter.replace(op, g.ReshapeOp.build(operands=[source],
-                                                   result_types=[op.result.type]))
+            rewriter.replace(op, g.ReshapeOp(source, g.shape_of(op.result)))
 
 
 class FoldIdentityExpand(RewritePattern):
@@ -68,16 +67,16 @@ class ComposePermutes(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: g.PermuteOp, rewriter: PatternRewriter) -> None:
-        perm = op.props()["perm"]
+        perm = g.ints_prop(op.properties, "perm")
         source = op.input
         if isinstance(source.owner, g.PermuteOp):
-            inner = source.owner.props()["perm"]
-            perm = tuple(inner[p] for p in perm)  # type: ignore[index]
+            inner = g.ints_prop(source.owner.properties, "perm")
+            perm = tuple(inner[p] for p in perm)
             source = source.owner.input
-        if list(perm) == list(range(len(perm))):  # type: ignore[arg-type]
+        if list(perm) == list(range(len(perm))):
             _replace_by(rewriter, op, source)
         elif source is not op.input:
-            rewriter.replace(op, g.build(g.PermuteOp, [source], perm=perm))
+            rewriter.replace(op, g.PermuteOp(source, perm=perm))
 
 
 class DoubleNegation(RewritePattern):

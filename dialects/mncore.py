@@ -76,6 +76,7 @@ from mncore_ir.dialects.element_types import (
     SupportedElementTypes,
     print_dense,
 )
+from mncore_ir.dialects.mncore_isa import ALU, MAU
 from mncore_ir.dialects.mncore_machines import MACHINES, PE_SPACES, SPACES, Machine
 
 #: A word is an f32 and holds integers and booleans exactly up to this magnitude; f64
@@ -229,10 +230,23 @@ class InstructionOp(IRDLOperation):
         if self.words is not None and self.words.value.data < 1:
             raise VerifyException(f"{self.name} moves at least 1 word")
 
-    def operands_of(self, machine: Machine) -> tuple[list[tuple[RefAttr, int]],
-                                                      list[tuple[RefAttr, int]]]:
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """(reads, writes) as (reference, words) pairs on ``machine``."""
         raise NotImplementedError
+
+    def destination(self) -> RefAttr:
+        """The destination of an instruction whose kind writes one (the verifier checks
+        it is there)."""
+        assert self.dst is not None, f"{self.name} has no destination"
+        return self.dst
+
+    def tag_number(self) -> int:
+        """The tag of a DMA or a wait (the verifier checks it is there)."""
+        assert self.tag is not None, f"{self.name} has no tag"
+        return self.tag.value.data
+
+
+Accesses = list[tuple[RefAttr, int]]  # (reference, words) pairs
 
 
 def _spaces(ref: RefAttr, allowed: Sequence[str], what: str, op: InstructionOp) -> None:
@@ -249,15 +263,11 @@ class AluOp(InstructionOp):
 
     name = "mncore.alu"
     SLOT: ClassVar[str] = "alu"
-    ARITY: ClassVar[dict[str, int]] = {
-        "fadd": 2, "fsub": 2, "fmul": 2, "fmax": 2, "fmin": 2, "fmadd": 3, "fpass": 1,
-        "fneg": 1, "fexp": 1, "flog": 1, "frsqrt": 1, "frecip": 1, "fzero": 0,
-        "fcmpeq": 2, "fcmpne": 2, "fcmplt": 2, "fcmple": 2, "fsel": 3}
-    KINDS: ClassVar[tuple[str, ...]] = tuple(ARITY)
+    KINDS: ClassVar[tuple[str, ...]] = tuple(ALU)
 
     def verify_(self) -> None:
         super().verify_()
-        want = self.ARITY[self.kind.data]
+        want = ALU[self.kind.data].arity
         if len(self.srcs.data) != want or self.dst is None:
             raise VerifyException(f"mncore.alu {self.kind.data!r} takes {want} sources and "
                                   "a destination")
@@ -267,10 +277,10 @@ class AluOp(InstructionOp):
         if self.mask is not None:
             _spaces(self.mask, PE_SPACES, "the mask", self)
 
-    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """The mask, if any, is read after the sources."""
         masks = [(self.mask, 4)] if self.mask is not None else []
-        return [(r, 4) for r in self.srcs.data] + masks, [(self.dst, 4)]
+        return [(r, 4) for r in self.srcs.data] + masks, [(self.destination(), 4)]
 
 
 @irdl_op_definition
@@ -280,11 +290,11 @@ class MauOp(InstructionOp):
 
     name = "mncore.mau"
     SLOT: ClassVar[str] = "mau"
-    KINDS: ClassVar[tuple[str, ...]] = ("mma", "vmm")
+    KINDS: ClassVar[tuple[str, ...]] = tuple(MAU)
 
     def verify_(self) -> None:
         super().verify_()
-        if len(self.srcs.data) != 3 or self.dst is None:
+        if len(self.srcs.data) != MAU[self.kind.data].arity or self.dst is None:
             raise VerifyException(f"mncore.mau {self.kind.data!r} takes a matrix, a vector "
                                   "and an addend and a destination")
         for ref in self.srcs.data:
@@ -293,9 +303,9 @@ class MauOp(InstructionOp):
             raise VerifyException("mncore.mau: the matrix cannot be forwarded")
         _spaces(self.dst, PE_SPACES, "the destination", self)
 
-    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         a, b, c = self.srcs.data
-        return [(a, 16), (b, 4), (c, 4)], [(self.dst, 4)]
+        return [(a, 16), (b, 4), (c, 4)], [(self.destination(), 4)]
 
 
 @irdl_op_definition
@@ -316,12 +326,12 @@ class L1Op(InstructionOp):
         _spaces(self.srcs.data[0], ("l1bm",) if inward else PE_SPACES, "the source", self)
         _spaces(self.dst, PE_SPACES if inward else ("l1bm",), "the destination", self)
 
-    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         block = 4 * machine.pes_per_l1b if self.kind.data in ("scatter", "gather") else 4
         (src,) = self.srcs.data
         if self.kind.data in ("bcast", "scatter"):
-            return [(src, block)], [(self.dst, 4)]
-        return [(src, 4)], [(self.dst, block)]
+            return [(src, block)], [(self.destination(), 4)]
+        return [(src, 4)], [(self.destination(), block)]
 
 
 @irdl_op_definition
@@ -342,13 +352,13 @@ class L2Op(InstructionOp):
         _spaces(self.srcs.data[0], ("l2bm",) if inward else ("l1bm",), "the source", self)
         _spaces(self.dst, ("l1bm",) if inward else ("l2bm",), "the destination", self)
 
-    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         n = self.count
         block = n * machine.l1b_per_l2b if self.kind.data in ("scatter", "gather") else n
         (src,) = self.srcs.data
         if self.kind.data in ("bcast", "scatter"):
-            return [(src, block)], [(self.dst, n)]
-        return [(src, n)], [(self.dst, block)]
+            return [(src, block)], [(self.destination(), n)]
+        return [(src, n)], [(self.destination(), block)]
 
 
 @irdl_op_definition
@@ -391,7 +401,7 @@ class DmaOp(InstructionOp):
 
     @property
     def dram(self) -> RefAttr:
-        return self.srcs.data[0] if self.kind.data == "load" else self.dst  # type: ignore[return-value]
+        return self.srcs.data[0] if self.kind.data == "load" else self.destination()
 
     def dram_words(self) -> np.ndarray:
         """The DRAM addresses the transfer touches, in L2BM order."""
@@ -409,10 +419,10 @@ class DmaOp(InstructionOp):
         run, stride = self.run.value.data, self.stride.value.data
         return stride * (self.count // run - 1) + run  # strides are not negative
 
-    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """The DRAM side as its extent (first to last word touched)."""
         extent = self.dram_extent()
-        src, dst = self.srcs.data[0], self.dst
+        src, dst = self.srcs.data[0], self.destination()
         if self.kind.data == "load":
             return [(src, extent)], [(dst, self.count)]
         return [(src, self.count)], [(dst, extent)]
@@ -432,7 +442,7 @@ class WaitOp(InstructionOp):
             raise VerifyException("mncore.wait takes only a tag")
         super().verify_()
 
-    def operands_of(self, machine: Machine):  # type: ignore[no-untyped-def]
+    def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         return [], []
 
 
@@ -628,9 +638,9 @@ class ProgramOp(IRDLOperation):
         for op in self.instructions():
             step = op.at
             if isinstance(op, DmaOp):
-                dma_tags.setdefault(step, set()).add(op.tag.value.data)  # type: ignore[union-attr]
-            if isinstance(op, WaitOp) and op.tag.value.data in dma_tags.get(step, ()):  # type: ignore[union-attr]
-                raise OpVerifyException(op, f"step {step} waits on tag {op.tag.value.data} "  # type: ignore[union-attr]
+                dma_tags.setdefault(step, set()).add(op.tag_number())
+            if isinstance(op, WaitOp) and op.tag_number() in dma_tags.get(step, ()):
+                raise OpVerifyException(op, f"step {step} waits on tag {op.tag_number()} "
                                             "issued in the same step: a wait takes effect "
                                             "before its bundle issues")
             if step < last_step:

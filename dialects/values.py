@@ -8,7 +8,13 @@ import math
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation
 
@@ -50,12 +56,17 @@ def find_function(module: ModuleOp, name: str | None = None,
     funcs = [op for op in module.ops if isinstance(op, kind)]
     if name is not None:
         for f in funcs:
-            if f.sym_name.data == name:  # type: ignore[attr-defined]
+            if _symbol(f) == name:
                 return f
         raise InterpretationError(f"no function named @{name}")
     if len(funcs) == 1:
         return funcs[0]
     for f in funcs:
-        if f.sym_name.data == "main":  # type: ignore[attr-defined]
+        if _symbol(f) == "main":
             return f
     raise InterpretationError("the module has no single entry function: name one")
+
+
+def _symbol(op: Operation) -> str | None:
+    name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return name.data if isinstance(name, StringAttr) else None

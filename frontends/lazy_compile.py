@@ -22,9 +22,18 @@ import torch.fx.traceback as fx_traceback
 from torch import fx
 from torch.fx.experimental.proxy_tensor import make_fx
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
-from mncore_ir.frontends.fx import DECOMPOSITIONS, FxImporter, FxImportError, user_frame
+from mncore_ir.frontends.fx import (
+    DECOMPOSITIONS,
+    HANDLERS,
+    FxImporter,
+    FxImportError,
+    describe_position,
+    source_position,
+    user_frame,
+)
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -34,13 +43,7 @@ from mncore_ir.frontends.lazy_tensor import (
     describe_location,
 )
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import (
-    apply_pipeline,
-    device_executable,
-    device_pipeline,
-    make_context,
-    mncore_machine,
-)
+from mncore_ir.pipeline import Device, apply_pipeline, make_context
 
 COMPILER_VERSION = "mncore-ir 0.1.0 graph-v2"
 
@@ -64,34 +67,26 @@ class TraceGraph:
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-#: ATen ops behind the task kinds a device may refuse, to name the user's line.
-_KIND_OPS = {"conv2d": ("convolution",), "conv2d_backward": ("convolution_backward",),
-             "max_pool2d": ("max_pool2d",), "max_pool2d_backward": ("max_pool2d",),
-             "index_put": ("index_put", "embedding_dense_backward"),
-             "layer_norm_backward": ("native_layer_norm_backward",)}
-
-
-#: Element types a device may refuse, as torch dtypes.
-_DTYPES = {"f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def culprit(graph: TraceGraph, error: Exception) -> str:
-    """The source line (``path:line: code``) of the traced op behind a refused task
-    kind or element type, or ``""``."""
-    kind = re.search(r"task kind '(\w+)'", str(error))
-    names = _KIND_OPS.get(kind.group(1), (kind.group(1),)) if kind else ()
-    element = re.search(r"<[^>]*?x?(f64|f16|bf16)>", str(error))
-    dtype = _DTYPES[element.group(1)] if element else None
-    for node in graph.nodes:
-        outputs = node.meta if isinstance(node.meta, tuple | list) else (node.meta,)
-        if node.where and (any(name in str(node.op) for name in names) or any(
-                getattr(out, "dtype", None) == dtype for out in outputs)):
-            return describe_location(node.where)
+def blamed_line(error: BaseException) -> str:
+    """The user's source line (``path:line: code``) of the IR op that ``error``, or an
+    error it was raised from, blames (the compiler's diagnostics carry it as ``op``;
+    the importer gave each op its source position), or ``""``."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        op = getattr(cause, "op", None)
+        if isinstance(op, Operation):
+            position = source_position(op)
+            return describe_position(position) if position else ""
+        cause = cause.__cause__ or cause.__context__
     return ""
 
 
 @dataclass(eq=False)
 class CompiledGraph:
+    """A step's executable, with the IR it runs and its cache key."""
+
     key: str
     ir: str
     run: Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
@@ -234,7 +229,8 @@ def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.Gra
 
 def import_graph(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> ModuleOp:
     """The core-ATen graph as ``func.func @main``; a failure names the node's line."""
-    importer = FxImporter(gm, examples, "main", [f"in{i}" for i in range(len(examples))])
+    importer = FxImporter(gm, examples, "main", [f"in{i}" for i in range(len(examples))],
+                          HANDLERS)
     try:
         return ModuleOp([importer.run()])
     except Exception as error:
@@ -294,7 +290,7 @@ def _directory(variable: str) -> str | None:
 class GraphCompiler:
     """Compiles traced graphs for one device, caching by structural hash."""
 
-    def __init__(self, device: str, metrics: Any) -> None:
+    def __init__(self, device: Device, metrics: Any) -> None:
         self.device = device
         self.metrics = metrics
         self.cache: dict[tuple[Any, ...], CompiledGraph] = {}
@@ -336,7 +332,7 @@ class GraphCompiler:
         if entry is None:
             examples = example_inputs(graph)
             module = import_graph(to_core_aten(to_fx(graph), examples), examples)
-            apply_pipeline(module, device_pipeline(self.device), self.ctx)
+            apply_pipeline(module, self.device.pipeline, self.ctx)
             ir = str(module)
             if path:
                 self._store(path, ir)
@@ -344,22 +340,21 @@ class GraphCompiler:
         else:
             ir, module = entry
             self.metrics.counters["DiskCachedCompile"] += 1
-        return CompiledGraph(graph.key, ir, device_executable(module, self.device))
+        return CompiledGraph(graph.key, ir, self.device.executable(module))
 
     def _diagnose(self, graph: TraceGraph, error: Exception) -> LazyError:
         """The user's error for a failed compile, at the best source line known: the FX
-        node that failed, else the op behind a refused kind or type, else the step's
-        first line."""
+        node that failed, else the IR op the error blames, else the step's first line."""
         line = ""
         if isinstance(error, _AtNode):
             line = user_frame(error.stack_trace)
             line = "" if line == "<unknown source line>" else line
             error = error.cause
-        line = line or culprit(graph, error) or _first_line(graph)
+        line = line or blamed_line(error) or _first_line(graph)
         message = _message(error)
         if line and line not in message:  # the importer's own errors name it already
             message += f" (first at {line})"
-        return LazyError(f"the {self.device} device cannot compile this step: {message}")
+        return LazyError(f"the {self.device.name} device cannot compile this step: {message}")
 
     def _explain(self, graph: TraceGraph, reason: str, seconds: float) -> None:
         if not self.debug:
@@ -373,8 +368,9 @@ class GraphCompiler:
                           "shapes or Python values baked into the graph", stacklevel=2)
 
     def _path(self, key: str) -> str | None:
-        target = f"mncore-{mncore_machine()}" if self.device == "mncore" else self.device
-        return os.path.join(self.cache_dir, f"{key}.{target}.mlir") if self.cache_dir else None
+        if not self.cache_dir:
+            return None
+        return os.path.join(self.cache_dir, f"{key}.{self.device.cache_tag}.mlir")
 
     def _load(self, path: str) -> tuple[str, ModuleOp] | None:
         """The entry at ``path``, parsed; None when there is none or it is not intact

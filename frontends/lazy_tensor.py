@@ -7,7 +7,7 @@ Python number hoisted into a graph input. Tensors that alias share a
 :class:`LazyStorage`; a view is its storage's value seen through a chain of view ops,
 and an in-place op on a view writes back through the inverse ops (``*_scatter``), which
 is what functionalization does. The runtime (``lazy_runtime``) cuts, compiles and runs
-the graph.
+the graph; it installs itself here (:func:`activate`), so this module does not import it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from types import FrameType
+from typing import Any, Protocol
 
 import torch
 from torch.utils import _pytree as pytree
@@ -207,16 +208,17 @@ def infer_meta_cached(key: tuple[Any, ...], op: torch._ops.OpOverload,
                       graph_args: Sequence[Any], args: tuple[Any, ...],
                       kwargs: dict[str, Any]) -> Any:
     """:func:`infer_meta` with a key the caller built; hoisted scalars are 0-d tensors."""
+    cacheable = True
     try:
         return _META_CACHE[key]
     except KeyError:
         pass
     except TypeError:  # an unhashable argument: compute without caching
-        key = None  # type: ignore[assignment]
+        cacheable = False
     meta_args = tuple(torch.empty((), dtype=g.dtype, device="meta") if isinstance(g, Scalar)
                       else a for a, g in zip(args, graph_args, strict=True))
     out = _run_meta(op, meta_args, kwargs)
-    if key is not None:
+    if cacheable:
         _META_CACHE[key] = out
     return out
 
@@ -230,7 +232,7 @@ _INTERNAL: dict[Any, bool] = {}
 
 def user_location() -> str:
     """``file:line: code`` of the innermost frame outside torch and this package."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
         internal = _INTERNAL.get(code)
@@ -242,7 +244,7 @@ def user_location() -> str:
             _INTERNAL[code] = internal
         if not internal:
             return f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return ""
 
 
@@ -311,9 +313,7 @@ class LazyTensor(torch.Tensor):
 
     def materialize(self) -> torch.Tensor:
         """The value on the host (a CPU tensor), syncing first if it is pending."""
-        from mncore_ir.frontends import lazy_runtime
-
-        return lazy_runtime.runtime().read(self)
+        return active().read(self)
 
     def tolist(self) -> Any:  # torch refuses .tolist() on subclasses
         return self.materialize().tolist()
@@ -327,7 +327,7 @@ class LazyTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: torch._ops.OpOverload, types: Any,
                            args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
                            ) -> Any:
-        runtime = _runtime()
+        runtime = _ACTIVE or active()
         try:
             return runtime.dispatch(func, args, kwargs or {})
         except Exception as error:
@@ -338,14 +338,45 @@ class LazyTensor(torch.Tensor):
             return runtime.defer(error, func, args, kwargs or {})
 
 
-def _runtime() -> Any:
-    """The process's runtime (``lazy_runtime`` imports this module, so it is looked up
-    at the first op and kept)."""
-    global _runtime
-    from mncore_ir.frontends import lazy_runtime
+# ---------------------------------------------------------------------- the active runtime
 
-    _runtime = lazy_runtime.runtime  # type: ignore[assignment]
-    return lazy_runtime.runtime()
+
+class Dispatcher(Protocol):
+    """What lazy tensors need of the runtime (``lazy_runtime.Runtime``), which
+    :func:`activate` installs: this module is below it and does not import it."""
+
+    def dispatch(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any: ...
+
+    def defer(self, error: Exception, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any: ...
+
+    def read(self, tensor: Any, fallback: bool = False) -> torch.Tensor: ...
+
+
+_ACTIVE: Dispatcher | None = None
+
+
+def activate(runtime: Dispatcher) -> None:
+    """Make ``runtime`` the one every lazy tensor's ops go to."""
+    global _ACTIVE
+    _ACTIVE = runtime
+
+
+def current() -> Dispatcher | None:
+    """The active runtime, if ``torch_mncore.init`` started one."""
+    return _ACTIVE
+
+
+def active() -> Dispatcher:
+    """The active runtime, which ``torch_mncore.init`` starts: without it there is no
+    device to run on (no silent default that a later ``init`` would replace)."""
+    if _ACTIVE is None:
+        where = describe_location(user_location())
+        raise LazyError(f"torch_mncore is not initialised at {where}: call "
+                        "torch_mncore.init(device=...) (or init_cpu(), init_mncore(), "
+                        "init_cuda()) before using the mncore device")
+    return _ACTIVE
 
 
 def wrap(value: Value, meta: torch.Tensor) -> LazyTensor:

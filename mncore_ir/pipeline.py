@@ -1,38 +1,88 @@
-"""The Python compile API: named pipelines and applying pass pipelines to modules."""
+"""The Python compile API: the devices (each with its named pass pipeline and its
+executable factory) and applying pass pipelines to modules."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from mncore_ir import executables
 from mncore_ir.dominance import DominanceError, check_dominance
+from mncore_ir.executables import Executable
 from mncore_ir.registry import get_all_dialects, get_all_passes
-
-if TYPE_CHECKING:  # torch is imported where a device runs: the tools do not need it
-    import torch
 
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
 
-#: The pass pipeline each lazy-tensor device runs on an imported graph.
-DEVICE_PIPELINES = {
-    "cpu": "canonicalize,cse,dce",
-    "interp": "canonicalize,cse,dce",
-    "task": "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
-    "triton": "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
-}
+#: What a device's pipeline or cache tag says for the machine it compiles for.
+MACHINE = "$MNCORE_MACHINE"
 
-Executable = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
+
+@dataclass(frozen=True)
+class Device:
+    """Where a compiled graph runs: the pass pipeline (``mncore-opt -p`` syntax) that
+    lowers an imported graph for it, the factory of its executable, and the tag of its
+    compile-cache entries. In ``pipeline`` and ``cache_tag``, :data:`MACHINE` stands for
+    the machine :func:`device` binds (``$MNCORE_MACHINE``)."""
+
+    name: str
+    summary: str
+    pipeline: str
+    executable: Callable[[ModuleOp], Executable]
+    cache_tag: str
+
+    @property
+    def machine_dependent(self) -> bool:
+        return MACHINE in self.pipeline or MACHINE in self.cache_tag
+
+
+#: Every device, by name: the lazy runtime, the compile cache and ``mncore-opt
+#: --device`` read them. A new device is one entry.
+DEVICES: dict[str, Device] = {d.name: d for d in (
+    Device("cpu", "generated straight-line torch CPU code", "canonicalize,cse,dce",
+           executables.torch_code, "cpu"),
+    Device("interp", "the numpy reference interpreter", "canonicalize,cse,dce",
+           executables.reference_interpreter, "interp"),
+    Device("task", "the megakernel simulator",
+           "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
+           executables.megakernel_simulator, "task"),
+    Device("triton", "the Triton megakernel (Triton's interpreter without a GPU)",
+           "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
+           executables.triton_megakernel, "triton"),
+    Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
+           f"{GRAPH_PIPELINE},convert-graph-to-task,"
+           f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",
+           executables.cycle_simulator, f"mncore-{MACHINE}"),
+)}
+
+
+class UnknownDeviceError(ValueError):
+    """A device name that is not in :data:`DEVICES`."""
+
+
+def device(name: str) -> Device:
+    """The device ``name``, bound to the machine ``mncore_machine()`` where its
+    pipeline names one."""
+    found = DEVICES.get(name)
+    if found is None:
+        raise UnknownDeviceError(f"unknown device {name!r}; devices: {', '.join(DEVICES)}")
+    if not found.machine_dependent:
+        return found
+    machine = mncore_machine()
+    return replace(found, pipeline=found.pipeline.replace(MACHINE, machine),
+                   cache_tag=found.cache_tag.replace(MACHINE, machine))
+
+
+def device_pipeline(name: str) -> str:
+    """The pass pipeline the device ``name`` runs on an imported graph."""
+    return device(name).pipeline
 
 
 def mncore_machine() -> str:
@@ -44,77 +94,6 @@ def mncore_machine() -> str:
         raise ValueError(f"MNCORE_MACHINE={name!r} is not a machine; machines: "
                          f"{', '.join(MACHINES)}")
     return name
-
-
-def device_pipeline(device: str) -> str:
-    """The pass pipeline ``device`` runs on an imported graph: ``mncore`` decomposes
-    composites, tiles into tasks and lowers them to a program for ``mncore_machine()``."""
-    if device == "mncore":
-        return (f"{GRAPH_PIPELINE},convert-graph-to-task,"
-                f"convert-task-to-mncore{{machine={mncore_machine()}}}")
-    return DEVICE_PIPELINES[device]
-
-
-def device_executable(module: ModuleOp, device: str) -> Executable:
-    """How ``device`` runs the module's entry function on torch tensors: generated
-    torch code (``cpu``), the reference interpreter (``interp``), the megakernel
-    simulator (``task``), the Triton megakernel (``triton``: on a GPU when there is
-    one, else in Triton's interpreter) or the cycle simulator (``mncore``)."""
-    if device == "cpu":
-        from mncore_ir.targets.graph_torch import compile_module
-
-        program = compile_module(module)
-        return lambda args: program(*args)
-    if device == "triton":
-        return triton_executable(module)
-    if device == "mncore":
-        from mncore_ir.targets.mncore_simulator import find_program
-
-        return ProgramRunner(find_program(module))
-    if device == "task":
-        from mncore_ir.targets.task_simulator import TileEvaluator, find_kernel, simulate
-
-        kernel = find_kernel(module)
-        evaluator = TileEvaluator(kernel)
-        run = lambda arrays: simulate(kernel, arrays, evaluator=evaluator)  # noqa: E731
-    else:
-        from mncore_ir.targets.graph_interpreter import run_function
-
-        run = lambda arrays: run_function(module, arrays)  # noqa: E731
-
-    import torch
-
-    def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        outs = run([a.numpy() for a in args])
-        return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
-
-    return interpret
-
-
-class ProgramRunner:
-    """Runs an ``mncore.program`` in the cycle simulator on torch tensors, counting the
-    simulated steps and cycles (the lazy runtime adds them to its counters)."""
-
-    def __init__(self, program: Any) -> None:
-        from mncore_ir.targets.mncore_simulator import check
-
-        check(program)  # once: every step runs the same program
-        self.program = program
-        self.counts: Counter[str] = Counter()
-
-    def __call__(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        import torch
-
-        from mncore_ir.targets.mncore_simulator import simulate
-
-        outs, report = simulate(self.program, [a.numpy() for a in args], verify=False)
-        self.counts.update({"MNCoreRuns": 1, "MNCoreSteps": report.steps,
-                            "MNCoreCycles": report.cycles})
-        return [torch.from_numpy(np.array(o)) for o in outs]
-
-    def take_counts(self) -> Counter[str]:
-        counts, self.counts = self.counts, Counter()
-        return counts
 
 
 def make_context() -> Context:
@@ -197,54 +176,3 @@ def apply_passes(pipeline: PassPipeline, ctx: Context, module: ModuleOp) -> None
         except Exception as error:
             raise PassError(module_pass.name, error) from error
         callback(module_pass, module, passes[index + 1] if index + 1 < len(passes) else None)
-
-
-def triton_executable(module: ModuleOp) -> Executable:
-    """Generate and load the module's megakernel: on the GPU when there is one, else in
-    Triton's interpreter, whether or not Triton was imported before."""
-    import tempfile
-
-    import torch
-
-    from mncore_ir.dialects.task import find_kernel
-    from mncore_ir.targets.triton_megakernel import generate, load
-
-    interpret = not torch.cuda.is_available()
-    if interpret:  # read as the generated module is loaded (@triton.jit) and run
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    directory = os.environ.get("MNCORE_CACHE_DIR") or tempfile.gettempdir()
-    os.makedirs(directory, exist_ok=True)
-    megakernel = load(generate(find_kernel(module)), directory)
-
-    def run(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        if not interpret:
-            return [out.cpu() for out in megakernel.run(*args)]
-        with _interpreted_jit_calls():
-            return [out.cpu() for out in megakernel.run(*args)]
-
-    return run
-
-
-@contextlib.contextmanager
-def _interpreted_jit_calls() -> Iterator[None]:
-    """Let interpreted kernels call Triton's own ``@triton.jit`` functions (``tl.zeros``,
-    ``tl.sum``, ...). Triton makes those compiled or interpreted functions once, by
-    ``TRITON_INTERPRET`` when ``triton.language`` is first imported; imported before it
-    was set (``transformers`` and ``make_fx`` import it), they refuse to be called from
-    the interpreter. While a megakernel runs, such calls go through the interpreter."""
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
-
-    interpreted: dict[Callable[..., Any], InterpretedFunction[Any]] = {}
-
-    def call(self: JITFunction[Any], *args: Any, **kwargs: Any) -> Any:
-        if self.fn not in interpreted:
-            interpreted[self.fn] = InterpretedFunction(self.fn)
-        return interpreted[self.fn](*args, **kwargs)
-
-    compiled_call = JITFunction.__call__
-    JITFunction.__call__ = call  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        JITFunction.__call__ = compiled_call  # type: ignore[method-assign]

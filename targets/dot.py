@@ -1,6 +1,6 @@
 """``-t dot``: Graphviz drawings of each graph-level function (ops as boxes, values as
 edges labelled with their tensor types) and each task kernel (tasks as boxes labelled
-with their kind and output tiles, events as points between signallers and waiters)."""
+with their body and output tiles, events as points between signallers and waiters)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.utils.target import Target
 
-from mncore_ir.dialects.task import KernelOp
+from mncore_ir.dialects.task import KernelOp, task_label
 
 
 def _quote(text: str) -> str:
@@ -52,7 +52,7 @@ def kernel_to_dot(kernel: KernelOp, out: IO[str], index: int) -> None:
     for j, task in enumerate(kernel.tasks()):
         name = f"k{index}_t{j}"
         tiles = " ".join(f"[{tile}]" for _, tile in task.writes())
-        label = _quote(f"{j}: {task.kind.data}" + "\n" + tiles)
+        label = _quote(f"{j}: @{task_label(task)}" + "\n" + tiles)
         out.write(f"    {name} [shape=box, label={label}];\n")
         for event in task.waits:
             out.write(f"    {events[event]} -> {name};\n")

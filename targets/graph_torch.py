@@ -6,9 +6,10 @@ are inlined, line by line), compiles the source once and returns a
 dtypes) are resolved at code generation time and written as literals, so a call runs
 only torch ops: it is the fast default device of the lazy-tensor runtime.
 
-Meaning is that of :mod:`mncore_ir.targets.graph_interpreter`, the level's reference:
-results have the IR's result types (a cast is written wherever torch would promote
-differently), and index conventions are the interpreter's.
+Each op is written as its torch spelling in ``dialects/graph_semantics``; meaning is
+that of the table's numpy references (the interpreter): results have the IR's result
+types (a cast is written wherever torch would promote differently), and index
+conventions are the references'.
 
 Rules of a call:
 
@@ -39,11 +40,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.graph_semantics import SEMANTICS, semantics
 from mncore_ir.dialects.values import constant_value, find_function
 
 __all__ = ["GraphTorchError", "TorchProgram", "compile_function", "compile_module"]
@@ -317,6 +326,11 @@ class _Generator:
 
 
 # --------------------------------------------------------------------------- emitters
+#
+# Every op is written as its torch spelling from ``graph_semantics``; the emitters here
+# add only what code generation needs: aliases for ops that change nothing, scalar
+# literals, casts where torch's result dtype differs from the IR's, and the derived
+# arguments (shapes, masks) a spelling names.
 
 Emitter = Callable[[_Generator, Any], None]
 _EMITTERS: dict[type[Operation], Emitter] = {}
@@ -339,55 +353,71 @@ def _cast_to(expr: str, result: SSAValue) -> str:
     return f"{expr}.to({torch_dtype(g.element_type_of(result))})"
 
 
-_UNARY_FUNCS: dict[type[Operation], str] = {
-    g.NegOp: "torch.neg", g.AbsOp: "torch.abs", g.ReluOp: "torch.relu",
-    g.ExpOp: "torch.exp", g.LogOp: "torch.log", g.SqrtOp: "torch.sqrt",
-    g.RsqrtOp: "torch.rsqrt", g.ReciprocalOp: "torch.reciprocal", g.TanhOp: "torch.tanh",
-    g.SigmoidOp: "torch.sigmoid", g.ErfOp: "torch.erf", g.NotOp: "torch.logical_not",
-}
+def _literal(attr: Attribute) -> str:
+    """A property as a Python literal."""
+    if isinstance(attr, DenseArrayBase):
+        return _tuple([int(v) for v in attr.get_values()])
+    if isinstance(attr, IntegerAttr):
+        return repr(bool(attr.value.data)) if attr.type == g.i1 else str(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return repr(float(attr.value.data))
+    if isinstance(attr, StringAttr):
+        return repr(attr.data)
+    raise GraphTorchError(f"no Python literal for the property {attr}")
 
 
-@_emits(*_UNARY_FUNCS)
-def _unary(gen: _Generator, op: g.UnaryOp) -> None:
-    if isinstance(op, g.AbsOp | g.ReluOp) and g.element_type_of(op.input) == g.i1:
+def _spell(gen: _Generator, op: Operation, operands: Sequence[str], **extra: object) -> str:
+    """``op``'s torch spelling from the semantics table, on operand expressions, with
+    its properties (and ``extra`` fields) as literals."""
+    spelling = semantics(type(op)).torch
+    if spelling is None:
+        raise GraphTorchError(f"{op.name} has no torch spelling")
+    if spelling.startswith("aten."):
+        path, call = spelling[len("aten."):].split("(", 1)
+        spelling = f"{gen.global_op(path)}({call}"
+    fields = {name: _literal(attr) for name, attr in op.properties.items()}
+    result = op.results[0]
+    fields["dtype"] = torch_dtype(g.element_type_of(result))
+    fields["shape"] = _tuple(g.shape_of(result))
+    fields.update((k, str(v)) for k, v in extra.items())
+    return spelling.format(*operands, **fields)
+
+
+def _generic(gen: _Generator, op: Operation) -> None:
+    gen.emit(op.results, _spell(gen, op, [gen.t(o) for o in op.operands]))
+
+
+@_emits(g.AbsOp, g.ReluOp)
+def _magnitude(gen: _Generator, op: g.UnaryOp) -> None:
+    if g.element_type_of(op.input) == g.i1:
         gen.alias(op.result, op.input)  # |b| and max(b, false) of a bool are b
         return
-    gen.emit(op.results, f"{_UNARY_FUNCS[type(op)]}({gen.t(op.input)})")
+    _generic(gen, op)
 
 
-#: Binary ops written as Python operators; the right operand may be a literal.
-_OPERATORS: dict[type[Operation], str] = {
-    g.AddOp: "+", g.SubOp: "-", g.MulOp: "*", g.DivOp: "/", g.PowOp: "**",
-    g.EqOp: "==", g.NeOp: "!=", g.LtOp: "<", g.LeOp: "<=", g.GtOp: ">", g.GeOp: ">=",
-}
+#: Binary ops written as Python operators: the right operand may be a literal.
+_OPERATORS = tuple(op for op in g.ELEMENTWISE_BINARY
+                   if (semantics(op).torch or "").startswith("{0} "))
 
 
-@_emits(*_OPERATORS)
-def _operator(gen: _Generator, op: g.BinaryOp) -> None:
-    gen.emit(op.results, f"{gen.t(op.lhs)} {_OPERATORS[type(op)]} {gen.s(op.rhs)}")
-
-
-@_emits(g.MaximumOp, g.MinimumOp)
-def _min_max(gen: _Generator, op: g.BinaryOp) -> None:
-    fn = "torch.maximum" if isinstance(op, g.MaximumOp) else "torch.minimum"
-    gen.emit(op.results, f"{fn}({gen.t(op.lhs)}, {gen.t(op.rhs)})")
+@_emits(*_OPERATORS, g.MatmulOp)
+def _operator(gen: _Generator, op: g.BinaryOp | g.MatmulOp) -> None:
+    rhs = gen.s(op.rhs) if isinstance(op, g.BinaryOp) else gen.t(op.rhs)
+    gen.emit(op.results, _spell(gen, op, [gen.t(op.lhs), rhs]))
 
 
 @_emits(g.AndOp, g.OrOp)
 def _logical(gen: _Generator, op: g.BinaryOp) -> None:
-    a, b = gen.t(op.lhs), gen.t(op.rhs)
-    if g.element_type_of(op.result) == g.i1:
-        gen.emit(op.results, f"{a} {'&' if isinstance(op, g.AndOp) else '|'} {b}")
-        return
-    fn = "torch.logical_and" if isinstance(op, g.AndOp) else "torch.logical_or"
-    gen.emit(op.results, _cast_to(f"{fn}({a}, {b})", op.result))
+    expr = _spell(gen, op, [gen.t(op.lhs), gen.t(op.rhs)])
+    gen.emit(op.results, expr if g.element_type_of(op.result) == g.i1
+             else _cast_to(expr, op.result))
 
 
 @_emits(g.WhereOp)
 def _where(gen: _Generator, op: g.WhereOp) -> None:
     cond = gen.t(op.cond)
     a = gen.t(op.lhs) if gen.is_literal(op.lhs) and gen.is_literal(op.rhs) else gen.s(op.lhs)
-    gen.emit(op.results, f"torch.where({cond}, {a}, {gen.s(op.rhs)})")
+    gen.emit(op.results, _spell(gen, op, [cond, a, gen.s(op.rhs)]))
 
 
 @_emits(g.ConvertOp)
@@ -395,21 +425,7 @@ def _convert(gen: _Generator, op: g.ConvertOp) -> None:
     if op.input.type == op.result.type:
         gen.alias(op.result, op.input)
         return
-    gen.emit(op.results, _cast_to(gen.t(op.input), op.result))
-
-
-@_emits(g.GeluOp)
-def _gelu(gen: _Generator, op: g.GeluOp) -> None:
-    approximate = op.approximate.data
-    extra = f", approximate={approximate!r}" if approximate != "none" else ""
-    gen.emit(op.results, f"F.gelu({gen.t(op.input)}{extra})")
-
-
-@_emits(g.GeluBackwardOp)
-def _gelu_backward(gen: _Generator, op: g.GeluBackwardOp) -> None:
-    fn = gen.global_op("gelu_backward.default")
-    gen.emit(op.results, f"{fn}({gen.t(op.grad)}, {gen.t(op.input)}, "
-                         f"approximate={op.approximate.data!r})")
+    _generic(gen, op)
 
 
 @_emits(g.ConstantOp)
@@ -422,128 +438,60 @@ def _fused(gen: _Generator, op: g.FusedOp) -> None:
     gen.fused(op)
 
 
-# --------------------------------------------------------------------------- reductions
-
-
 @_emits(g.SumOp, g.MeanOp, g.AmaxOp)
 def _reduce(gen: _Generator, op: g.ReduceOp) -> None:
-    p = op.props()
-    dims = tuple(p["dims"])  # type: ignore[arg-type]
-    if not dims:  # reduces nothing (torch would read ``()`` as every dimension)
+    if not op.dims.get_values():  # reduces nothing (torch would read ``()`` as every dimension)
         gen.alias(op.result, op.input)
         return
     x = gen.t(op.input)
     element = g.element_type_of(op.input)
-    keep = ", keepdim=True" if p.get("keepdim") else ""
-    fn = {g.SumOp: "torch.sum", g.MeanOp: "torch.mean", g.AmaxOp: "torch.amax"}[type(op)]
     if isinstance(op, g.MeanOp) and not g.is_float(element):
         # numpy's mean of integers is a float64 mean, cast back (torch refuses).
-        gen.emit(op.results, _cast_to(f"torch.mean({x}.to(torch.float64), {_tuple(dims)}"
-                                      f"{keep})", op.result))
+        gen.emit(op.results, _cast_to(_spell(gen, op, [f"{x}.to(torch.float64)"]), op.result))
         return
-    expr = f"{fn}({x}, {_tuple(dims)}{keep})"
+    expr = _spell(gen, op, [x])
     if isinstance(op, g.SumOp) and not g.is_float(element) and element != g.i64:
         expr = _cast_to(expr, op.result)  # torch sums integers and bools as int64
     gen.emit(op.results, expr)
 
 
-@_emits(g.MatmulOp)
-def _matmul(gen: _Generator, op: g.MatmulOp) -> None:
-    gen.emit(op.results, f"{gen.t(op.lhs)} @ {gen.t(op.rhs)}")
-
-
-# --------------------------------------------------------------------------- shapes
-
-
-@_emits(g.ReshapeOp)
-def _reshape(gen: _Generator, op: g.ReshapeOp) -> None:
-    if op.input.type == op.result.type:
+@_emits(g.ReshapeOp, g.ExpandOp, g.PermuteOp)
+def _view(gen: _Generator, op: g.ReshapeOp | g.ExpandOp | g.PermuteOp) -> None:
+    """Views: no line where the view is the input itself."""
+    if isinstance(op, g.PermuteOp):
+        perm = list(op.perm.get_values())
+        identity = perm == sorted(perm)
+    else:
+        identity = op.input.type == op.result.type
+    if identity:
         gen.alias(op.result, op.input)
         return
-    gen.emit(op.results, f"{gen.t(op.input)}.reshape({_tuple(g.shape_of(op.result))})",
-             view_of=op.input)
-
-
-@_emits(g.ExpandOp)
-def _expand(gen: _Generator, op: g.ExpandOp) -> None:
-    if op.input.type == op.result.type:
-        gen.alias(op.result, op.input)
-        return
-    gen.emit(op.results, f"{gen.t(op.input)}.expand({_tuple(g.shape_of(op.result))})",
-             view_of=op.input, overlap=True)
-
-
-@_emits(g.PermuteOp)
-def _permute(gen: _Generator, op: g.PermuteOp) -> None:
-    perm = tuple(op.props()["perm"])  # type: ignore[arg-type]
-    if perm == tuple(range(len(perm))):
-        gen.alias(op.result, op.input)
-        return
-    gen.emit(op.results, f"{gen.t(op.input)}.permute({_tuple(perm)})", view_of=op.input)
+    gen.emit(op.results, _spell(gen, op, [gen.t(op.input)]), view_of=op.input,
+             overlap=isinstance(op, g.ExpandOp))
 
 
 @_emits(g.SliceOp)
 def _slice(gen: _Generator, op: g.SliceOp) -> None:
-    p = op.props()
-    (dim,) = g.normalize_dims([p["dim"]], _rank(op.input))  # type: ignore[list-item]
-    step = p.get("step", 1)
-    index = f"{p['start']}:{p['end']}" + (f":{step}" if step != 1 else "")
-    gen.emit(op.results, f"{gen.t(op.input)}[{':, ' * dim}{index}]", view_of=op.input)
+    (dim,) = g.normalize_dims([op.dim.value.data], _rank(op.input))
+    step = op.step.value.data
+    index = f"{op.start.value.data}:{op.end.value.data}" + (f":{step}" if step != 1 else "")
+    gen.emit(op.results, _spell(gen, op, [gen.t(op.input)], index=f"{':, ' * dim}{index}"),
+             view_of=op.input)
 
 
 @_emits(g.ConcatOp)
 def _concat(gen: _Generator, op: g.ConcatOp) -> None:
-    inputs = [gen.t(v) for v in op.inputs]
-    gen.emit(op.results, f"torch.cat({_tuple(inputs)}, {op.props()['dim']})")
-
-
-# --------------------------------------------------------------------------- indexing
-
-
-@_emits(g.EmbeddingOp)
-def _embedding(gen: _Generator, op: g.EmbeddingOp) -> None:
-    gen.emit(op.results, f"torch.embedding({gen.t(op.weight)}, {gen.t(op.indices)})")
-
-
-@_emits(g.IndexPutOp)
-def _index_put(gen: _Generator, op: g.IndexPutOp) -> None:
-    accumulate = bool(op.props().get("accumulate"))
-    gen.emit(op.results, f"torch.index_put({gen.t(op.input)}, ({gen.t(op.indices)},), "
-                         f"{gen.t(op.values)}, {accumulate})")
-
-
-@_emits(g.GatherOp)
-def _gather(gen: _Generator, op: g.GatherOp) -> None:
-    gen.emit(op.results, f"torch.gather({gen.t(op.input)}, {op.props()['dim']}, "
-                         f"{gen.t(op.index)})")
+    gen.emit(op.results, _spell(gen, op, [], inputs=_tuple([gen.t(v) for v in op.inputs])))
 
 
 @_emits(g.ScatterOp)
 def _scatter(gen: _Generator, op: g.ScatterOp) -> None:
-    x, dim, index = gen.t(op.input), op.props()["dim"], gen.t(op.index)
+    x, index = gen.t(op.input), gen.t(op.index)
     if gen.is_literal(op.value):
         value = gen.s(op.value)
     else:  # a 0-d tensor: scattered as a broadcast source of the index's shape
         value = f"{gen.t(op.value)}.expand({_tuple(g.shape_of(op.index))})"
-    gen.emit(op.results, f"torch.scatter({x}, {dim}, {index}, {value})")
-
-
-# --------------------------------------------------------------------------- composites
-
-
-@_emits(g.SoftmaxOp, g.LogSoftmaxOp)
-def _softmax(gen: _Generator, op: g.RowOp) -> None:
-    fn = "torch.softmax" if isinstance(op, g.SoftmaxOp) else "torch.log_softmax"
-    gen.emit(op.results, f"{fn}({gen.t(op.input)}, {op.props()['dim']})")
-
-
-@_emits(g.SoftmaxBackwardOp, g.LogSoftmaxBackwardOp)
-def _softmax_backward(gen: _Generator, op: g.RowBackwardOp) -> None:
-    fn = ("torch._softmax_backward_data" if isinstance(op, g.SoftmaxBackwardOp)
-          else "torch._log_softmax_backward_data")
-    dtype = torch_dtype(g.element_type_of(op.output))
-    gen.emit(op.results, f"{fn}({gen.t(op.grad)}, {gen.t(op.output)}, "
-                         f"{op.props()['dim']}, {dtype})")
+    gen.emit(op.results, _spell(gen, op, [x, index, value]))
 
 
 def _output_mask(op: Operation) -> str:
@@ -552,61 +500,30 @@ def _output_mask(op: Operation) -> str:
     return repr(mask if any(mask) else [True] * len(mask))
 
 
-@_emits(g.LayerNormOp)
-def _layer_norm(gen: _Generator, op: g.LayerNormOp) -> None:
-    p = op.props()
-    shape = g.shape_of(op.input)[-p["normalized_dims"]:]  # type: ignore[operator]
-    gen.emit(op.results, f"torch.native_layer_norm({gen.t(op.input)}, {_tuple(shape)}, "
-                         f"{gen.t(op.weight)}, {gen.t(op.bias)}, {float(p['eps'])!r})")  # type: ignore[arg-type]
-
-
-@_emits(g.LayerNormBackwardOp)
-def _layer_norm_backward(gen: _Generator, op: g.LayerNormBackwardOp) -> None:
-    shape = g.shape_of(op.input)[-op.props()["normalized_dims"]:]  # type: ignore[operator]
-    fn = gen.global_op("native_layer_norm_backward.default")
-    # torch computes the bias gradient only for a defined bias; its values do not
-    # matter, so the weight (of the same shape) stands in.
-    weight = gen.t(op.weight)
-    gen.emit(op.results, f"{fn}({gen.t(op.grad)}, {gen.t(op.input)}, {_tuple(shape)}, "
-                         f"{gen.t(op.mean)}, {gen.t(op.rstd)}, {weight}, {weight}, "
-                         f"{_output_mask(op)})")
-
-
-def _window(op: g.WindowOp) -> str:
-    p = op.props()
-    return ", ".join(_tuple(p[n]) for n in ("stride", "padding", "dilation"))  # type: ignore[arg-type]
-
-
-@_emits(g.Conv2dOp)
-def _conv2d(gen: _Generator, op: g.Conv2dOp) -> None:
-    gen.emit(op.results, f"torch.conv2d({gen.t(op.input)}, {gen.t(op.weight)}, "
-                         f"{gen.t(op.bias)}, {_window(op)}, {op.props().get('groups', 1)})")
+@_emits(g.LayerNormOp, g.LayerNormBackwardOp)
+def _layer_norm(gen: _Generator, op: g.LayerNormOp | g.LayerNormBackwardOp) -> None:
+    shape = g.shape_of(op.input)[-op.normalized_dims.value.data:]
+    gen.emit(op.results, _spell(gen, op, [gen.t(o) for o in op.operands],
+                                normalized_shape=_tuple(shape), mask=_output_mask(op)))
 
 
 @_emits(g.Conv2dBackwardOp)
 def _conv2d_backward(gen: _Generator, op: g.Conv2dBackwardOp) -> None:
-    fn = gen.global_op("convolution_backward.default")
-    out_channels = g.shape_of(op.weight)[0]
-    gen.emit(op.results, f"{fn}({gen.t(op.grad)}, {gen.t(op.input)}, {gen.t(op.weight)}, "
-                         f"[{out_channels}], {_window(op)}, False, (0, 0), "
-                         f"{op.props().get('groups', 1)}, {_output_mask(op)})")
+    gen.emit(op.results, _spell(gen, op, [gen.t(o) for o in op.operands],
+                                out_channels=g.shape_of(op.weight)[0], mask=_output_mask(op)))
 
 
-def _pool_args(op: g.MaxPool2dOp) -> str:
-    kernel = op.props()["kernel"]
-    padding = op.props()["padding"]
-    if any(p > k // 2 for p, k in zip(padding, kernel, strict=True)):  # type: ignore[arg-type]
-        raise GraphTorchError(f"graph.max_pool2d: padding {list(padding)} exceeds half the "  # type: ignore[arg-type]
-                              f"kernel {list(kernel)} (torch's max_pool2d refuses it)")  # type: ignore[arg-type]
-    return f"{_tuple(kernel)}, {_window(op)}, False"  # type: ignore[arg-type]
+def _check_pool(op: g.MaxPool2dOp) -> None:
+    kernel, padding = op.kernel.get_values(), op.padding.get_values()
+    if any(p > k // 2 for p, k in zip(padding, kernel, strict=True)):
+        raise GraphTorchError(f"graph.max_pool2d: padding {list(padding)} exceeds half the "
+                              f"kernel {list(kernel)} (torch's max_pool2d refuses it)")
 
 
 @_emits(g.MaxPool2dOp)
 def _max_pool2d(gen: _Generator, op: g.MaxPool2dOp) -> None:
-    # torch's indices are the interpreter's: the flat h * W + w position in the
-    # unpadded input plane.
-    fn = gen.global_op("max_pool2d_with_indices.default")
-    gen.emit(op.results, f"{fn}({gen.t(op.input)}, {_pool_args(op)})")
+    _check_pool(op)
+    _generic(gen, op)
 
 
 @_emits(g.MaxPool2dBackwardOp)
@@ -616,16 +533,22 @@ def _max_pool2d_backward(gen: _Generator, op: g.MaxPool2dBackwardOp) -> None:
     if g.element_type_of(op.grad) != g.element_type_of(op.result):
         grad = _cast_to(grad, op.result)
     if isinstance(pool, g.MaxPool2dOp) and g.shape_of(pool.input) == g.shape_of(op.input):
-        fn = gen.global_op("max_pool2d_with_indices_backward.default")
-        gen.emit(op.results, f"{fn}({grad}, {x}, {_pool_args(pool)}, {indices})")
+        _check_pool(pool)
+        window = {name: _literal(attr) for name, attr in pool.properties.items()}
+        gen.emit(op.results, _spell(gen, op, [grad, x, indices], **window))
         return
-    # Indices of unknown origin: add each gradient at its index, as the interpreter does.
+    # Indices of unknown origin: add each gradient at its index, as the reference does.
     n, c, h, w = g.shape_of(op.input)
     planes = _tuple((n * c, math.prod(g.shape_of(op.indices)[2:])))  # not -1: n may be 0
     dtype = torch_dtype(g.element_type_of(op.result))
     gen.emit(op.results, f"torch.zeros(({n * c}, {h * w}), dtype={dtype}).scatter_add_(1, "
                          f"{indices}.reshape({planes}), {grad}.reshape({planes}))"
                          f".reshape({_tuple((n, c, h, w))})")
+
+
+for _op_type, _entry in SEMANTICS.items():  # every other op: its spelling as it stands
+    if _entry.torch is not None and _op_type not in _EMITTERS:
+        _EMITTERS[_op_type] = _generic
 
 
 # --------------------------------------------------------------------------- entry points

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects.mncore_isa import ALU, MAU
 
 REGISTERS = {"lm0": "$lm", "lm1": "$ln", "grf0": "$lr", "grf1": "$ls", "l1bm": "$lb",
              "l2bm": "$lc", "dram": "$d"}
@@ -32,15 +33,15 @@ def operand(ref: m.RefAttr, vector: bool) -> str:
 def instruction(op: m.InstructionOp) -> str:
     kind = op.kind.data
     if isinstance(op, m.WaitOp):
-        return f"wait #{op.tag.value.data}"  # type: ignore[union-attr]
+        return f"wait #{op.tag_number()}"
     if isinstance(op, m.AluOp | m.MauOp):
-        mnemonic = "fv" + (kind if isinstance(op, m.MauOp) else kind.removeprefix("f"))
-        refs = [*op.srcs.data, op.dst]
-        text = " ".join([mnemonic, *(operand(r, True) for r in refs)])  # type: ignore[arg-type]
+        mnemonic = (ALU if isinstance(op, m.AluOp) else MAU)[kind].mnemonic
+        refs = [*op.srcs.data, op.destination()]
+        text = " ".join([mnemonic, *(operand(r, True) for r in refs)])
         return text + (f" ?{operand(op.mask, True)}" if op.mask is not None else "")
     prefix = {"l1": "l1", "l2": "l2", "dma": "dma"}[op.SLOT]
     text = " ".join([prefix + kind, *(operand(r, op.SLOT == "l1" and r.space.data != "l1bm")
-                                      for r in [*op.srcs.data, op.dst])])  # type: ignore[list-item]
+                                      for r in [*op.srcs.data, op.destination()])])
     if op.words is not None:
         text += f" /{op.words.value.data}"
     if op.run is not None and op.stride is not None:

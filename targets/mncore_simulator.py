@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,21 +26,13 @@ from xdsl.utils.exceptions import VerifyException
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.diagnostics import InterpretationError
+from mncore_ir.dialects.mncore_isa import ALU, MAU
 from mncore_ir.dialects.mncore_machines import Machine
 from mncore_ir.dialects.values import constant_value, find_function, numpy_dtype
 from mncore_ir.targets.graph_interpreter import DEFAULT_MAX_BYTES
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
 
-ALU: dict[str, Callable[..., np.ndarray]] = {
-    "fadd": np.add, "fsub": np.subtract, "fmul": np.multiply, "fmax": np.maximum,
-    "fmin": np.minimum, "fmadd": lambda a, b, c: a * b + c, "fpass": lambda a: a,
-    "fneg": np.negative, "fexp": np.exp, "flog": np.log, "frsqrt": lambda a: 1 / np.sqrt(a),
-    "frecip": lambda a: 1 / a, "fzero": None,  # type: ignore[dict-item]
-    "fcmpeq": np.equal, "fcmpne": np.not_equal, "fcmplt": np.less, "fcmple": np.less_equal,
-    "fsel": lambda c, a, b: np.where(c != 0, a, b),
-}
-ALU_FLOPS = {"fmadd": 2, "fpass": 0, "fzero": 0, "fsel": 0}
 
 
 class HazardError(InterpretationError):
@@ -145,7 +137,8 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         at = tensor.at.address.data
         dram[0, at:at + arr.size] = arr.reshape(-1)
     for tensor in program.tensors("constant"):
-        values = constant_value(tensor.value).reshape(-1)  # type: ignore[arg-type]
+        assert tensor.value is not None  # the verifier: constants have values
+        values = constant_value(tensor.value).reshape(-1)
         at = tensor.at.address.data
         dram[0, at:at + values.size] = values
 
@@ -164,7 +157,7 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         start = 4 * step + stall
         for op in bundle:  # a wait holds the whole bundle until its DMAs are done
             if isinstance(op, m.WaitOp):
-                tag = op.tag.value.data  # type: ignore[union-attr]
+                tag = op.tag_number()
                 finish = max((p[3] for p in state.pending if p[0] == tag), default=start)
                 stall += max(0, finish - 4 * step - stall)
                 state.pending = [p for p in state.pending if p[0] != tag]
@@ -309,7 +302,7 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
         finish = state.dma_free = start + -(-len(words) // machine.dma_words_per_cycle)
         (src,) = op.srcs.data
         source = op.dram_words() if op.kind.data == "load" else span(src, len(words))
-        state.pending.append((op.tag.value.data, space, words, finish,  # type: ignore[union-attr]
+        state.pending.append((op.tag_number(), space, words, finish,
                               src.space.data, source, l2b_of(op)))
 
 
@@ -317,15 +310,13 @@ def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> 
     """The value the instruction writes (rows: PEs or blocks of its destination)."""
     kind = op.kind.data
     if isinstance(op, m.AluOp):
-        if kind == "fzero":
-            return np.zeros((machine.pes, 4), np.float32)
+        alu = ALU[kind]
+        if not alu.arity:
+            return np.full((machine.pes, 4), alu.semantics(), np.float32)
         with np.errstate(all="ignore"):  # lanes no task uses hold anything
-            return ALU[kind](*values).astype(np.float32)
+            return alu.semantics(*values).astype(np.float32)
     if isinstance(op, m.MauOp):
-        a, b, c = values
-        spec = "pij,pj->pi" if kind == "mma" else "pi,pij->pj"
-        operands = (a.reshape(-1, 4, 4), b) if kind == "mma" else (b, a.reshape(-1, 4, 4))
-        return (np.einsum(spec, *operands) + c).astype(np.float32)
+        return MAU[kind].semantics(*values).astype(np.float32)
     (src,) = values
     if isinstance(op, m.L1Op):
         per = machine.pes_per_l1b
@@ -354,10 +345,11 @@ def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> 
 
 
 def op_flops(op: m.InstructionOp, machine: Machine) -> int:
+    """What the instruction computes, from the ISA table."""
     if isinstance(op, m.AluOp):
-        return 4 * ALU_FLOPS.get(op.kind.data, 1) * machine.pes
+        return ALU[op.kind.data].flops * machine.pes
     if isinstance(op, m.MauOp):
-        return 32 * machine.pes
+        return MAU[op.kind.data].flops * machine.pes
     return 0
 
 

@@ -1,9 +1,9 @@
 """The megakernel simulator: runs a ``task.kernel`` task by task with numpy.
 
-A task's meaning comes from the graph level: an ``elementwise`` task runs its
-``task.body`` on whole tiles (numpy broadcasts the inputs' regions), any other task of kind
-``K`` runs the reference interpreter's ``graph.K`` on its input regions. So a kernel is
-right exactly when its tiling and dependencies are.
+A task's meaning comes from the graph level, through ``computation()``: a pointwise
+``task.body`` runs on whole tiles (numpy broadcasts the inputs' regions), a tile body's
+graph op runs in the reference interpreter on the input regions. So a kernel is right
+exactly when its tiling and dependencies are.
 
 Tasks run in the kernel's order, or in a random topological order of the dependencies
 its events express (``order_seed``); buffers start poisoned (NaN, or an extreme integer)
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -27,11 +27,10 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.diagnostics import InterpretationError
-from mncore_ir.dialects.graph import Graph
 from mncore_ir.dialects.task import find_kernel as find_kernel
 from mncore_ir.dialects.task import predecessors as predecessors
 from mncore_ir.dialects.values import constant_value, numpy_dtype
@@ -41,8 +40,6 @@ from mncore_ir.targets.graph_interpreter import (
     check_inputs,
     check_sizes,
 )
-
-_GRAPH_OPS: dict[str, type[Operation]] = {op.name[6:]: op for op in Graph.operations}
 
 
 @register_impls
@@ -79,7 +76,8 @@ def execution_order(preds: Sequence[Sequence[int]], seed: int | None) -> list[in
 
 
 def poisoned(typ: Attribute, poison: bool) -> np.ndarray:
-    shape, dtype = tuple(typ.get_shape()), numpy_dtype(typ.element_type)  # type: ignore[attr-defined]
+    assert isinstance(typ, MemRefType)
+    shape, dtype = tuple(typ.get_shape()), numpy_dtype(typ.element_type)
     if not poison:
         return np.zeros(shape, dtype)
     if dtype.kind == "f":
@@ -97,30 +95,19 @@ class TileEvaluator:
         self.interpreter = Interpreter(ModuleOp([]))
         self.interpreter.register_implementations(GraphFunctions())
         self.interpreter.register_implementations(TaskBodyFunctions())
-        self.ops: dict[tuple[Any, ...], Operation] = {}
-
-    def graph_op(self, task: t.TaskOp, args: Sequence[np.ndarray]) -> Operation:
-        """A ``graph.<kind>`` op with the task's properties on tile-shaped types."""
-        outs = [(v.type.element_type, tile.sizes) for v, tile in task.writes()]  # type: ignore[attr-defined]
-        ins = [(v.type.element_type, a.shape)  # type: ignore[attr-defined]
-               for (v, _), a in zip(task.reads(), args, strict=True)]
-        key = (task.kind.data, task.attrs, tuple(ins), tuple(outs))
-        if key not in self.ops:
-            op_type = _GRAPH_OPS.get(task.kind.data)
-            if op_type is None:
-                raise InterpretationError(f"task kind {task.kind.data!r} has no meaning: it is "
-                                          "neither 'elementwise' nor a graph op")
-            block = Block(arg_types=[TensorType(e, list(s)) for e, s in ins])
-            self.ops[key] = op_type.create(
-                operands=list(block.args), properties=dict(task.attrs.data),
-                result_types=[TensorType(e, list(s)) for e, s in outs])
-        return self.ops[key]
+        self.computations: dict[str, Operation | None] = {}  # by body: tasks share them
 
     def __call__(self, task: t.TaskOp, args: Sequence[np.ndarray]) -> PythonValues:
-        if task.body is not None:
-            body = self.bodies[task.body.root_reference.data]
-            return self.interpreter.run_ssacfg_region(body.body, tuple(args), "task.body")
-        return self.interpreter.run_op(self.graph_op(task, args), tuple(args))
+        name = task.body_name
+        if name not in self.computations:
+            self.computations[name] = t.computation(task, self.bodies)
+        what = self.computations[name]
+        if isinstance(what, t.BodyOp):
+            return self.interpreter.run_ssacfg_region(what.body, tuple(args), "task.body")
+        if what is None:
+            raise InterpretationError(f"task.task refers to @{name}, which is no task.body "
+                                      "of this kernel")
+        return self.interpreter.run_op(what, tuple(args))
 
 
 def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None = None,
@@ -136,21 +123,26 @@ def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None =
         if isinstance(op, t.BufferOp):
             memory[op.result] = poisoned(op.result.type, poison)
         elif isinstance(op, t.ConstantOp):
-            memory[op.result] = constant_value(op.value)  # type: ignore[arg-type]
+            memory[op.result] = constant_value(op.value)
     tasks = kernel.tasks()
     evaluate = evaluator or TileEvaluator(kernel)
     order = (range(len(tasks)) if order_seed is None
              else execution_order(predecessors(kernel), order_seed))
+    bodies = kernel.bodies()
+
+    def label(task: t.TaskOp) -> str:
+        return t.computation_label(t.computation(task, bodies))
+
     for index in order:
         task = tasks[index]
         tiles = [memory[v][tile.slices()] for v, tile in task.reads()]
         try:
             results = evaluate(task, tiles)
         except InterpretationError as error:  # e.g. an index out of range: the task's
-            raise InterpretationError(f"task {index} ({task.kind.data}): {error}", task
-                                      ) from error
+            raise InterpretationError(f"task {index} ({label(task)}): {error}",
+                                      task) from error
         except (ValueError, TypeError, IndexError) as error:
-            raise InterpretationError(f"task {index} ({task.kind.data}) failed: {error}",
+            raise InterpretationError(f"task {index} ({label(task)}) failed: {error}",
                                       task) from error
         for (value, tile), result in zip(task.writes(), results, strict=True):
             memory[value][tile.slices()] = np.broadcast_to(np.asarray(result), tile.sizes)

@@ -8,8 +8,9 @@ peak FLOP/s and bandwidth. Two schedules are compared:
   of a persistent kernel, and a task starts once its worker is free and the events it
   waits on have fired;
 * **kernel per operator**: one launch per operator (a maximal run of consecutive tasks
-  with the same kind, attributes and output buffers); an operator's tasks spread over
-  all workers, and the next operator starts when it has finished.
+  that compute the same op, with the same properties, into the same output buffers);
+  an operator's tasks spread over all workers, and the next operator starts when it
+  has finished.
 
 The defaults describe an NVIDIA H200 SXM from its public specifications: 132 SMs,
 989 TFLOP/s dense BF16 Tensor Core peak, 4.8 TB/s HBM3e. Overheads follow the MPK
@@ -21,11 +22,16 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from xdsl.ir import Operation
+
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.graph_semantics import flops_per_element, op_flops
+from mncore_ir.dialects.task_regions import element_type
 from mncore_ir.dialects.values import numpy_dtype
 
 
@@ -69,40 +75,54 @@ class MachineModel:
         return MachineModel(**values)
 
 
-#: FLOPs per output element of the row kinds.
-_ROW_FLOPS = {"softmax": 5, "log_softmax": 5, "softmax_backward": 4,
-              "log_softmax_backward": 4, "layer_norm": 8}
+class TaskWork:
+    """(FLOPs, bytes moved) of tasks, FLOPs from the graph ops' semantics table: a
+    pointwise body's ops at every point of its tile, a graph op on its regions. What a
+    body computes is looked up once: the tasks of an operator share a few bodies."""
+
+    def __init__(self, bodies: Mapping[str, t.BodyOp]) -> None:
+        self.bodies = bodies
+        self.flops: dict[str, tuple[float, float] | None] = {}  # (per point, per task)
+
+    def _body_flops(self, task: t.TaskOp) -> tuple[float, float] | None:
+        op = t.computation(task, self.bodies)
+        if isinstance(op, t.BodyOp):
+            return sum(flops_per_element(inner) for inner in op.body.block.ops
+                       if not isinstance(inner, t.YieldOp)), 0.0
+        return (0.0, op_flops(op)) if op is not None else None
+
+    def __call__(self, task: t.TaskOp) -> tuple[float, float]:
+        reads, writes = task.reads(), task.writes()
+        moved = sum(math.prod(tile.sizes) * numpy_dtype(element_type(v)).itemsize
+                    for v, tile in [*reads, *writes])
+        name = task.body_name
+        if name not in self.flops:
+            self.flops[name] = self._body_flops(task)
+        rates = self.flops[name]
+        if rates is None:  # nothing runs it: one operation per element read (or written)
+            flops = float(sum(math.prod(tile.sizes) for _, tile in reads)
+                          or sum(math.prod(tile.sizes) for _, tile in writes))
+        else:
+            points = math.prod(writes[0][1].sizes) if writes else 0
+            flops = rates[0] * points + rates[1]
+        return float(flops), float(moved)
 
 
-def task_work(task: t.TaskOp, bodies: dict[str, t.BodyOp]) -> tuple[float, float]:
+def task_work(task: t.TaskOp, bodies: Mapping[str, t.BodyOp]) -> tuple[float, float]:
     """(FLOPs, bytes moved) of one task."""
-    reads, writes = task.reads(), task.writes()
-
-    def nbytes(value: Any, tile: t.Tile) -> int:
-        return math.prod(tile.sizes) * numpy_dtype(value.type.element_type).itemsize
-
-    moved = sum(nbytes(v, tile) for v, tile in [*reads, *writes])
-    out_elems = sum(math.prod(tile.sizes) for _, tile in writes)
-    kind = task.kind.data
-    if kind == "matmul":
-        (_, a), (_, b) = reads
-        flops = 2 * math.prod(a.sizes) * b.sizes[-1]
-    elif kind == "elementwise" and task.body is not None:
-        body = bodies[task.body.root_reference.data]
-        flops = out_elems * max(1, len(body.body.block.ops) - 1)
-    elif kind in _ROW_FLOPS:
-        flops = out_elems * _ROW_FLOPS[kind]
-    else:  # reductions, data movement and the rest: one operation per element read
-        flops = sum(math.prod(tile.sizes) for _, tile in reads) or out_elems
-    return float(flops), float(moved)
+    return TaskWork(bodies)(task)
 
 
-def task_seconds(task: t.TaskOp, bodies: dict[str, t.BodyOp], machine: MachineModel
-                 ) -> float:
-    """Compute or memory time of one task on one worker, whichever is longer."""
-    flops, moved = task_work(task, bodies)
+def _seconds(work: tuple[float, float], machine: MachineModel) -> float:
+    flops, moved = work
     share = machine.workers
     return max(flops / (machine.peak_flops / share), moved / (machine.bandwidth / share))
+
+
+def task_seconds(task: t.TaskOp, bodies: Mapping[str, t.BodyOp], machine: MachineModel
+                 ) -> float:
+    """Compute or memory time of one task on one worker, whichever is longer."""
+    return _seconds(task_work(task, bodies), machine)
 
 
 @dataclass
@@ -139,18 +159,31 @@ class TimingReport:
         ])
 
 
-def operators(tasks: Sequence[t.TaskOp]) -> list[list[int]]:
-    """Maximal runs of consecutive tasks with one kind, attributes and output buffers:
-    the launches of a kernel-per-operator run."""
+def operators(tasks: Sequence[t.TaskOp], bodies: Mapping[str, t.BodyOp]) -> list[list[int]]:
+    """Maximal runs of consecutive tasks that compute one op (a pointwise body, or a
+    graph op's class and properties) into the same output buffers: the launches of a
+    kernel-per-operator run."""
+    computes: dict[str, Hashable] = {}  # by body: the tasks of an operator share a few
     runs: list[list[int]] = []
-    previous: tuple[Any, ...] | None = None
+    previous: tuple[Hashable, ...] | None = None
     for index, task in enumerate(tasks):
-        key = (task.kind.data, task.attrs, tuple(task.outs))
+        name = task.body_name
+        if name not in computes:
+            computes[name] = _what_computes(t.computation(task, bodies), name)
+        key = (computes[name], task.operand_groups().outs)
         if key != previous:
             runs.append([])
             previous = key
         runs[-1].append(index)
     return runs
+
+
+def _what_computes(op: Operation | None, name: str) -> Hashable:
+    """What tells operators apart: a pointwise body's symbol, a graph op's class and
+    properties (the tiles of one operator differ only in their regions)."""
+    if isinstance(op, g.GraphOp):
+        return (type(op), tuple(sorted(op.properties.items())))
+    return (t.BodyOp, name)
 
 
 def _spread(durations: Sequence[float], workers: int) -> float:
@@ -166,16 +199,21 @@ def _spread(durations: Sequence[float], workers: int) -> float:
 
 
 def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
-                        preds: Sequence[Sequence[int]]) -> Timeline:
-    tasks, bodies = kernel.tasks(), kernel.bodies()
+                        preds: Sequence[Sequence[int]],
+                        seconds: Sequence[float] | None = None) -> Timeline:
+    """Workers take tasks in kernel order; ``seconds``: each task's time, if known."""
+    tasks = kernel.tasks()
+    if seconds is None:
+        work = TaskWork(kernel.bodies())
+        seconds = [_seconds(work(task), machine) for task in tasks]
     free = [(0.0, w) for w in range(machine.workers)]
     heapq.heapify(free)
     start, end, worker = [0.0] * len(tasks), [0.0] * len(tasks), [0] * len(tasks)
-    for index, task in enumerate(tasks):
+    for index in range(len(tasks)):
         at, w = heapq.heappop(free)
         ready = max((end[p] for p in preds[index]), default=0.0)
         start[index] = max(at, ready)
-        end[index] = start[index] + machine.dispatch_s + task_seconds(task, bodies, machine)
+        end[index] = start[index] + machine.dispatch_s + seconds[index]
         worker[index] = w
         heapq.heappush(free, (end[index], w))
     return Timeline(start, end, worker)
@@ -184,17 +222,16 @@ def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
 def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
              ) -> tuple[TimingReport, Timeline]:
     """The timing report of ``kernel`` and its megakernel timeline."""
-    from mncore_ir.dialects.task import predecessors
-
     machine = machine or MachineModel()
     tasks, bodies = kernel.tasks(), kernel.bodies()
-    timeline = megakernel_schedule(kernel, machine, predecessors(kernel))
+    work = TaskWork(bodies)
+    seconds = [_seconds(work(task), machine) for task in tasks]
+    timeline = megakernel_schedule(kernel, machine, t.predecessors(kernel), seconds)
     makespan = max(timeline.end, default=0.0)
     busy = sum(e - s for s, e in zip(timeline.start, timeline.end, strict=True))
-    runs = operators(tasks)
+    runs = operators(tasks, bodies)
     per_operator = sum(
-        machine.launch_s + _spread([task_seconds(tasks[i], bodies, machine) for i in run],
-                                   machine.workers)
+        machine.launch_s + _spread([seconds[i] for i in run], machine.workers)
         for run in runs)
     events = sum(1 for op in kernel.body.block.ops if isinstance(op, t.EventOp))
     report = TimingReport(
@@ -203,8 +240,15 @@ def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
     return report, timeline
 
 
+def _trace_name(op: Operation | None, task: t.TaskOp) -> str:
+    """A slice's name says what its task computes (a pointwise body is "elementwise"),
+    so the tiles of one op share it; its body is in the slice's arguments."""
+    return t.computation_label(op) if op is not None else t.task_label(task)
+
+
 def chrome_trace(kernel: t.KernelOp, timeline: Timeline, report: TimingReport) -> str:
     """A Chrome/Perfetto trace (JSON): one row per worker, one slice per task."""
+    bodies = kernel.bodies()
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": 0,
          "args": {"name": f"megakernel @{kernel.sym_name.data}"}},
@@ -212,12 +256,15 @@ def chrome_trace(kernel: t.KernelOp, timeline: Timeline, report: TimingReport) -
     used = sorted(set(timeline.worker))
     events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": w,
                 "args": {"name": f"worker {w}"}} for w in used]
+    names: dict[str, str] = {}  # by body
     for index, task in enumerate(kernel.tasks()):
+        if task.body_name not in names:
+            names[task.body_name] = _trace_name(t.computation(task, bodies), task)
         events.append({
-            "name": task.kind.data, "ph": "X", "pid": 0, "tid": timeline.worker[index],
+            "name": names[task.body_name], "ph": "X", "pid": 0, "tid": timeline.worker[index],
             "ts": timeline.start[index] * 1e6,
             "dur": (timeline.end[index] - timeline.start[index]) * 1e6,
-            "args": {"task": index,
+            "args": {"task": index, "body": "@" + t.task_label(task),
                      "writes": [f"{v.name_hint or 'arg'}[{tile}]" for v, tile in task.writes()]},
         })
     meta = {key: value for key, value in asdict(report.machine).items()}

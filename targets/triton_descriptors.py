@@ -1,19 +1,23 @@
 """Where a task's tiles are, for the Triton megakernel: the arena layout and each task's
 descriptor (an iteration space of 6 sizes; per operand the byte offset of its tile's
-origin in the arena and 6 element strides; extras some task types need), built per task
-kind as strided views of the kernel's buffers."""
+origin in the arena and 6 element strides; extras some task types need), built per op
+class as strided views of the kernel's buffers, with the op's properties read through
+its typed accessors."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.task_regions import buffer_shape
 from mncore_ir.dialects.values import numpy_dtype
 
 RANK = 6  # iteration spaces and strides have this many dimensions
@@ -21,7 +25,12 @@ ALIGN = 16
 
 
 class TritonTargetError(Exception):
-    """A kernel the Triton target cannot generate code for."""
+    """A kernel the Triton target cannot generate code for; ``op`` is the op to blame,
+    when there is one (tools and the runtime point at its source position)."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.op = op
 
 
 #: numpy dtype name -> (Triton pointer element type, Triton value type, torch dtype).
@@ -36,8 +45,10 @@ TYPES = {
 
 
 def dtype_of(value: SSAValue | Attribute) -> np.dtype:
+    """The numpy dtype of a buffer, a tensor, or their type."""
     typ = value.type if isinstance(value, SSAValue) else value
-    return numpy_dtype(typ.element_type)  # type: ignore[attr-defined]
+    assert isinstance(typ, MemRefType | TensorType)
+    return numpy_dtype(typ.get_element_type())
 
 
 def strides_of(shape: Sequence[int]) -> list[int]:
@@ -91,69 +102,73 @@ class Layout:
                     if isinstance(op, t.BufferOp | t.ConstantOp))]
         for v in values:
             self.base[v] = self.size
-            nbytes = math.prod(v.type.get_shape()) * dtype_of(v).itemsize  # type: ignore[attr-defined]
+            nbytes = math.prod(buffer_shape(v)) * dtype_of(v).itemsize
             self.size += -(-max(nbytes, 1) // ALIGN) * ALIGN
 
     def operand(self, value: SSAValue, origin: Sequence[int], strides: Sequence[int]) -> Operand:
-        shape = value.type.get_shape()  # type: ignore[attr-defined]
         dt = dtype_of(value)
-        elems = sum(o * s for o, s in zip(origin, strides_of(shape), strict=True))
+        elems = sum(o * s for o, s in zip(origin, strides_of(buffer_shape(value)), strict=True))
         return Operand(self.base[value] + elems * dt.itemsize, list(strides), dt)
 
 
-# --------------------------------------------------------------------------- views per kind
+# --------------------------------------------------------------------------- views per op
 
 
 def right_align(values: Sequence[int], rank: int, fill: int = 0) -> list[int]:
     return [fill] * (rank - len(values)) + list(values)
 
 
-def elementwise_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def _strides(value: SSAValue) -> list[int]:
+    """The row-major element strides of a buffer."""
+    return strides_of(buffer_shape(value))
+
+
+def _dim(dim: int, rank: int) -> int:
+    """A ``dim`` property as a dimension in [0, rank)."""
+    (d,) = g.normalize_dims([dim], rank)
+    return d
+
+
+def elementwise_view(task: t.TaskOp, op: Operation, layout: Layout) -> Descriptor:
+    """A pointwise body or an elementwise graph op: the space is the first output tile;
+    inputs broadcast onto it (right-aligned, stride 0 along their size-1 dimensions)."""
     (_, out_tile), *_ = task.writes()
     space = list(out_tile.sizes)
     rank = len(space)
     operands = []
     for value, tile in task.reads():
-        st = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
         strides = [0 if s == 1 and n != 1 else stride
-                   for s, n, stride in zip(tile.sizes, space[rank - len(tile.sizes):], st,
-                                           strict=True)]
+                   for s, n, stride in zip(tile.sizes, space[rank - len(tile.sizes):],
+                                           _strides(value), strict=True)]
         operands.append(layout.operand(value, tile.offsets, right_align(strides, rank)))
     for value, tile in task.writes():
-        st = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
-        operands.append(layout.operand(value, tile.offsets, st))
+        operands.append(layout.operand(value, tile.offsets, _strides(value)))
     return Descriptor(space, operands)
 
 
-def permute_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def permute_view(task: t.TaskOp, op: g.PermuteOp, layout: Layout) -> Descriptor:
     (src, region), = task.reads()
     (dst, tile), = task.writes()
-    perm = task.attrs.data["perm"].get_values()  # type: ignore[attr-defined]
-    st = strides_of(src.type.get_shape())  # type: ignore[attr-defined]
+    st = _strides(src)
     return Descriptor(list(tile.sizes), [
-        layout.operand(src, region.offsets, [st[p] for p in perm]),
-        layout.operand(dst, tile.offsets, strides_of(dst.type.get_shape()))])  # type: ignore[attr-defined]
+        layout.operand(src, region.offsets, [st[p] for p in op.perm.get_values()]),
+        layout.operand(dst, tile.offsets, _strides(dst))])
 
 
-def slice_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def slice_view(task: t.TaskOp, op: g.SliceOp, layout: Layout) -> Descriptor:
     (src, region), = task.reads()
     (dst, tile), = task.writes()
-    shape = src.type.get_shape()  # type: ignore[attr-defined]
-    (dim,) = g.normalize_dims([task.attrs.data["dim"].value.data], len(shape))  # type: ignore[attr-defined]
-    start = task.attrs.data["start"].value.data  # type: ignore[attr-defined]
-    step_attr = task.attrs.data.get("step")
-    step = step_attr.value.data if step_attr is not None else 1  # type: ignore[attr-defined]
-    st = strides_of(shape)
+    dim = _dim(op.dim.value.data, len(buffer_shape(src)))
     origin = list(region.offsets)
-    origin[dim] += start
-    strides = list(st)
-    strides[dim] *= step
+    origin[dim] += op.start.value.data
+    strides = _strides(src)
+    strides[dim] *= op.step.value.data
     return Descriptor(list(tile.sizes), [
         layout.operand(src, origin, strides),
-        layout.operand(dst, tile.offsets, strides_of(dst.type.get_shape()))])  # type: ignore[attr-defined]
+        layout.operand(dst, tile.offsets, _strides(dst))])
 
 
-def reshape_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def reshape_view(task: t.TaskOp, op: g.ReshapeOp, layout: Layout) -> Descriptor:
     """Both regions are contiguous runs of the same length: a flat copy."""
     (src, region), = task.reads()
     (dst, tile), = task.writes()
@@ -167,18 +182,16 @@ def split_dims(rows: Sequence[int], red: Sequence[int], what: str) -> None:
         raise TritonTargetError(f"{what}: at most 3 kept and 3 reduced dimensions")
 
 
-def reduce_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def reduce_view(task: t.TaskOp, op: g.ReduceOp, layout: Layout) -> Descriptor:
     (src, region), = task.reads()
     (dst, tile), = task.writes()
-    shape = src.type.get_shape()  # type: ignore[attr-defined]
-    dims = set(g.normalize_dims(task.attrs.data["dims"].get_values(), len(shape)))  # type: ignore[attr-defined]
-    keep = task.attrs.data.get("keepdim")
-    keepdim = bool(keep.value.data) if keep is not None else False  # type: ignore[attr-defined]
-    kept = [d for d in range(len(shape)) if d not in dims]
+    rank = len(buffer_shape(src))
+    dims = set(g.normalize_dims(op.dims.get_values(), rank))
+    keepdim = bool(op.keepdim.value.data)
+    kept = [d for d in range(rank) if d not in dims]
     red = sorted(dims)
-    split_dims(kept, red, f"task kind {task.kind.data}")
-    st = strides_of(shape)
-    out_st = strides_of(dst.type.get_shape())  # type: ignore[attr-defined]
+    split_dims(kept, red, op.name)
+    st, out_st = _strides(src), _strides(dst)
     out_index = {d: (d if keepdim else i) for i, d in enumerate(kept)}  # input -> output dim
     sizes = right_align([region.sizes[d] for d in kept], 3, 1) + right_align(
         [region.sizes[d] for d in red], 3, 1)
@@ -188,52 +201,53 @@ def reduce_view(task: t.TaskOp, layout: Layout) -> Descriptor:
                               layout.operand(dst, tile.offsets, dst_strides)])
 
 
-def row_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+RowOps = g.RowOp | g.RowBackwardOp | g.LayerNormOp
+
+
+def row_view(task: t.TaskOp, op: RowOps, layout: Layout) -> Descriptor:
     """Row ops: rows are the tile's other dimensions, the row runs along ``dim`` (or the
     last ``normalized_dims`` for layer norm, whose weight and bias are the same for
     every row and whose statistics are one value per row)."""
     reads, writes = task.reads(), task.writes()
     x, region = reads[0]
-    shape = x.type.get_shape()  # type: ignore[attr-defined]
-    if task.kind.data == "layer_norm":
-        k = task.attrs.data["normalized_dims"].value.data  # type: ignore[attr-defined]
-        red = list(range(len(shape) - k, len(shape)))
+    rank = len(buffer_shape(x))
+    if isinstance(op, g.LayerNormOp):
+        red = list(range(rank - op.normalized_dims.value.data, rank))
     else:
-        red = list(g.normalize_dims([task.attrs.data["dim"].value.data], len(shape)))  # type: ignore[attr-defined]
-    rows = [d for d in range(len(shape)) if d not in red]
-    split_dims(rows, red, f"task kind {task.kind.data}")
+        red = [_dim(op.dim.value.data, rank)]
+    rows = [d for d in range(rank) if d not in red]
+    split_dims(rows, red, op.name)
     sizes = right_align([region.sizes[d] for d in rows], 3, 1) + right_align(
         [region.sizes[d] for d in red], 3, 1)
 
     def full(value: SSAValue, tile: t.Tile) -> Operand:
-        st = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
+        st = _strides(value)
         strides = right_align([st[d] for d in rows], 3) + right_align([st[d] for d in red], 3)
         return layout.operand(value, tile.offsets, strides)
 
-    if task.kind.data != "layer_norm":
+    if not isinstance(op, g.LayerNormOp):
         return Descriptor(sizes, [full(v, tile) for v, tile in [*reads, *writes]])
     (w, wt), (b, bt) = reads[1], reads[2]
     (out, ot), (mean, mt), (rstd, rt) = writes
+
     def per_column(value: SSAValue, tile: t.Tile) -> Operand:
-        return layout.operand(value, tile.offsets, [0, 0, 0, *right_align(
-            strides_of(value.type.get_shape()), 3)])  # type: ignore[attr-defined]
+        return layout.operand(value, tile.offsets, [0, 0, 0, *right_align(_strides(value), 3)])
 
     def per_row(value: SSAValue, tile: t.Tile) -> Operand:
-        st = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
+        st = _strides(value)
         return layout.operand(value, tile.offsets,
                               [*right_align([st[d] for d in rows], 3), 0, 0, 0])
 
-    eps = task.attrs.data["eps"].value.data  # type: ignore[attr-defined]
     desc = Descriptor(sizes, [full(x, region), per_column(w, wt), per_column(b, bt),
                               full(out, ot), per_row(mean, mt), per_row(rstd, rt)])
-    desc.extras = [int(np.float64(eps).view(np.int64))]  # eps, bit-exact
+    desc.extras = [int(np.float64(op.eps.value.data).view(np.int64))]  # eps, bit-exact
     return desc
 
 
-def matmul_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def matmul_view(task: t.TaskOp, op: g.MatmulOp, layout: Layout) -> Descriptor:
     (a, at), (b, bt) = task.reads()
     (c, ct), = task.writes()
-    sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
+    sa, sb, sc = _strides(a), _strides(b), _strides(c)
     m, n, k = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
     return Descriptor([m, n, k], [
         layout.operand(a, at.offsets, [sa[-2], 0, sa[-1]]),
@@ -241,47 +255,42 @@ def matmul_view(task: t.TaskOp, layout: Layout) -> Descriptor:
         layout.operand(c, ct.offsets, [sc[-2], sc[-1], 0])])
 
 
-def embedding_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def embedding_view(task: t.TaskOp, op: g.EmbeddingOp, layout: Layout) -> Descriptor:
     """``out[r, c] = weight[index[r], c]`` over the output tile."""
     (w, wt), (idx, it) = task.reads()
     (out, ot), = task.writes()
-    rank = len(ot.sizes)
-    sw = strides_of(w.type.get_shape())  # type: ignore[attr-defined]
-    si = strides_of(idx.type.get_shape())  # type: ignore[attr-defined]
+    sw = _strides(w)
     return Descriptor(list(ot.sizes), [
-        layout.operand(w, wt.offsets, right_align([sw[1]], rank)),
-        layout.operand(idx, it.offsets, [*si, 0]),
-        layout.operand(out, ot.offsets, strides_of(out.type.get_shape()))],  # type: ignore[attr-defined]
-        extras=[sw[0]])
+        layout.operand(w, wt.offsets, right_align([sw[1]], len(ot.sizes))),
+        layout.operand(idx, it.offsets, [*_strides(idx), 0]),
+        layout.operand(out, ot.offsets, _strides(out))], extras=[sw[0]])
 
 
-def gather_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def gather_view(task: t.TaskOp, op: g.GatherOp, layout: Layout) -> Descriptor:
     """``out[i] = x[i with i[dim] = index[i]]`` over the index's shape."""
     (x, xt), (idx, it) = task.reads()
     (out, ot), = task.writes()
-    shape = x.type.get_shape()  # type: ignore[attr-defined]
-    (dim,) = g.normalize_dims([task.attrs.data["dim"].value.data], len(shape))  # type: ignore[attr-defined]
-    sx = strides_of(shape)
+    sx = _strides(x)
+    dim = _dim(op.dim.value.data, len(sx))
     along = sx[dim]
     sx[dim] = 0
     return Descriptor(list(ot.sizes), [
         layout.operand(x, xt.offsets, sx),
-        layout.operand(idx, it.offsets, strides_of(idx.type.get_shape())),  # type: ignore[attr-defined]
-        layout.operand(out, ot.offsets, strides_of(out.type.get_shape()))],  # type: ignore[attr-defined]
-        extras=[along])
+        layout.operand(idx, it.offsets, _strides(idx)),
+        layout.operand(out, ot.offsets, _strides(out))], extras=[along])
 
 
-def scatter_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def scatter_view(task: t.TaskOp, op: g.ScatterOp, layout: Layout) -> Descriptor:
     """``out = input`` (a flat copy of ``extras[0]`` elements), then
     ``out[i with i[dim] = index[i]] = value`` over the index's shape."""
     (x, xt), (idx, it), (val, vt) = task.reads()
     (out, ot), = task.writes()
-    shape = out.type.get_shape()  # type: ignore[attr-defined]
-    (dim,) = g.normalize_dims([task.attrs.data["dim"].value.data], len(shape))  # type: ignore[attr-defined]
+    shape = buffer_shape(out)
     so = strides_of(shape)
+    dim = _dim(op.dim.value.data, len(shape))
     along = so[dim]
     so[dim] = 0
-    index_shape = idx.type.get_shape()  # type: ignore[attr-defined]
+    index_shape = buffer_shape(idx)
     return Descriptor(list(index_shape), [
         layout.operand(x, xt.offsets, [0] * len(index_shape)),
         layout.operand(idx, it.offsets, strides_of(index_shape)),
@@ -289,42 +298,41 @@ def scatter_view(task: t.TaskOp, layout: Layout) -> Descriptor:
         layout.operand(out, ot.offsets, so)], extras=[math.prod(shape), along])
 
 
-def index_put_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def index_put_view(task: t.TaskOp, op: g.IndexPutOp, layout: Layout) -> Descriptor:
     """``out = input`` (a flat copy of ``extras[0]`` elements), then
     ``out[index[i], j...] (+)= values[i, j...]`` over ``(*index.shape, *x.shape[1:])``."""
     (x, xt), (idx, it), (val, vt) = task.reads()
     (out, ot), = task.writes()
-    shape = out.type.get_shape()  # type: ignore[attr-defined]
-    index_shape = idx.type.get_shape()  # type: ignore[attr-defined]
+    shape, index_shape = buffer_shape(out), buffer_shape(idx)
     space = [*index_shape, *shape[1:]]
     if len(space) > RANK:
         raise TritonTargetError(f"index_put over {len(space)} dimensions")
     so = strides_of(shape)
-    si = strides_of(index_shape)
-    sv = strides_of(val.type.get_shape())  # type: ignore[attr-defined]
-    vshape = val.type.get_shape()  # type: ignore[attr-defined]
+    sv = _strides(val)
+    vshape = buffer_shape(val)
     lead = len(space) - len(vshape)
     v_strides = [0] * lead + [0 if n == 1 and space[lead + d] != 1 else sv[d]
                               for d, n in enumerate(vshape)]
     return Descriptor(space, [
         layout.operand(x, xt.offsets, [0] * len(space)),
-        layout.operand(idx, it.offsets, [*si, *[0] * (len(shape) - 1)]),
+        layout.operand(idx, it.offsets, [*strides_of(index_shape), *[0] * (len(shape) - 1)]),
         layout.operand(val, vt.offsets, v_strides),
         layout.operand(out, ot.offsets, [*[0] * len(index_shape), *so[1:]])],
         extras=[math.prod(shape), so[0]])
 
 
-def layer_norm_backward_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def layer_norm_backward_view(task: t.TaskOp, op: g.LayerNormBackwardOp, layout: Layout
+                             ) -> Descriptor:
     (grad, gt), (x, xt), (mean, mt), (rstd, rt), (w, wt) = task.reads()
     (gi, git), (gw, gwt), (gb, gbt) = task.writes()
-    shape = x.type.get_shape()  # type: ignore[attr-defined]
-    k = task.attrs.data["normalized_dims"].value.data  # type: ignore[attr-defined]
+    shape = buffer_shape(x)
+    k = op.normalized_dims.value.data
     rows, red = list(range(len(shape) - k)), list(range(len(shape) - k, len(shape)))
-    split_dims(rows, red, "task kind layer_norm_backward")
+    split_dims(rows, red, op.name)
     sizes = right_align([shape[d] for d in rows], 3, 1) + right_align([shape[d] for d in red], 3, 1)
 
     def view(value: SSAValue, tile: t.Tile, row: bool, col: bool) -> Operand:
-        st = strides_of(value.type.get_shape())  # type: ignore[attr-defined]
+        st = _strides(value)
         r = right_align([st[d] for d in rows], 3) if row else [0, 0, 0]
         c = right_align(st[len(st) - k:], 3) if col else [0, 0, 0]
         return layout.operand(value, tile.offsets, r + c)
@@ -335,57 +343,68 @@ def layer_norm_backward_view(task: t.TaskOp, layout: Layout) -> Descriptor:
         view(gw, gwt, False, True), view(gb, gbt, False, True)])
 
 
-def window_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def window_view(task: t.TaskOp, op: g.Conv2dOp | g.MaxPool2dOp, layout: Layout
+                ) -> Descriptor:
     """conv2d and max-pool over whole NCHW tensors: the space is the output; extras
     carry the geometry."""
     reads, writes = task.reads(), task.writes()
-    x = reads[0][0]
-    n, c, h, wd = x.type.get_shape()  # type: ignore[attr-defined]
-    out = writes[0][0]
-    _, o, oh, ow = out.type.get_shape()  # type: ignore[attr-defined]
-    attrs = task.attrs.data
-    stride, padding, dilation = (attrs[k].get_values()  # type: ignore[attr-defined]
-                                 for k in ("stride", "padding", "dilation"))
-    if task.kind.data == "conv2d":
-        kh, kw = reads[1][0].type.get_shape()[2:]  # type: ignore[attr-defined]
-        groups_attr = attrs.get("groups")
-        groups = groups_attr.value.data if groups_attr is not None else 1  # type: ignore[attr-defined]
+    n, c, h, wd = buffer_shape(reads[0][0])
+    _, o, oh, ow = buffer_shape(writes[0][0])
+    if isinstance(op, g.Conv2dOp):
+        kh, kw = buffer_shape(reads[1][0])[2:]
+        groups = op.groups.value.data
     else:
-        kh, kw = attrs["kernel"].get_values()  # type: ignore[attr-defined]
+        kh, kw = op.kernel.get_values()
         groups = 1
-    extras = [c, h, wd, kh, kw, *stride, *padding, *dilation, groups, o]
+    extras = [c, h, wd, kh, kw, *op.stride.get_values(), *op.padding.get_values(),
+              *op.dilation.get_values(), groups, o]
     operands = [layout.operand(v, tile.offsets, [0] * 4) for v, tile in [*reads, *writes]]
     return Descriptor([n, o, oh, ow], operands, extras)
 
 
-def window_backward_view(task: t.TaskOp, layout: Layout) -> Descriptor:
+def window_backward_view(task: t.TaskOp, op: g.Conv2dBackwardOp | g.MaxPool2dBackwardOp,
+                         layout: Layout) -> Descriptor:
     """conv2d and max-pool backward over whole NCHW tensors; extras carry the geometry
     (for max-pool: only the input's and the gradient's shapes)."""
-    reads, writes = task.reads(), task.writes()
-    grad, x = reads[0][0], reads[1][0]
-    n, c, h, wd = x.type.get_shape()  # type: ignore[attr-defined]
-    _, o, oh, ow = grad.type.get_shape()  # type: ignore[attr-defined]
-    if task.kind.data == "conv2d_backward":
-        attrs = task.attrs.data
-        stride, padding, dilation = (attrs[k].get_values()  # type: ignore[attr-defined]
-                                     for k in ("stride", "padding", "dilation"))
-        kh, kw = reads[2][0].type.get_shape()[2:]  # type: ignore[attr-defined]
-        groups_attr = attrs.get("groups")
-        groups = groups_attr.value.data if groups_attr is not None else 1  # type: ignore[attr-defined]
+    reads = task.reads()
+    n, c, h, wd = buffer_shape(reads[1][0])
+    _, o, oh, ow = buffer_shape(reads[0][0])
+    geometry: list[int]
+    if isinstance(op, g.Conv2dBackwardOp):
+        kh, kw = buffer_shape(reads[2][0])[2:]
+        geometry = [kh, kw, *op.stride.get_values(), *op.padding.get_values(),
+                    *op.dilation.get_values(), op.groups.value.data]
     else:
-        stride, padding, dilation, kh, kw, groups = (1, 1), (0, 0), (1, 1), 1, 1, 1
-    extras = [c, h, wd, kh, kw, *stride, *padding, *dilation, groups, o, n, oh, ow]
-    operands = [layout.operand(v, tile.offsets, [0] * 4) for v, tile in [*reads, *writes]]
+        geometry = [1, 1, 1, 1, 0, 0, 1, 1, 1]
+    extras = [c, h, wd, *geometry, o, n, oh, ow]
+    operands = [layout.operand(v, tile.offsets, [0] * 4)
+                for v, tile in [*reads, *task.writes()]]
     return Descriptor([n, c, h, wd], operands, extras)
 
 
-VIEWS = {
-    "elementwise": elementwise_view, "permute": permute_view, "slice": slice_view,
-    "reshape": reshape_view, "sum": reduce_view, "mean": reduce_view, "amax": reduce_view,
-    "softmax": row_view, "log_softmax": row_view, "softmax_backward": row_view,
-    "log_softmax_backward": row_view, "layer_norm": row_view, "matmul": matmul_view,
-    "embedding": embedding_view, "gather": gather_view, "scatter": scatter_view,
-    "index_put": index_put_view, "layer_norm_backward": layer_norm_backward_view,
-    "conv2d": window_view, "max_pool2d": window_view,
-    "conv2d_backward": window_backward_view, "max_pool2d_backward": window_backward_view,
+View = Callable[[t.TaskOp, Any, Layout], Descriptor]
+"""A task's descriptor from the task, its computation (of the op class the view is
+registered under) and the arena layout."""
+
+VIEWS: dict[type[Operation], View] = {
+    t.BodyOp: elementwise_view, g.PermuteOp: permute_view, g.SliceOp: slice_view,
+    g.ReshapeOp: reshape_view, g.SumOp: reduce_view, g.MeanOp: reduce_view,
+    g.AmaxOp: reduce_view, g.SoftmaxOp: row_view, g.LogSoftmaxOp: row_view,
+    g.SoftmaxBackwardOp: row_view, g.LogSoftmaxBackwardOp: row_view,
+    g.LayerNormOp: row_view, g.MatmulOp: matmul_view, g.EmbeddingOp: embedding_view,
+    g.GatherOp: gather_view, g.ScatterOp: scatter_view, g.IndexPutOp: index_put_view,
+    g.LayerNormBackwardOp: layer_norm_backward_view, g.Conv2dOp: window_view,
+    g.MaxPool2dOp: window_view, g.Conv2dBackwardOp: window_backward_view,
+    g.MaxPool2dBackwardOp: window_backward_view,
 }
+"""The view of each computation a device function exists for, by op class."""
+
+
+def view_of(op: Operation | None) -> View | None:
+    """The view of a task computing ``op`` (``computation()``): pointwise bodies and
+    elementwise graph ops share one; ``None`` when the target has no device function."""
+    if op is None:
+        return None
+    if op.has_trait(g.Elementwise):
+        return elementwise_view
+    return VIEWS.get(type(op))

@@ -1,39 +1,82 @@
 """The Triton source of the megakernel's device functions, one per task type: the body
 of a ``@triton.jit`` function ``(arena, desc, d)`` that reads its descriptor at ``desc +
-d`` (see ``triton_descriptors``) and computes its task's tiles."""
+d`` (see ``triton_descriptors``) and computes its task's tiles. Task types are told
+apart by what their tasks compute (``task.computation``): a pointwise body, or a graph
+op's class and the properties its code reads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.graph_semantics import SEMANTICS
 from mncore_ir.dialects.values import constant_value
 from mncore_ir.targets.triton_descriptors import RANK, TYPES, TritonTargetError, dtype_of, pow2
 
-#: Python source of the body ops, by graph op class: a format string over the operands.
-_BODY_OPS: dict[type[Operation], str] = {
-    g.AddOp: "{0} + {1}", g.SubOp: "{0} - {1}", g.MulOp: "{0} * {1}", g.DivOp: "{0} / {1}",
-    g.NegOp: "-{0}", g.AbsOp: "tl.abs({0})", g.ExpOp: "tl.exp({0})", g.LogOp: "tl.log({0})",
-    g.SqrtOp: "tl.sqrt({0})", g.RsqrtOp: "1.0 / tl.sqrt({0})", g.ReciprocalOp: "1.0 / {0}",
-    g.TanhOp: "_tanh({0})", g.SigmoidOp: "1.0 / (1.0 + tl.exp(-{0}))",
-    g.ErfOp: "tl.math.erf({0})", g.NotOp: "{0} == 0", g.PowOp: "_pow({0}, {1})",
-    g.MaximumOp: "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-    g.MinimumOp: "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-    g.AndOp: "({0} != 0) & ({1} != 0)", g.OrOp: "({0} != 0) | ({1} != 0)",
-    g.EqOp: "{0} == {1}", g.NeOp: "{0} != {1}", g.LtOp: "{0} < {1}", g.LeOp: "{0} <= {1}",
-    g.GtOp: "{0} > {1}", g.GeOp: "{0} >= {1}", g.WhereOp: "tl.where({0} != 0, {1}, {2})",
-    g.ReluOp: "tl.maximum({0}, 0)",
-}
+#: Native Triton helpers (in the generated prelude) for elementwise ops the semantics
+#: table gives no Triton spelling, keyed on their ``approximate`` property; ops with
+#: neither go through the table's decomposition.
+_NATIVE: dict[type[Operation], str] = {g.GeluOp: "_gelu", g.GeluBackwardOp: "_gelu_backward"}
 
 
 def _value_type(value: SSAValue | Attribute) -> str:
     return TYPES[dtype_of(value).name][1]
+
+
+def _spelling(op: Operation, operands: Sequence[str], ty: str, block: str) -> str | None:
+    """The Triton expression of one op of a pointwise computation on blocks of ``block``
+    points (``ty``: its result's Triton type), or ``None`` when it has none."""
+    if isinstance(op, g.ConstantOp):
+        assert isinstance(op.value, DenseIntOrFPElementsAttr)
+        (value,) = constant_value(op.value).reshape(-1)
+        literal = repr(bool(value)) if ty == "tl.int1" else repr(value.item())
+        literal = {"nan": "float('nan')", "inf": "float('inf')",
+                   "-inf": "float('-inf')"}.get(literal, literal)
+        return f"tl.full([{block}], {literal}, {ty})"
+    if isinstance(op, g.ConvertOp) and ty == "tl.int1":
+        return f"{operands[0]} != 0"
+    native = _NATIVE.get(type(op))
+    if native is not None:
+        assert isinstance(op, g.GeluOp | g.GeluBackwardOp)
+        tanh = "_tanh" if op.approximate.data == "tanh" else ""
+        return f"{native}{tanh}({', '.join(operands)})"
+    entry = SEMANTICS.get(type(op))
+    if entry is None or entry.triton is None:
+        return None
+    return entry.triton.format(*operands, dtype=ty)
+
+
+def _emit(op: Operation, operands: Sequence[str], name: str, block: str,
+          lines: list[str]) -> str:
+    """Append the lines computing ``op``'s result into ``name`` (or, through its
+    decomposition, into names that start with it); returns the result's name."""
+    ty = _value_type(op.results[0])
+    expr = _spelling(op, operands, ty, block)
+    if expr is not None:
+        lines.append(f"{name} = ({expr}).to({ty})")
+        return name
+    entry = SEMANTICS.get(type(op))
+    if entry is None or entry.decompose is None:
+        raise TritonTargetError(f"{op.name} has no Triton form")
+    # A copy of the op on arguments of its own, so the task's IR is left as it was.
+    scratch = Block(arg_types=[o.type for o in op.operands])
+    copy = op.clone(value_mapper=dict(zip(op.operands, scratch.args, strict=True)))
+    scratch.add_op(copy)
+    (result,) = entry.decompose(Builder(InsertPoint.before(copy)), copy)
+    names: dict[SSAValue, str] = dict(zip(scratch.args, operands, strict=True))
+    for j, inner in enumerate(scratch.ops):
+        if inner is not copy:
+            names[inner.results[0]] = _emit(inner, [names[o] for o in inner.operands],
+                                            f"{name}_{j}", block, lines)
+    return names[result]
 
 
 def body_source(body: t.BodyOp, args: Sequence[str], block: str) -> tuple[list[str], list[str]]:
@@ -43,30 +86,11 @@ def body_source(body: t.BodyOp, args: Sequence[str], block: str) -> tuple[list[s
     for i, op in enumerate(body.body.block.ops):
         if isinstance(op, t.YieldOp):
             return lines, [names[v] for v in op.values]
-        name = f"v{i}"
-        ty = _value_type(op.results[0])
-        operands = [names[o] for o in op.operands]
-        if isinstance(op, g.ConstantOp):
-            (value,) = constant_value(op.value).reshape(-1)  # type: ignore[arg-type]
-            literal = repr(bool(value)) if ty == "tl.int1" else repr(value.item())
-            literal = {"nan": "float('nan')", "inf": "float('inf')",
-                       "-inf": "float('-inf')"}.get(literal, literal)
-            expr = f"tl.full([{block}], {literal}, {ty})"
-        elif isinstance(op, g.ConvertOp):
-            expr = f"{operands[0]} != 0" if ty == "tl.int1" else f"{operands[0]}.to({ty})"
-        elif isinstance(op, g.GeluOp | g.GeluBackwardOp):
-            approx = op.properties.get("approximate")
-            tanh = approx is not None and approx.data == "tanh"  # type: ignore[attr-defined]
-            fn = ("_gelu_backward" if isinstance(op, g.GeluBackwardOp) else "_gelu") + (
-                "_tanh" if tanh else "")
-            expr = f"{fn}({', '.join(operands)})"
-        elif type(op) in _BODY_OPS:
-            expr = _BODY_OPS[type(op)].format(*operands)
-        else:
-            raise TritonTargetError(f"task.body @{body.sym_name.data}: {op.name} has no "
-                                    "Triton form")
-        lines.append(f"{name} = ({expr}).to({ty})")
-        names[op.results[0]] = name
+        try:
+            names[op.results[0]] = _emit(op, [names[o] for o in op.operands], f"v{i}", block,
+                                         lines)
+        except TritonTargetError as error:
+            raise TritonTargetError(f"task.body @{body.sym_name.data}: {error}") from None
     raise TritonTargetError(f"task.body @{body.sym_name.data} has no task.yield")
 
 
@@ -116,18 +140,31 @@ def _cols(k: int, what: str) -> str:
 
 @dataclass
 class TaskType:
-    """Tasks that share one device function."""
+    """Tasks that share one device function: they compute ``op`` (a pointwise
+    ``task.body`` or a graph op, from ``task.computation``) on operands of ``dtypes``."""
 
     index: int
-    kind: str
-    key: tuple[Any, ...]
+    op: Operation
     example: t.TaskOp
     dtypes: list[np.dtype]
     largest: list[int] = field(default_factory=lambda: [0] * 4)
 
     @property
     def name(self) -> str:
-        return f"_task{self.index}_{self.kind}"
+        label = "elementwise" if isinstance(self.op, t.BodyOp) else self.op.name
+        return f"_task{self.index}_{label.removeprefix('graph.')}"
+
+
+def task_type_key(op: Operation, dtypes: Sequence[np.dtype]) -> tuple[Any, ...]:
+    """What tells task types apart: a pointwise body by its symbol, a graph op by its
+    class and the properties its device code reads (the rest are in the descriptors)."""
+    if isinstance(op, t.BodyOp):
+        what: tuple[Any, ...] = (t.BodyOp, op.sym_name.data)
+    elif op.has_trait(g.Elementwise) or isinstance(op, g.IndexPutOp):
+        what = (type(op), tuple(sorted(op.properties.items())))
+    else:
+        what = (type(op),)
+    return (*what, tuple(d.name for d in dtypes))
 
 
 def pointwise_source(tt: TaskType, body: list[str], args: list[str], results: list[str],
@@ -144,39 +181,32 @@ def pointwise_source(tt: TaskType, body: list[str], args: list[str], results: li
     return lines
 
 
-def device_source(tt: TaskType, bodies: dict[str, t.BodyOp]) -> list[str]:
+def _elementwise_source(tt: TaskType) -> list[str]:
+    """A pointwise body, or one elementwise graph op, at every point of the tile."""
+    n_in = len(tt.example.ins)
+    args = [f"a{k}" for k in range(n_in)]
+    block = str(min(pow2(tt.largest[0]), 1024))
+    if isinstance(tt.op, t.BodyOp):
+        lines, results = body_source(tt.op, args, block)
+    else:
+        lines = []
+        results = [_emit(tt.op, args, "v0", block, lines)]
+    return pointwise_source(tt, lines, args, results, n_in)
+
+
+def _copy_source(tt: TaskType) -> list[str]:
+    """Permutes, slices and reshapes: their views make them copies."""
+    return pointwise_source(tt, [], ["a0"], ["a0"], 1)
+
+
+def device_source(tt: TaskType) -> list[str]:
     """The body of one task type's device function."""
-    kind = tt.kind
-    if kind == "elementwise":
-        body = bodies[tt.example.body.root_reference.data]  # type: ignore[union-attr]
-        n_in = len(tt.example.ins)
-        args = [f"a{k}" for k in range(n_in)]
-        block = min(pow2(tt.largest[0]), 1024)
-        lines, results = body_source(body, args, str(block))
-        return pointwise_source(tt, lines, args, results, n_in)
-    if kind in ("permute", "slice", "reshape"):
-        return pointwise_source(tt, [], ["a0"], ["a0"], 1)
-    if kind == "embedding":
-        return _embedding_source(tt)
-    if kind == "gather":
-        return _gather_source(tt)
-    if kind == "index_put":
-        return _index_put_source(tt)
-    if kind == "layer_norm_backward":
-        return _layer_norm_backward_source(tt)
-    if kind in ("conv2d", "max_pool2d"):
-        return _window_source(tt)
-    if kind == "conv2d_backward":
-        return _conv_backward_source(tt)
-    if kind == "max_pool2d_backward":
-        return _pool_backward_source(tt)
-    if kind == "scatter":
-        return _scatter_source(tt)
-    if kind == "matmul":
-        return _matmul_source(tt)
-    if kind in ("sum", "mean", "amax"):
-        return _reduce_source(tt)
-    return _row_source(tt)
+    if isinstance(tt.op, t.BodyOp) or tt.op.has_trait(g.Elementwise):
+        return _elementwise_source(tt)
+    source = _SOURCES.get(type(tt.op))
+    if source is None:
+        raise TritonTargetError(f"{tt.op.name} has no Triton device function")
+    return source(tt)
 
 
 def _embedding_source(tt: TaskType) -> list[str]:
@@ -218,8 +248,8 @@ def _scatter_source(tt: TaskType) -> list[str]:
 def _index_put_source(tt: TaskType) -> list[str]:
     dt = tt.dtypes
     block = min(pow2(tt.largest[0]), 1024)
-    accumulate = tt.example.attrs.data.get("accumulate")
-    add = accumulate is not None and accumulate.value.data  # type: ignore[attr-defined]
+    assert isinstance(tt.op, g.IndexPutOp)
+    add = bool(tt.op.accumulate.value.data)
     target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
     write = (f"tl.atomic_add({target}, value, mask=mask)" if add
              else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
@@ -273,7 +303,7 @@ def _window_source(tt: TaskType) -> list[str]:
     """Direct convolution / max-pool: each output element loops over its window."""
     dt = tt.dtypes
     block = min(pow2(tt.largest[0]), 256)
-    conv = tt.kind == "conv2d"
+    conv = isinstance(tt.op, g.Conv2dOp)
     ty = TYPES[dt[0].name][1]
     lines = [*_load_desc(4 if conv else 3, 14),
              "C = x0", "H = x1", "W = x2", "KH = x3", "KW = x4", "SH = x5", "SW = x6",
@@ -424,7 +454,7 @@ def _reduce_source(tt: TaskType) -> list[str]:
     bl = min(pow2(tt.largest[2]), 1024)
     br = max(1, min(pow2(tt.largest[1]), 4096 // bl))
     ty = TYPES[dt[1].name][1]
-    if tt.kind == "amax":
+    if isinstance(tt.op, g.AmaxOp):
         init = other = "float('-inf')"
         combine = "tl.maximum(acc, tl.max(x, axis=1))"
     else:
@@ -439,21 +469,22 @@ def _reduce_source(tt: TaskType) -> list[str]:
              "        x = " + _load(0, dt[0], f"{_rows(0, 'rows')}[:, None] + "
                                   f"{_cols(0, 'cols')}[None, :]", "m2", other),
              f"        acc = ({combine}).to({ty})"]
-    if tt.kind == "mean":
+    if isinstance(tt.op, g.MeanOp):
         lines.append("    acc = acc / L")
     lines.append("    " + _store(1, dt[1], _rows(1, "rows"), "acc", "rmask"))
     return lines
 
 
 def _row_source(tt: TaskType) -> list[str]:
-    kind, dt = tt.kind, tt.dtypes
+    op, dt = tt.op, tt.dtypes
     bl = pow2(tt.largest[2])
     if bl > 16384:
-        raise TritonTargetError(f"task kind {kind}: rows of {tt.largest[2]} elements are "
+        raise TritonTargetError(f"{op.name}: rows of {tt.largest[2]} elements are "
                                 "longer than the 16384 one block holds")
     br = max(1, min(pow2(tt.largest[1]), 8192 // bl))
-    n_ops = {"layer_norm": 6, "softmax": 2, "log_softmax": 2}.get(kind, 3)
-    lines = [*_load_desc(n_ops, 1 if kind == "layer_norm" else 0),
+    layer_norm = isinstance(op, g.LayerNormOp)
+    n_ops = 6 if layer_norm else 2 if isinstance(op, g.RowOp) else 3
+    lines = [*_load_desc(n_ops, 1 if layer_norm else 0),
              "R = s0 * s1 * s2", "L = s3 * s4 * s5",
              f"for r0 in range(0, R, {br}):",
              f"    rows = r0 + tl.arange(0, {br})",
@@ -465,23 +496,24 @@ def _row_source(tt: TaskType) -> list[str]:
         return f"{_rows(k, 'rows')}[:, None] + {_cols(k, 'cols')}[None, :]"
 
     body: list[str]
-    if kind in ("softmax", "log_softmax"):
+    if isinstance(op, g.RowOp):  # softmax, log-softmax
         minus_inf = 'float("-inf")'
         body = [f"x = {_load(0, dt[0], at(0), 'm2', minus_inf)}",
                 "shifted = x - tl.max(x, axis=1)[:, None]",
                 "e = tl.where(m2, tl.exp(shifted), 0.0)",
                 "total = tl.sum(e, axis=1)[:, None]",
-                ("y = e / total" if kind == "softmax" else "y = shifted - tl.log(total)"),
+                ("y = e / total" if isinstance(op, g.SoftmaxOp)
+                 else "y = shifted - tl.log(total)"),
                 _store(1, dt[1], at(1), "y", "m2")]
-    elif kind == "softmax_backward":
+    elif isinstance(op, g.SoftmaxBackwardOp):
         body = [f"gr = {_load(0, dt[0], at(0), 'm2')}", f"out = {_load(1, dt[1], at(1), 'm2')}",
                 "y = out * (gr - tl.sum(gr * out, axis=1)[:, None])",
                 _store(2, dt[2], at(2), "y", "m2")]
-    elif kind == "log_softmax_backward":
+    elif isinstance(op, g.LogSoftmaxBackwardOp):
         body = [f"gr = {_load(0, dt[0], at(0), 'm2')}", f"out = {_load(1, dt[1], at(1), 'm2')}",
                 "y = gr - tl.exp(out) * tl.sum(gr, axis=1)[:, None]",
                 _store(2, dt[2], at(2), "y", "m2")]
-    elif kind == "layer_norm":
+    elif layer_norm:
         body = [f"x = {_load(0, dt[0], at(0), 'm2')}",
                 f"w = {_load(1, dt[1], _cols(1, 'cols') + '[None, :]', 'm2')}",
                 f"b = {_load(2, dt[2], _cols(2, 'cols') + '[None, :]', 'm2')}",
@@ -495,5 +527,21 @@ def _row_source(tt: TaskType) -> list[str]:
                 _store(4, dt[4], _rows(4, "rows"), "mean", "rmask"),
                 _store(5, dt[5], _rows(5, "rows"), "rstd", "rmask")]
     else:
-        raise TritonTargetError(f"task kind {kind!r} has no Triton device function")
+        raise TritonTargetError(f"{op.name} has no Triton row function")
     return lines + ["    " + line for line in body]
+
+
+_SOURCES: dict[type[Operation], Callable[[TaskType], list[str]]] = {
+    g.PermuteOp: _copy_source, g.SliceOp: _copy_source, g.ReshapeOp: _copy_source,
+    g.EmbeddingOp: _embedding_source, g.GatherOp: _gather_source,
+    g.ScatterOp: _scatter_source, g.IndexPutOp: _index_put_source,
+    g.LayerNormBackwardOp: _layer_norm_backward_source, g.Conv2dOp: _window_source,
+    g.MaxPool2dOp: _window_source, g.Conv2dBackwardOp: _conv_backward_source,
+    g.MaxPool2dBackwardOp: _pool_backward_source, g.MatmulOp: _matmul_source,
+    g.SumOp: _reduce_source, g.MeanOp: _reduce_source, g.AmaxOp: _reduce_source,
+    g.SoftmaxOp: _row_source, g.LogSoftmaxOp: _row_source,
+    g.SoftmaxBackwardOp: _row_source, g.LogSoftmaxBackwardOp: _row_source,
+    g.LayerNormOp: _row_source,
+}
+"""The device function of each graph op class the target runs (elementwise ops go
+through ``_elementwise_source``)."""

@@ -33,21 +33,24 @@ from typing import IO, Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.utils.target import Target
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.task_regions import buffer_shape
 from mncore_ir.dialects.values import constant_value
 from mncore_ir.targets.triton_descriptors import (
     RANK,
     TYPES,
-    VIEWS,
     Layout,
     TritonTargetError,
+    View,
     dtype_of,
     right_align,
+    view_of,
 )
-from mncore_ir.targets.triton_device_functions import TaskType, device_source
+from mncore_ir.targets.triton_device_functions import TaskType, device_source, task_type_key
 
 __all__ = ["TritonTarget", "TritonTargetError", "generate", "load"]
 
@@ -272,12 +275,33 @@ def _fmt_list(values: Sequence[Any], per_line: int = 16) -> str:
     return "[\n    " + ",\n    ".join(rows) + ",\n]" if rows else "[]"
 
 
+def _computations(kernel: t.KernelOp) -> list[tuple[Operation, View]]:
+    """What each task computes and the view of its descriptor; refuses, naming them, the
+    tasks the target has no device function for."""
+    bodies = kernel.bodies()
+    by_body: dict[str, tuple[Operation | None, View | None]] = {}  # tasks share bodies
+    found: list[tuple[Operation | None, View | None]] = []
+    for task in kernel.tasks():
+        if task.body_name not in by_body:
+            op = t.computation(task, bodies)
+            by_body[task.body_name] = (op, view_of(op))
+        found.append(by_body[task.body_name])
+    unsupported = sorted({t.task_label(task) + (f" ({op.name})" if op is not None else "")
+                          for task, (op, view) in zip(kernel.tasks(), found, strict=True)
+                          if view is None})
+    if unsupported:
+        blamed = next((op or task for task, (op, view) in zip(kernel.tasks(), found,
+                                                               strict=True) if view is None))
+        raise TritonTargetError(f"the triton target has no device function for task kinds: "
+                                f"{', '.join(unsupported)}", blamed)
+    return [(op, view) for op, view in found if op is not None and view is not None]
+
+
 def generate(kernel: t.KernelOp) -> str:
     """The Python source of the megakernel module for ``kernel``."""
     from mncore_ir.dialects.task import predecessors
 
     layout = Layout(kernel)
-    bodies = kernel.bodies()
     types: dict[tuple[Any, ...], TaskType] = {}
     rows: list[list[int]] = []
     descs: list[int] = []
@@ -286,25 +310,18 @@ def generate(kernel: t.KernelOp) -> str:
         o for o in kernel.body.block.ops if isinstance(o, t.EventOp))}
     targets = [op.triggers.value.data for op in kernel.body.block.ops
                if isinstance(op, t.EventOp)]
-    unsupported = sorted({task.kind.data for task in kernel.tasks()
-                          if task.kind.data not in VIEWS})
-    if unsupported:
-        raise TritonTargetError(f"the triton target has no device function for task kinds: "
-                                f"{', '.join(unsupported)}")
-    for task in kernel.tasks():
-        desc = VIEWS[task.kind.data](task, layout)
-        dtypes = [op.dtype for op in desc.operands]
-        body = task.body.root_reference.data if task.body is not None else None
-        key = (task.kind.data, body, tuple(d.name for d in dtypes))
+    for task, (op, view) in zip(kernel.tasks(), _computations(kernel), strict=True):
+        desc = view(task, op, layout)
+        dtypes = [operand.dtype for operand in desc.operands]
+        key = task_type_key(op, dtypes)
         if key not in types:
-            types[key] = TaskType(len(types), task.kind.data, key, task, dtypes)
+            types[key] = TaskType(len(types), op, task, dtypes)
         tt = types[key]
         sizes = right_align(desc.sizes, RANK, 1)
+        matmul = isinstance(op, g.MatmulOp)
         tt.largest[0] = max(tt.largest[0], math.prod(sizes))
-        tt.largest[1] = max(tt.largest[1], math.prod(sizes[:3]) if task.kind.data != "matmul"
-                            else sizes[3])
-        tt.largest[2] = max(tt.largest[2], math.prod(sizes[3:]) if task.kind.data != "matmul"
-                            else sizes[4])
+        tt.largest[1] = max(tt.largest[1], sizes[3] if matmul else math.prod(sizes[:3]))
+        tt.largest[2] = max(tt.largest[2], sizes[4] if matmul else math.prod(sizes[3:]))
         tt.largest[3] = max(tt.largest[3], sizes[5])
         signal = events[task.signal] if task.signal is not None else -1
         rows.append([tt.index, len(descs), len(waits), len(task.waits), signal])
@@ -313,7 +330,7 @@ def generate(kernel: t.KernelOp) -> str:
 
     functions = []
     for tt in types.values():
-        lines = device_source(tt, bodies)
+        lines = device_source(tt)
         functions.append("\n\n@triton.jit\ndef " + tt.name + "(arena, desc, d):\n"
                          + "\n".join("    " + line for line in lines) + "\n")
     dispatch = []
@@ -324,13 +341,13 @@ def generate(kernel: t.KernelOp) -> str:
     launches, order = _levels(predecessors(kernel))
 
     def slot(value: SSAValue) -> str:
-        shape = tuple(value.type.get_shape())  # type: ignore[attr-defined]
+        shape = buffer_shape(value)
         return f"({layout.base[value]}, {shape!r}, {_torch_dtype(dtype_of(value))})"
 
     constants = []
     for op in kernel.body.block.ops:
         if isinstance(op, t.ConstantOp):
-            values = constant_value(op.value).reshape(-1).tolist()  # type: ignore[arg-type]
+            values = constant_value(op.value).reshape(-1).tolist()
             constants.append(f"({layout.base[op.result]}, "
                              f"{_torch_dtype(dtype_of(op.result))}, {values!r})")
     header = [

@@ -35,7 +35,7 @@ def make_func(name: str, body: Callable[[Builder, tuple[SSAValue, ...]], list[SS
 
 
 def add(builder: Builder, a: SSAValue, b: SSAValue, hint: str | None = None) -> SSAValue:
-    op = builder.insert(g.build(g.AddOp, [a, b]))
+    op = builder.insert(g.AddOp(a, b))
     op.result.name_hint = hint
     return op.result
 

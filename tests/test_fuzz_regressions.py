@@ -29,11 +29,15 @@ def parse_error(text: str) -> tuple[str, int, int]:
 
 
 def kernel(region: str = "0:4", attributes: str = "") -> str:
-    """A one-task kernel copying ``%x[region]``, with the kernel's ``attributes``."""
+    """A one-task kernel copying ``%x[region]`` (its task on line 7), with the kernel's
+    ``attributes``."""
     return ("builtin.module {\n"
             f"  task.kernel @main(%x: memref<4xf32>) -> (%y: memref<4xf32>){attributes} {{\n"
-            f'    task.task "permute" ins(%x[{region}]) outs(%y[0:4]) '
-            "attributes {perm = array<i64: 0>}\n"
+            "    task.body @permute(%a: tensor<4xf32>) {\n"
+            "      %p = graph.permute %a perm = array<i64: 0> : tensor<4xf32> -> tensor<4xf32>\n"
+            "      task.yield %p : tensor<4xf32>\n"
+            "    }\n"
+            f"    task.task @permute ins(%x[{region}]) outs(%y[0:4])\n"
             "    task.return\n"
             "  }\n"
             "}\n")
@@ -43,20 +47,20 @@ def kernel(region: str = "0:4", attributes: str = "") -> str:
 
 
 @pytest.mark.parametrize(("region", "message", "col"), [
-    ("0:-9223372036854775809", "region end -9223372036854775809 is out of range for i64", 34),
-    ("9223372036854775808:4", "region start 9223372036854775808 is out of range for i64", 32),
+    ("0:-9223372036854775809", "region end -9223372036854775809 is out of range for i64", 33),
+    ("9223372036854775808:4", "region start 9223372036854775808 is out of range for i64", 31),
     ("-9223372036854775808:9223372036854775807",
      "region size 18446744073709551615 of -9223372036854775808:9223372036854775807 is out "
-     "of range for i64", 32),
+     "of range for i64", 31),
 ])
 def test_a_region_bound_outside_i64_is_a_parse_error_at_it(region: str, message: str,
                                                            col: int) -> None:
-    assert parse_error(kernel(region)) == (message, 3, col)
+    assert parse_error(kernel(region)) == (message, 7, col)
 
 
 def test_a_region_inside_i64_but_out_of_bounds_is_still_the_verifiers() -> None:
     message, line, _ = parse_error(kernel("-1:4"))
-    assert line == 3
+    assert line == 7
     assert message == "task.task input 0: region [-1:4] is out of bounds in dimension 0 (size 4)"
 
 
@@ -127,7 +131,8 @@ def test_max_instructions_must_be_positive(capsys: pytest.CaptureFixture[str]) -
 
 def test_the_fuzzers_mncore_pipeline_has_a_small_budget() -> None:
     assert mncore_pipeline().endswith(
-        f'convert-task-to-mncore{{machine="tiny" max_instructions={MAX_INSTRUCTIONS}}}')
+        f'convert-task-to-mncore{{machine="tiny" max_instructions={MAX_INSTRUCTIONS}}},'
+        'mncore-schedule')
 
 
 def test_seeds_ignore_lits_output_folders(tmp_path: Path) -> None:

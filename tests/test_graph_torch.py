@@ -135,10 +135,6 @@ class FunctionBuilder:
         self.builder.insert(op)
         return op.results[0] if len(op.results) == 1 else tuple(op.results)
 
-    def build(self, op_type: type[g.GraphOp], operands: Sequence[SSAValue],
-              **props: object) -> SSAValue | tuple[SSAValue, ...]:
-        return self.op(g.build(op_type, operands, **props))
-
     def typed(self, op_type: type[Operation], operand: SSAValue,
               result: TensorType) -> SSAValue:
         """An op whose result type is given (convert, reshape, expand)."""
@@ -186,10 +182,10 @@ def integer_and_bool_reductions() -> tuple[ModuleOp, list[torch.Tensor]]:
     i32, i1 = g.i32, g.i1
     f = FunctionBuilder(g.tensor((3, 4), i32), g.tensor((3, 4), i1), g.tensor((3, 4), g.i64))
     a, b, c = f.args
-    outs = [f.build(g.SumOp, [a], dims=[1]), f.build(g.SumOp, [b], dims=[0, 1]),
-            f.build(g.MeanOp, [c], dims=[0], keepdim=True), f.build(g.AmaxOp, [a], dims=[-1]),
-            f.build(g.SumOp, [c], dims=[0]), f.build(g.AmaxOp, [b], dims=[1]),
-            f.build(g.SumOp, [a], dims=[])]
+    outs = [f.op(g.SumOp(a, dims=[1])), f.op(g.SumOp(b, dims=[0, 1])),
+            f.op(g.MeanOp(c, dims=[0], keepdim=True)), f.op(g.AmaxOp(a, dims=[-1])),
+            f.op(g.SumOp(c, dims=[0])), f.op(g.AmaxOp(b, dims=[1])),
+            f.op(g.SumOp(a, dims=[]))]
     inputs = [randint(100, 3, 4, dtype=torch.int32) - 50, randint(2, 3, 4, seed=1).bool(),
               randint(9, 3, 4, seed=2)]
     return f.module(*outs), inputs  # type: ignore[arg-type]
@@ -203,13 +199,13 @@ def logical_ops_and_conversions() -> tuple[ModuleOp, list[torch.Tensor]]:
     f = FunctionBuilder(t, t)
     x, y = f.args
     zero = f.constant(0.0)
-    mask = f.build(g.GtOp, [x, zero])
-    outs = [f.build(g.AndOp, [x, y]), f.build(g.OrOp, [x, zero]),
-            f.build(g.NotOp, [mask]), f.build(g.AbsOp, [mask]), f.build(g.ReluOp, [mask]),
-            f.build(g.WhereOp, [mask, f.constant(-1.5), x]),
-            f.build(g.WhereOp, [mask, f.constant(1.0), zero]),
-            f.build(g.PowOp, [f.build(g.AbsOp, [x]), f.constant(0.5)]),  # type: ignore[list-item]
-            f.build(g.SubOp, [f.constant(3.0), y]),
+    mask = f.op(g.GtOp(x, zero))
+    outs = [f.op(g.AndOp(x, y)), f.op(g.OrOp(x, zero)),
+            f.op(g.NotOp(mask)), f.op(g.AbsOp(mask)), f.op(g.ReluOp(mask)),
+            f.op(g.WhereOp(mask, f.constant(-1.5), x)),
+            f.op(g.WhereOp(mask, f.constant(1.0), zero)),
+            f.op(g.PowOp(f.op(g.AbsOp(x)), f.constant(0.5))),  # type: ignore[list-item]
+            f.op(g.SubOp(f.constant(3.0), y)),
             f.typed(g.ConvertOp, x, g.tensor((2, 5), g.i32)),
             f.typed(g.ConvertOp, x, g.tensor((2, 5), g.i1)),
             f.typed(g.ConvertOp, x, g.tensor((2, 5), f64))]
@@ -229,17 +225,17 @@ def indexing() -> tuple[ModuleOp, list[torch.Tensor]]:
                         g.tensor((3, 6), g.i64), g.tensor((4, 3), g.i64), g.tensor(()),
                         g.tensor((3,), g.i64))
     x, idx2, dup, rows, cols, scalar, unique = f.args
-    outs = [f.build(g.SliceOp, [x], dim=1, start=1, end=6, step=2),
-            f.build(g.SliceOp, [x], dim=-2, start=1, end=3),
-            f.build(g.ConcatOp, [x, x], dim=-1),
-            f.build(g.EmbeddingOp, [x, idx2]),
-            f.build(g.IndexPutOp, [x, dup, f.constant([float(i) for i in range(6)], (6,))],
-                    accumulate=True),
-            f.build(g.IndexPutOp, [x, unique, scalar]),
-            f.build(g.GatherOp, [x, rows], dim=0),
-            f.build(g.GatherOp, [x, cols], dim=-1),
-            f.build(g.ScatterOp, [x, cols, scalar], dim=1),
-            f.build(g.ScatterOp, [x, rows, f.constant(7.0)], dim=0)]
+    outs = [f.op(g.SliceOp(x, dim=1, start=1, end=6, step=2)),
+            f.op(g.SliceOp(x, dim=-2, start=1, end=3)),
+            f.op(g.ConcatOp(x, x, dim=-1)),
+            f.op(g.EmbeddingOp(x, idx2)),
+            f.op(g.IndexPutOp(x, dup, f.constant([float(i) for i in range(6)], (6,)),
+                    accumulate=True)),
+            f.op(g.IndexPutOp(x, unique, scalar)),
+            f.op(g.GatherOp(x, rows, dim=0)),
+            f.op(g.GatherOp(x, cols, dim=-1)),
+            f.op(g.ScatterOp(x, cols, scalar, dim=1)),
+            f.op(g.ScatterOp(x, rows, f.constant(7.0), dim=0))]
     inputs = [rand(4, 6), randint(4, 3, 2), torch.tensor([0, 3, 0, 0, 2]),
               randint(4, 3, 6, seed=1), randint(6, 4, 3, seed=2), torch.tensor(2.5),
               torch.tensor([3, 0, 1])]
@@ -252,13 +248,13 @@ def row_ops_in_f64_and_gelu() -> tuple[ModuleOp, list[torch.Tensor]]:
     t = g.tensor((3, 4), f64)
     f = FunctionBuilder(t, t, g.tensor((3, 4)), g.tensor((3, 4)))
     x, grad, y, gy = f.args
-    sm = f.build(g.SoftmaxOp, [x], dim=0)
-    lsm = f.build(g.LogSoftmaxOp, [x], dim=-1)
-    outs = [sm, lsm, f.build(g.SoftmaxBackwardOp, [grad, sm], dim=0),
-            f.build(g.LogSoftmaxBackwardOp, [grad, lsm], dim=1)]
+    sm = f.op(g.SoftmaxOp(x, dim=0))
+    lsm = f.op(g.LogSoftmaxOp(x, dim=-1))
+    outs = [sm, lsm, f.op(g.SoftmaxBackwardOp(grad, sm, dim=0)),
+            f.op(g.LogSoftmaxBackwardOp(grad, lsm, dim=1))]
     for approximate in ("none", "tanh"):
-        outs += [f.build(g.GeluOp, [y], approximate=approximate),
-                 f.build(g.GeluBackwardOp, [gy, y], approximate=approximate)]
+        outs += [f.op(g.GeluOp(y, approximate=approximate)),
+                 f.op(g.GeluBackwardOp(gy, y, approximate=approximate))]
     inputs = [rand(3, 4, dtype=torch.float64), rand(3, 4, dtype=torch.float64, seed=1),
               rand(3, 4, seed=2), rand(3, 4, seed=3)]
     return f.module(*outs), inputs  # type: ignore[arg-type]
@@ -270,9 +266,9 @@ def layer_norm_over_two_dims() -> tuple[ModuleOp, list[torch.Tensor]]:
     f = FunctionBuilder(g.tensor((2, 3, 4)), g.tensor((3, 4)), g.tensor((3, 4)),
                         g.tensor((2, 3, 4)))
     x, w, b, grad = f.args
-    out, mean, rstd = f.build(g.LayerNormOp, [x, w, b], normalized_dims=2, eps=1e-5)  # type: ignore[misc]
-    gx, _gw, gb = f.build(g.LayerNormBackwardOp, [grad, x, mean, rstd, w],  # type: ignore[misc]
-                          normalized_dims=2)
+    out, mean, rstd = f.op(g.LayerNormOp(x, w, b, normalized_dims=2, eps=1e-5))  # type: ignore[misc]
+    gx, _gw, gb = f.op(g.LayerNormBackwardOp(grad, x, mean, rstd, w,  # type: ignore[misc]
+                          normalized_dims=2))
     inputs = [rand(2, 3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2), rand(2, 3, 4, seed=3)]
     return f.module(out, mean, rstd, gx, gb), inputs
 
@@ -282,10 +278,10 @@ def grouped_strided_convolution() -> tuple[ModuleOp, list[torch.Tensor]]:
     props = {"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1], "groups": 2}
     f = FunctionBuilder(g.tensor((2, 4, 7, 6)), g.tensor((6, 2, 3, 2)), g.tensor((6,)))
     x, w, b = f.args
-    y = f.build(g.Conv2dOp, [x, w, b], **props)
-    grad = f.build(g.TanhOp, [y])  # type: ignore[list-item]
-    gx, gw, gb = f.build(g.Conv2dBackwardOp, [grad, x, w], **props)  # type: ignore[list-item, misc]
-    _gx2, gw2, _gb2 = f.build(g.Conv2dBackwardOp, [y, x, w], **props)  # type: ignore[list-item, misc]
+    y = f.op(g.Conv2dOp(x, w, b, **props))
+    grad = f.op(g.TanhOp(y))  # type: ignore[list-item]
+    gx, gw, gb = f.op(g.Conv2dBackwardOp(grad, x, w, **props))  # type: ignore[list-item, misc]
+    _gx2, gw2, _gb2 = f.op(g.Conv2dBackwardOp(y, x, w, **props))  # type: ignore[list-item, misc]
     inputs = [rand(2, 4, 7, 6), rand(6, 2, 3, 2, seed=1), rand(6, seed=2)]
     return f.module(y, gx, gw, gb, gw2), inputs
 
@@ -297,9 +293,9 @@ def max_pool_with_overlapping_windows() -> tuple[ModuleOp, list[torch.Tensor]]:
     props = {"kernel": [3, 2], "stride": [1, 2], "padding": [1, 1], "dilation": [2, 1]}
     f = FunctionBuilder(g.tensor((2, 3, 6, 5)), g.tensor((2, 3, 4, 3), g.i64))
     x, indices = f.args
-    y, idx = f.build(g.MaxPool2dOp, [x], **props)  # type: ignore[misc]
-    back = f.build(g.MaxPool2dBackwardOp, [y, x, idx])
-    back_arg = f.build(g.MaxPool2dBackwardOp, [f.build(g.ExpOp, [y]), x, indices])  # type: ignore[list-item]
+    y, idx = f.op(g.MaxPool2dOp(x, **props))  # type: ignore[misc]
+    back = f.op(g.MaxPool2dBackwardOp(y, x, idx))
+    back_arg = f.op(g.MaxPool2dBackwardOp(f.op(g.ExpOp(y)), x, indices))  # type: ignore[list-item]
     x_value = rand(2, 3, 6, 5)
     _, torch_indices = torch.nn.functional.max_pool2d(
         x_value, (3, 2), (1, 2), (1, 1), (2, 1), return_indices=True)
@@ -319,14 +315,14 @@ def test_results_never_share_memory_with_inputs_constants_or_each_other() -> Non
     t = g.tensor((2, 3))
     f = FunctionBuilder(t)
     (x,) = f.args
-    neg = f.build(g.NegOp, [x])
+    neg = f.op(g.NegOp(x))
     outs = [x, f.typed(g.ReshapeOp, x, g.tensor((3, 2))),
-            f.build(g.PermuteOp, [x], perm=[1, 0]),
+            f.op(g.PermuteOp(x, perm=[1, 0])),
             f.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3)),
             f.typed(g.ExpandOp, f.constant(2.0), t),
-            f.build(g.SliceOp, [x], dim=1, start=0, end=2),
+            f.op(g.SliceOp(x, dim=1, start=0, end=2)),
             neg, f.typed(g.ReshapeOp, neg, g.tensor((6,))),  # type: ignore[arg-type]
-            f.typed(g.ExpandOp, f.build(g.SumOp, [neg], dims=[0], keepdim=True), t)]  # type: ignore[arg-type]
+            f.typed(g.ExpandOp, f.op(g.SumOp(neg, dims=[0], keepdim=True)), t)]  # type: ignore[arg-type]
     program = compile_module(f.module(*outs))  # type: ignore[arg-type]
     x_value = rand(2, 3)
     first = program(x_value)
@@ -346,7 +342,7 @@ def test_results_never_share_memory_with_inputs_constants_or_each_other() -> Non
 def test_no_autograd_graph_is_built() -> None:
     f = FunctionBuilder(g.tensor((3,)))
     (x,) = f.args
-    module = f.module(f.build(g.TanhOp, [x]))  # type: ignore[arg-type]
+    module = f.module(f.op(g.TanhOp(x)))  # type: ignore[arg-type]
     x_value = rand(3).requires_grad_(True)
     (out,) = compile_module(module)(x_value)
     assert not out.requires_grad and out.grad_fn is None
@@ -362,11 +358,11 @@ def body_lines(program: TorchProgram) -> list[str]:
 def test_source_has_one_line_per_op() -> None:
     f = FunctionBuilder(g.tensor((2, 3)), g.tensor((3,)))
     x, y = f.args
-    prod = f.build(g.MulOp, [x, y])
-    act = f.build(g.TanhOp, [prod])  # type: ignore[list-item]
-    shifted = f.build(g.AddOp, [act, f.constant(0.5)])  # type: ignore[list-item]
-    scaled = f.build(g.MulOp, [shifted, f.constant([1.0, 2.0, 3.0], (3,))])  # type: ignore[list-item]
-    total = f.build(g.SumOp, [scaled], dims=[0])  # type: ignore[list-item]
+    prod = f.op(g.MulOp(x, y))
+    act = f.op(g.TanhOp(prod))  # type: ignore[list-item]
+    shifted = f.op(g.AddOp(act, f.constant(0.5)))  # type: ignore[list-item]
+    scaled = f.op(g.MulOp(shifted, f.constant([1.0, 2.0, 3.0], (3,))))  # type: ignore[list-item]
+    total = f.op(g.SumOp(scaled, dims=[0]))  # type: ignore[list-item]
     module = f.module(total, act)  # type: ignore[arg-type]
     program = compile_module(module)
     lines = body_lines(program)
@@ -391,7 +387,7 @@ def test_unknown_op_is_named() -> None:
     t = g.tensor((2,))
     f = FunctionBuilder(t)
     (x,) = f.args
-    neg = f.build(g.NegOp, [x])
+    neg = f.op(g.NegOp(x))
     other = f.op(UnknownOp(operands=[neg], result_types=[t]))  # type: ignore[list-item]
     module = f.module(other)  # type: ignore[arg-type]
     with pytest.raises(GraphTorchError, match=r"'test\.op'"):
@@ -401,7 +397,7 @@ def test_unknown_op_is_named() -> None:
 def test_pool_padding_torch_refuses_is_a_compile_error() -> None:
     f = FunctionBuilder(g.tensor((1, 1, 6, 6)))
     (x,) = f.args
-    y, _idx = f.build(g.MaxPool2dOp, [x], kernel=[2, 2], stride=[1, 1], padding=[2, 2],  # type: ignore[misc]
-                      dilation=[1, 1])
+    y, _idx = f.op(g.MaxPool2dOp(x, kernel=[2, 2], stride=[1, 1], padding=[2, 2],  # type: ignore[misc]
+                      dilation=[1, 1]))
     with pytest.raises(GraphTorchError, match="padding"):
         compile_module(f.module(y))

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -364,12 +365,11 @@ def test_any_exception_while_compiling_names_the_failing_node(
 def test_an_executable_that_cannot_be_built_is_a_lazy_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure after the importer (building the executable) names the step's line."""
-    from mncore_ir.frontends import lazy_compile
-
-    def refuse(module: Any, device: str) -> Any:
+    def refuse(module: Any) -> Any:
         raise ValueError("no executable today")
 
-    monkeypatch.setattr(lazy_compile, "device_executable", refuse)
+    compiler = lazy_runtime.runtime().compiler
+    monkeypatch.setattr(compiler, "device", replace(compiler.device, executable=refuse))
     x = torch.randn(3).mncore()
     y = x * 5
     with pytest.raises(torch_mncore.LazyError, match=r"^the cpu device cannot compile this "

@@ -219,7 +219,7 @@ def test_elementwise_kernels_on_tiny_match_the_task_level(
     apply_pipeline(module, f"{prepare},convert-graph-to-task{{elementwise_tile={tile}}}")
     arrays = [x.numpy() for x in inputs]
     expected = simulate_kernel(find_kernel(module), arrays)
-    apply_pipeline(module, "convert-task-to-mncore{machine=tiny}")
+    apply_pipeline(module, "convert-task-to-mncore{machine=tiny},mncore-schedule")
     outputs, _ = simulate(find_program(module), arrays)  # raises on any hazard
     for out, exp in zip(outputs, expected, strict=True):
         np.testing.assert_allclose(out, exp, rtol=1e-5, atol=1e-6)
@@ -234,7 +234,7 @@ def test_conversion_names_the_kinds_it_cannot_lower() -> None:
     apply_pipeline(module, "convert-graph-to-task")
     with pytest.raises(MNCoreConversionError, match="task kind 'softmax' is not lowered "
                        r"\(run graph-decompose before convert-graph-to-task"):
-        apply_pipeline(module, "convert-task-to-mncore")
+        apply_pipeline(module, "convert-task-to-mncore,mncore-schedule")
 
 
 def matmul_module(batch: int, rows: int, depth: int, cols: int) -> ModuleOp:
@@ -261,7 +261,8 @@ def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, ba
     b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
     module = matmul_module(batch, rows, depth, cols)
     apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={tile[0]},{tile[1]}}},"
-                           f"convert-task-to-mncore{{machine=tiny matmul_kernel={kernel}}}")
+                           f"convert-task-to-mncore{{machine=tiny matmul_kernel={kernel}}},"
+                           "mncore-schedule")
     (out,), _ = simulate(find_program(module), [a, b])
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
 
@@ -281,7 +282,8 @@ def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, k
     b = rng.uniform(-1, 1, (1, depth, cols)).astype(np.float32)
     module = matmul_module(1, rows, depth, cols)
     apply_pipeline(module, "convert-graph-to-task{matmul_tile=1024,512},"
-                           f"convert-task-to-mncore{{machine=mncore2 matmul_kernel={kernel}}}")
+                           f"convert-task-to-mncore{{machine=mncore2 matmul_kernel={kernel}}},"
+                           "mncore-schedule")
     program = find_program(module)
     (out,), _ = simulate(program, [a, b])
     np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
@@ -325,7 +327,7 @@ def test_stationary_matmul_says_when_it_does_not_apply() -> None:
     apply_pipeline(module, "convert-graph-to-task")
     with pytest.raises(MNCoreConversionError, match="matmul_kernel=stationary needs K a "
                        "multiple of 4 with 4 K <= 256 words of LM per PE on tiny; K is 6"):
-        apply_pipeline(module, "convert-task-to-mncore{matmul_kernel=stationary}")
+        apply_pipeline(module, "convert-task-to-mncore{matmul_kernel=stationary},mncore-schedule")
 
 
 def test_dmas_to_different_l2bs_do_not_collide() -> None:
@@ -368,7 +370,7 @@ def test_mlp_forward_runs_on_tiny() -> None:
     captured = capture(forward, params, x)
     module = import_captured(captured)
     apply_pipeline(module, "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task,"
-                           "convert-task-to-mncore{machine=tiny}")
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
     (logits,), report = simulate(find_program(module),
                                  [t.numpy() for t in captured.example_inputs])
     with torch.no_grad():

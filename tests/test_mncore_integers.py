@@ -17,9 +17,9 @@ from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import InterpretationError, run_function
 from mncore_ir.targets.mncore_simulator import find_program, simulate
-from mncore_ir.transforms.mncore_common import MNCoreConversionError
+from mncore_ir.transforms.convert_task_to_mncore import MNCoreConversionError
 
-TO_TINY = "convert-graph-to-task,convert-task-to-mncore{machine=tiny}"
+TO_TINY = "convert-graph-to-task,convert-task-to-mncore{machine=tiny},mncore-schedule"
 BIG = 2**24 - 1  # the largest integer input the simulator takes
 #: Edge values of each type (those a word holds), 8 of them.
 EDGES = {

@@ -39,7 +39,8 @@ from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
 from mncore_ir.testing.model_zoo import Block, gpt_adamw, mlp_sgd
 
-TO_TINY = GRAPH_PIPELINE + ",convert-graph-to-task,convert-task-to-mncore{machine=tiny}"
+TO_TINY = (GRAPH_PIPELINE + ",convert-graph-to-task,convert-task-to-mncore{machine=tiny},"
+           "mncore-schedule")
 
 
 def assert_same_results(outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
@@ -225,7 +226,7 @@ def test_lane_programs_on_tiny_match_the_task_level_and_eager(
     lowered = parse_module(ctx, text, "lowered.mlir")
     arrays = [t.numpy() for t in inputs]
     expected = simulate_kernel(find_kernel(task_level), arrays)
-    apply_pipeline(lowered, "convert-task-to-mncore{machine=tiny}")
+    apply_pipeline(lowered, "convert-task-to-mncore{machine=tiny},mncore-schedule")
     outputs, _ = simulate(find_program(lowered), arrays)  # raises on any hazard
     assert_same_results(expected, eager, rtol=1e-5, atol=1e-5)  # the reference is right
     assert_same_results(outputs, expected, rtol=1e-5, atol=1e-5)
@@ -248,7 +249,7 @@ def test_embedding_on_mncore2_matches_eager() -> None:
     captured = capture(lookup, params, ids)
     module = import_captured(captured)
     apply_pipeline(module, GRAPH_PIPELINE + ",convert-graph-to-task,"
-                           "convert-task-to-mncore{machine=mncore2}")
+                           "convert-task-to-mncore{machine=mncore2},mncore-schedule")
     program = find_program(module)
     assert program.target.name == "mncore2"
     (out,), _ = simulate(program, [t.numpy() for t in captured.example_inputs])
@@ -268,7 +269,8 @@ func.func @main(%w: tensor<7x5xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3x5xf32>
 @pytest.mark.parametrize("big", [2**24, -(2**24), 2**40, np.iinfo(np.int64).min])
 def test_simulator_refuses_integers_a_word_cannot_hold(big: int) -> None:
     module = parse_module(make_context(), EMBEDDING, "embedding.mlir")
-    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny}")
+    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny},"
+                           "mncore-schedule")
     program = find_program(module)
     w = np.arange(35, dtype=np.float32).reshape(7, 5)
     ids = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int64)
@@ -293,7 +295,8 @@ def test_logical_ops_on_integers_match_the_interpreter() -> None:
     a, b = np.array([1, 0, 3, 0]), np.array([3, 3, -2, 0])
     expected = run_function(parse_module(make_context(), text, "m.mlir"), [a, b])
     module = parse_module(make_context(), text, "m.mlir")
-    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny}")
+    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny},"
+                           "mncore-schedule")
     outs, _ = simulate(find_program(module), [a, b])
     for ours, theirs in zip(outs, expected, strict=True):
         assert ours.dtype == np.int64
@@ -309,7 +312,7 @@ def test_gpt2_adamw_training_step_on_tiny_matches_the_graph_interpreter() -> Non
     expected = run_function(import_captured(captured), inputs)
     module = import_captured(captured)
     apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task,"
-                           "convert-task-to-mncore{machine=tiny}")
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
     outs, report = simulate(find_program(module), inputs)
     assert len(outs) == len(expected)
     for ours, theirs in zip(outs, expected, strict=True):
@@ -335,7 +338,7 @@ def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str) -> Non
     captured = capture(step, *args)
     module = import_captured(captured)
     apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task,"
-                           f"convert-task-to-mncore{{machine={machine}}}")
+                           f"convert-task-to-mncore{{machine={machine}}},mncore-schedule")
     outs, _ = simulate(find_program(module), [a.numpy() for a in args])
     for ours, theirs in zip(outs, step(*args), strict=True):
         assert ours.dtype == theirs.numpy().dtype

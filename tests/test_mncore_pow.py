@@ -33,7 +33,7 @@ from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
 
 TO_TASK = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task"
-TO_TINY = f"{TO_TASK},convert-task-to-mncore{{machine=tiny}}"
+TO_TINY = f"{TO_TASK},convert-task-to-mncore{{machine=tiny}},mncore-schedule"
 
 #: Bases every test sees: the cases C's pow singles out, then ordinary values.
 SPECIAL_BASES = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0,

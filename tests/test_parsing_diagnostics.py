@@ -103,7 +103,10 @@ def test_literals_xdsl_cannot_pack_are_errors_at_the_literal(attr: str, message:
 def test_task_ops_name_an_unsupported_element_type(body: str, line: int, op: str) -> None:
     error = parse_error("task.kernel @k(%x: memref<4xf32>) -> (%y: memref<4xf32>) {\n"
                         f"{body}"
-                        '  task.task "neg" ins(%x[0:4]) outs(%y[0:4])\n'
+                        "  task.task @neg ins(%x[0:4]) outs(%y[0:4])\n"
+                        "  task.body @neg(%a: tensor<f32>) {\n"
+                        "    %n = graph.neg %a : tensor<f32>\n"
+                        "    task.yield %n : tensor<f32>\n  }\n"
                         "  task.return\n}\n")
     assert position(error) == (line, 3)
     assert error.msg.startswith(f"{op}: element type ")
@@ -221,9 +224,13 @@ def test_a_task_signalling_an_event_defined_later_is_reported_at_the_task() -> N
     error = parse_error("""\
 task.kernel @k(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
   %t = task.buffer : memref<4xf32>
-  task.task "neg" ins(%x[0:4]) outs(%t[0:4]) signal(%e)
+  task.task @neg ins(%x[0:4]) outs(%t[0:4]) signal(%e)
   %e = task.event triggers 1
-  task.task "neg" ins(%t[0:4]) outs(%y[0:4]) waits(%e)
+  task.task @neg ins(%t[0:4]) outs(%y[0:4]) waits(%e)
+  task.body @neg(%a: tensor<f32>) {
+    %n = graph.neg %a : tensor<f32>
+    task.yield %n : tensor<f32>
+  }
   task.return
 }
 """)

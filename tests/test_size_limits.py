@@ -65,7 +65,7 @@ def test_run_refuses_huge_task_buffer(tmp_path, capsys):
     task.yield %2 : tensor<f32>
   }
   %big = task.buffer : memref<1073741824xf32>
-  task.task "elementwise" @ew0 ins(%x[0:4]) outs(%y[0:4])
+  task.task @ew0 ins(%x[0:4]) outs(%y[0:4])
   task.return
 }
 """
@@ -94,7 +94,7 @@ def test_graph_rejects_dynamic_sizes_at_parse(tmp_path, capsys):
     task.yield %2 : tensor<f32>
   }
   %b = task.buffer : memref<?xf32>
-  task.task "elementwise" @ew0 ins(%x[0:4]) outs(%y[0:4])
+  task.task @ew0 ins(%x[0:4]) outs(%y[0:4])
   task.return
 }
 """, "6:3", "task.buffer: memref<?xf32> has a dynamic size; the task level needs static"),

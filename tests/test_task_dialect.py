@@ -16,10 +16,12 @@ import pytest
 from xdsl.dialects import test as xdsl_test
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    StringAttr,
+    SymbolRefAttr,
+    TensorType,
     f32,
     i64,
 )
@@ -29,7 +31,9 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.task import (
+    BodyOp,
     BufferOp,
     EventOp,
     EventType,
@@ -37,7 +41,9 @@ from mncore_ir.dialects.task import (
     ReturnOp,
     TaskOp,
     Tile,
+    YieldOp,
 )
+from mncore_ir.dialects.task_regions import element_type
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import make_context
 
@@ -45,24 +51,62 @@ M8x16 = MemRefType(f32, [8, 16])
 Body = Callable[[Sequence[SSAValue], Sequence[SSAValue]], list[Operation]]
 
 
+def pointwise_bodies(ops: Sequence[Operation]) -> list[BodyOp]:
+    """A pointwise body for each body the tasks in ``ops`` name and ``ops`` do not
+    hold: it yields, for each output, its first argument (or a zero) of that type."""
+    names = {op.sym_name.data for op in ops if isinstance(op, BodyOp)}
+    made: list[BodyOp] = []
+    for op in ops:
+        if not isinstance(op, TaskOp) or op.body_name in names:
+            continue
+        names.add(op.body_name)
+        groups = op.operand_groups()
+        ins, outs = ([TensorType(element_type(v), []) for v in values]
+                     for values in (groups.ins, groups.outs))
+        block = Block(arg_types=ins)
+        values: list[SSAValue] = []
+        for typ in outs:
+            if ins and ins[0] == typ:
+                values.append(block.args[0])
+            else:
+                zero = g.ConstantOp(DenseIntOrFPElementsAttr.from_list(typ, [0]))
+                block.add_op(zero)
+                values.append(zero.result)
+        block.add_op(YieldOp.build(operands=[values]))
+        made.append(BodyOp(op.body_name, Region(block)))
+    return made
+
+
 def make_kernel(name: str, inputs: Sequence[MemRefType], outputs: Sequence[MemRefType],
                 body: Body, terminate: bool = True) -> KernelOp:
-    """A kernel whose block holds ``body(inputs, outputs)`` then a task.return."""
+    """A kernel whose block holds ``body(inputs, outputs)`` (after a pointwise body for
+    each body its tasks name and it lacks) then a task.return."""
     block = Block(arg_types=[*inputs, *outputs])
     ins, outs = block.args[: len(inputs)], block.args[len(inputs):]
-    block.add_ops(body(ins, outs))
+    ops = body(ins, outs)
+    block.add_ops([*pointwise_bodies(ops), *ops])
     if terminate:
         block.add_op(ReturnOp())
     return KernelOp(name, inputs, outputs, Region(block))
 
 
+def one_op_body(name: str, op_type: type[g.GraphOp], typ: TensorType) -> BodyOp:
+    """A body of one unary graph op on ``typ``."""
+    block = Block(arg_types=[typ])
+    op = op_type.create(operands=[block.args[0]], result_types=[typ])
+    block.add_ops([op, YieldOp.build(operands=[[op.results[0]]])])
+    return BodyOp(name, Region(block))
+
+
 def doc_body(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operation]:
-    """The example of the dialect's docstring."""
+    """The example of the dialect's docstring: a tile body and a pointwise body."""
     (x,), (y,) = ins, outs
     t = BufferOp(result_types=[M8x16])
     e = EventOp(2)
     top, bottom, whole = Tile((0, 0), (4, 16)), Tile((4, 0), (4, 16)), Tile((0, 0), (8, 16))
     return [
+        one_op_body("exp", g.ExpOp, TensorType(f32, [4, 16])),
+        one_op_body("neg", g.NegOp, TensorType(f32, [])),
         t, e,
         TaskOp("exp", [(x, top)], [(t.result, top)], signal=e.result),
         TaskOp("exp", [(x, bottom)], [(t.result, bottom)], signal=e.result),
@@ -73,11 +117,19 @@ def doc_body(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operatio
 DOC_TEXT = """\
 builtin.module {
   task.kernel @k(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+    task.body @exp(%a: tensor<4x16xf32>) {
+      %r = graph.exp %a : tensor<4x16xf32>
+      task.yield %r : tensor<4x16xf32>
+    }
+    task.body @neg(%a: tensor<f32>) {
+      %r = graph.neg %a : tensor<f32>
+      task.yield %r : tensor<f32>
+    }
     %t = task.buffer : memref<8x16xf32>
     %e = task.event triggers 2
-    task.task "exp" ins(%x[0:4, 0:16]) outs(%t[0:4, 0:16]) signal(%e)
-    task.task "exp" ins(%x[4:8, 0:16]) outs(%t[4:8, 0:16]) signal(%e)
-    task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
+    task.task @exp ins(%x[0:4, 0:16]) outs(%t[0:4, 0:16]) signal(%e)
+    task.task @exp ins(%x[4:8, 0:16]) outs(%t[4:8, 0:16]) signal(%e)
+    task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
     task.return
   }
 }"""
@@ -105,7 +157,11 @@ def test_build_verify_and_print() -> None:
     x, y = kernel.body.block.args
     x.name_hint, y.name_hint = "x", "y"
     ops = list(kernel.body.block.ops)
-    ops[0].results[0].name_hint, ops[1].results[0].name_hint = "t", "e"
+    for body in ops[:2]:
+        assert isinstance(body, BodyOp)
+        body.body.block.args[0].name_hint = "a"
+        body.body.block.first_op.results[0].name_hint = "r"
+    ops[2].results[0].name_hint, ops[3].results[0].name_hint = "t", "e"
     module = ModuleOp([kernel])
     module.verify()
     assert str(module) == DOC_TEXT
@@ -131,13 +187,26 @@ def test_round_trip_every_form() -> None:
     text = """\
 builtin.module {
   task.kernel @many(%a: memref<4x6xf32>, %c: memref<f32>) -> (%o: memref<4x6xf32>, %p: memref<f32>) attributes {workers = 4 : i64} {
-    %u = task.buffer : memref<6xi32>
+    task.body @cast(%x: tensor<f32>) {
+      %i = graph.convert %x : tensor<f32> to tensor<i32>
+      task.yield %i : tensor<i32>
+    }
+    task.body @fill() {
+      %z = graph.constant dense<0.000000e+00> : tensor<f32>
+      task.yield %z : tensor<f32>
+    }
+    task.body @combine(%x: tensor<f32>, %i: tensor<i32>, %k: tensor<f32>) {
+      %f = graph.convert %i : tensor<i32> to tensor<f32>
+      %m = graph.mul %x, %k : tensor<f32>, tensor<f32> -> tensor<f32>
+      %n = graph.add %m, %f : tensor<f32>, tensor<f32> -> tensor<f32>
+      task.yield %n : tensor<f32>
+    }
+    %u = task.buffer : memref<1x6xi32>
     %none = task.event triggers 0
     %e = task.event triggers 1
-    task.task "nop"
-    task.task "cast" ins(%a[0:1, 0:6]) outs(%u[0:6]) signal(%e) attributes {to = i32}
-    task.task "fill" outs(%p[]) waits(%none)
-    task.task "combine" ins(%a[0:4, 0:6], %u[0:6], %c[]) outs(%o[0:4, 0:6]) waits(%e, %none)
+    task.task @cast ins(%a[0:1, 0:6]) outs(%u[0:1, 0:6]) signal(%e) {to = i32}
+    task.task @fill outs(%p[]) waits(%none)
+    task.task @combine ins(%a[0:4, 0:6], %u[0:1, 0:6], %c[]) outs(%o[0:4, 0:6]) waits(%e, %none)
     task.return
   }
   task.kernel @none() -> () {
@@ -189,16 +258,18 @@ def test_tile_is_hashable_and_frozen() -> None:
 
 
 def test_kernel_accessors() -> None:
-    """(A kind of its own: graph.add would not fit these regions.)"""
-    a, b, out = MemRefType(f32, [4]), MemRefType(f32, [2, 2]), MemRefType(f32, [4])
+    """(The second task names a body of its own: ``acc`` takes two inputs.)"""
+    a, b, out = MemRefType(f32, [4]), MemRefType(f32, [2, 2]), MemRefType(f32, [2, 2])
 
     def body(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operation]:
         e = EventOp(1)
+        second = TaskOp("copy", [(ins[0], Tile((2,), (2,)))], [(outs[0], Tile((1, 0), (1, 2)))],
+                        waits=[e.result])
+        second.attributes["alpha"] = IntegerAttr(3, i64)
         return [e,
                 TaskOp("acc", [(ins[0], Tile((0,), (2,))), (ins[1], Tile((0, 0), (1, 2)))],
-                       [(outs[0], Tile((0,), (2,)))], signal=e.result),
-                TaskOp("acc", [(ins[0], Tile((2,), (2,)))], [(outs[0], Tile((2,), (2,)))],
-                       waits=[e.result], attrs={"alpha": IntegerAttr(3, i64)})]
+                       [(outs[0], Tile((0, 0), (1, 2)))], signal=e.result),
+                second]
 
     kernel = make_kernel("acc", [a, b], [out], body)
     kernel.verify()
@@ -209,14 +280,16 @@ def test_kernel_accessors() -> None:
     tasks = kernel.tasks()
     assert len(tasks) == 2 and all(isinstance(t, TaskOp) for t in tasks)
     first, second = tasks
-    assert first.kind == StringAttr("acc")
+    assert first.body == SymbolRefAttr("acc") and first.body_name == "acc"
+    assert sorted(kernel.bodies()) == ["acc", "copy"]
     assert first.reads() == [(block.args[0], Tile((0,), (2,))),
                              (block.args[1], Tile((0, 0), (1, 2)))]
-    assert first.writes() == [(block.args[2], Tile((0,), (2,)))]
+    assert first.writes() == [(block.args[2], Tile((0, 0), (1, 2)))]
+    assert first.accesses() == (first.reads(), first.writes())
     assert first.signal is not None and isinstance(first.signal.type, EventType)
-    assert list(first.waits) == [] and first.attrs.data == {}
+    assert list(first.waits) == [] and first.attributes == {}
     assert second.signal is None and list(second.waits) == [first.signal]
-    assert second.attrs.data == {"alpha": IntegerAttr(3, i64)}
+    assert second.attributes == {"alpha": IntegerAttr(3, i64)}
     assert kernel.sym_name.data == "acc"
     assert list(kernel.function_type.inputs.data) == [a, b]
     assert list(kernel.function_type.outputs.data) == [out]
@@ -300,12 +373,12 @@ def halves(signals: Sequence[int | None], waits: Sequence[Sequence[int]],
     pytest.param(halves([None, None], [[0], []], [1]),
                  r"event has trigger count 1 but 0 tasks signal it", id="never-signalled"),
     pytest.param(halves([None, 0], [[0], []], [1]),
-                 r"task 0 \(t0\) waits on an event that task 1 signals: tasks must be in a "
+                 r"task 0 \(@t0\) waits on an event that task 1 signals: tasks must be in a "
                  r"topological order", id="wait-on-later"),
     pytest.param(halves([0, None], [[0], []], [1]),
-                 r"task 0 \(t0\) waits on an event that it signals itself", id="wait-on-self"),
+                 r"task 0 \(@t0\) waits on an event that it signals itself", id="wait-on-self"),
     pytest.param(halves([0, 1], [[1], [0]], [1, 1]),
-                 r"task 0 \(t0\) waits on an event that task 1 signals", id="cycle"),
+                 r"task 0 \(@t0\) waits on an event that task 1 signals", id="cycle"),
 ])
 def test_event_rejected(body: Body, message: str) -> None:
     kernel = make_kernel("k", [M8x16], [M8x16], body)
@@ -399,7 +472,7 @@ def test_parse_error_positions() -> None:
     text = """\
 task.kernel @k(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   %e = task.event triggers 1
-  task.task "t" ins(%x[0:9]) outs(%y[0:8]) signal(%e)
+  task.task @t ins(%x[0:9]) outs(%y[0:8]) signal(%e)
   task.return
 }"""
     with pytest.raises(ParseError, match=r"test\.mlir:3:3\n.*\n.*\n.*region \[0:9\] is out "
@@ -416,7 +489,7 @@ def test_parse_error_two_signals() -> None:
     text = """\
 task.kernel @k(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
   %e = task.event triggers 1
-  task.task "t" ins(%x[0:8]) outs(%y[0:8]) signal(%e, %e)
+  task.task @t ins(%x[0:8]) outs(%y[0:8]) signal(%e, %e)
   task.return
 }"""
     with pytest.raises(ParseError, match="a task signals at most one event"):

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.irdl import AttrSizedOperandSegments
 from xdsl.utils.exceptions import VerifyException
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import CapturedGraph, capture, import_captured
 from mncore_ir.parsing import LocatingParser
@@ -434,8 +435,8 @@ def check_ordered_conflicts(kernel: t.KernelOp) -> None:
             overlap = np.all((lo < hi[a]) & (lo[a] < hi), axis=1)
             conflict = overlap & (writes | w) & (index > i)
             for j in set(index[conflict].tolist()):
-                assert anc[j] >> i & 1, (f"tasks {i} ({tasks[i].kind.data}) and {j} "
-                                         f"({tasks[j].kind.data}) race on "
+                assert anc[j] >> i & 1, (f"tasks {i} (@{t.task_label(tasks[i])}) and {j} "
+                                         f"(@{t.task_label(tasks[j])}) race on "
                                          f"%{value.name_hint}")
 
 
@@ -482,7 +483,9 @@ def test_reduction_keeps_a_small_kernel_exact() -> None:
     module = import_captured(capture(build(program), *make_inputs(program)))
     apply_pipeline(module, "canonicalize,cse,dce")
     kernel = to_kernel(module, "{elementwise_tile=8 row_tile=2}")
-    kinds = [task.kind.data for task in kernel.tasks()]
+    bodies = kernel.bodies()
+    kinds = [op.name.removeprefix("graph.") if isinstance(op, g.GraphOp) else "elementwise"
+             for op in (t.computation(task, bodies) for task in kernel.tasks())]
     # tanh, add, neg as two row bands each (the last two write outputs), then the sum:
     # each band only waits for the band it reads.
     assert kinds == ["elementwise"] * 6 + ["sum"] * 2, kinds
@@ -500,6 +503,14 @@ def parse(text: str) -> ModuleOp:
 def kernel_text(tasks: str, events: str = "%e = task.event triggers 1") -> str:
     return f"""
     task.kernel @k(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {{
+      task.body @exp(%a: tensor<f32>) {{
+        %r = graph.exp %a : tensor<f32>
+        task.yield %r : tensor<f32>
+      }}
+      task.body @neg(%a: tensor<f32>) {{
+        %r = graph.neg %a : tensor<f32>
+        task.yield %r : tensor<f32>
+      }}
       %t = task.buffer : memref<8x16xf32>
       {events}
       {tasks}
@@ -508,66 +519,66 @@ def kernel_text(tasks: str, events: str = "%e = task.event triggers 1") -> str:
 
 
 GOOD = """
-      task.task "exp" ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)
-      task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)"""
+      task.task @exp ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)
+      task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)"""
 
 REJECTED = {
     "trigger-count": (
         GOOD, "%e = task.event triggers 2",
         r"event has trigger count 2 but 1 tasks signal it"),
     "unsignalled-event": (
-        GOOD + '\n task.task "exp" ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) waits(%f)',
+        GOOD + '\n task.task @exp ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) waits(%f)',
         "%e = task.event triggers 1\n %f = task.event triggers 1",
         r"event has trigger count 1 but 0 tasks signal it"),
     "wait-on-later-task": (
         """
-        task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
-        task.task "exp" ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)""",
+        task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
+        task.task @exp ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)""",
         "%e = task.event triggers 1",
-        r"task 0 \(neg\) waits on an event that task 1 signals: tasks must be in a "
+        r"task 0 \(@neg\) waits on an event that task 1 signals: tasks must be in a "
         r"topological order"),
     "wait-on-itself": (
         """
-        task.task "exp" ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) waits(%e) signal(%e)
-        task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16])""",
+        task.task @exp ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) waits(%e) signal(%e)
+        task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16])""",
         "%e = task.event triggers 1",
-        r"task 0 \(exp\) waits on an event that it signals itself"),
+        r"task 0 \(@exp\) waits on an event that it signals itself"),
     "wait-on-one-later-signaller": (
         """
-        task.task "exp" ins(%x[0:4, 0:16]) outs(%t[0:4, 0:16]) signal(%e)
-        task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
-        task.task "exp" ins(%x[4:8, 0:16]) outs(%t[4:8, 0:16]) signal(%e)""",
+        task.task @exp ins(%x[0:4, 0:16]) outs(%t[0:4, 0:16]) signal(%e)
+        task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)
+        task.task @exp ins(%x[4:8, 0:16]) outs(%t[4:8, 0:16]) signal(%e)""",
         "%e = task.event triggers 2",
-        r"task 1 \(neg\) waits on an event that task 2 signals"),
+        r"task 1 \(@neg\) waits on an event that task 2 signals"),
     "output-written-twice": (
-        GOOD + '\n task.task "neg" ins(%x[0:2, 0:2]) outs(%y[1:3, 5:7])',
+        GOOD + '\n task.task @neg ins(%x[0:2, 0:2]) outs(%y[1:3, 5:7])',
         "%e = task.event triggers 1",
         r"output 0 of task\.kernel @k: element \[1, 5\] is written by 2 tasks, not "
         r"exactly one"),
     "output-never-written": (
         """
-        task.task "exp" ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)
-        task.task "neg" ins(%t[0:8, 0:15]) outs(%y[0:8, 0:15]) waits(%e)""",
+        task.task @exp ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)
+        task.task @neg ins(%t[0:8, 0:15]) outs(%y[0:8, 0:15]) waits(%e)""",
         "%e = task.event triggers 1",
         r"output 0 of task\.kernel @k: element \[0, 15\] is written by 0 tasks"),
     "input-region-out-of-bounds": (
         """
-        task.task "exp" ins(%x[0:8, 8:24]) outs(%t[0:8, 0:16]) signal(%e)
-        task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)""",
+        task.task @exp ins(%x[0:8, 8:24]) outs(%t[0:8, 0:16]) signal(%e)
+        task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)""",
         "%e = task.event triggers 1",
         r"task\.task input 0: region \[0:8, 8:24\] is out of bounds in dimension 1 "
         r"\(size 16\)"),
     "output-region-out-of-bounds": (
         """
-        task.task "exp" ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)
-        task.task "neg" ins(%t[0:8, 0:16]) outs(%y[1:9, 0:16]) waits(%e)""",
+        task.task @exp ins(%x[0:8, 0:16]) outs(%t[0:8, 0:16]) signal(%e)
+        task.task @neg ins(%t[0:8, 0:16]) outs(%y[1:9, 0:16]) waits(%e)""",
         "%e = task.event triggers 1",
         r"task\.task output 0: region \[1:9, 0:16\] is out of bounds in dimension 0 "
         r"\(size 8\)"),
     "region-of-wrong-rank": (
         """
-        task.task "exp" ins(%x[0:8]) outs(%t[0:8, 0:16]) signal(%e)
-        task.task "neg" ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)""",
+        task.task @exp ins(%x[0:8]) outs(%t[0:8, 0:16]) signal(%e)
+        task.task @neg ins(%t[0:8, 0:16]) outs(%y[0:8, 0:16]) waits(%e)""",
         "%e = task.event triggers 1",
         r"task\.task input 0: region \[0:8\] does not have rank 2"),
 }

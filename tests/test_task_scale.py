@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.printer import Printer
 
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects import task_regions
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.task_simulator import find_kernel, simulate
@@ -256,7 +257,7 @@ def test_written_once_agrees_with_counting_elements(cells_per_tile: int, tiles: 
     for tile in tiles:
         counts[tile.slices()] += 1
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(t, "_CELLS_PER_TILE", cells_per_tile)
+        patch.setattr(task_regions, "_CELLS_PER_TILE", cells_per_tile)
         assert t.covered_once(shape, tiles) == bool((counts == 1).all())
     if not (counts == 1).all():
         first = tuple(int(i) for i in np.argwhere(counts != 1)[0])

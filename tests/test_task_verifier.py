@@ -1,14 +1,15 @@
-"""The task verifier checks what every task kind needs, as the targets read it, and
+"""The task verifier checks what every task's body needs, as the targets read it, and
 checks sizes without allocating them.
 
-* Hand-written kernels, one per requirement: an ``elementwise`` task's body and
-  iteration space; a task named after a graph op is that op on its regions (operand
-  count, attributes, shapes), with regions laid out as the simulator, Triton and
-  convert-task-to-mncore address them. Each is a ``ParseError`` at the task's
+* Hand-written kernels, one per requirement: a pointwise body's arity and iteration
+  space; a tile body's graph op verifies (operand count, properties, shapes) on exactly
+  the task's regions, laid out as the simulator, Triton and convert-task-to-mncore
+  address them. Each is a ``ParseError`` at the task's (or the failing op's)
   ``file:line:col`` with its message.
-* Mutants of the task kernels of ``chain.mlir`` and the model zoo (an attribute or an
-  operand deleted, a region one smaller or larger in its first or last dimension): each
-  is rejected at the task's position, or it is a valid kernel on which the task
+* Mutants of the task kernels of ``chain.mlir`` and the model zoo (a property of the
+  tile op or an operand deleted, a region one smaller or larger in its first or last
+  dimension, the tile body following the regions): each is rejected at the task's or
+  the tile op's position, or it is a valid kernel on which the task
   simulator, the Triton generator and the mncore lowering run without crashing and the
   mncore program computes what the simulator does. Deleting an operand is always an error; deleting
   an attribute is one unless the graph op gives it a default.
@@ -28,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 from xdsl.irdl import OptionalDef
 from xdsl.utils.exceptions import ParseError
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.graph import Graph
 from mncore_ir.frontends.fx import import_captured
@@ -43,8 +46,7 @@ from mncore_ir.targets.task_simulator import find_kernel, simulate
 from mncore_ir.targets.triton_descriptors import TritonTargetError
 from mncore_ir.targets.triton_megakernel import generate
 from mncore_ir.tools.mncore_run import as_tensor, random_inputs
-from mncore_ir.transforms.convert_task_to_mncore import LOWERED
-from mncore_ir.transforms.mncore_common import MNCoreConversionError
+from mncore_ir.transforms.convert_task_to_mncore import LOWERED, MNCoreConversionError
 
 LIT_INPUTS = Path(__file__).parent.parent / "lit_tests" / "transforms" / "Inputs"
 GRAPH_OPS = {op.name.removeprefix("graph."): op for op in Graph.operations}
@@ -75,133 +77,193 @@ NEG_BODY = """  task.body @neg(%a: tensor<f32>) {
 """
 
 
+def tile_body(name: str, args: str, op: str, results: str) -> str:
+    """A tile body: ``op`` (text, on ``%a0``, ``%a1``, ... to ``%r``) yielding ``%r``."""
+    return (f"  task.body @{name}({args}) {{\n    {op}\n"
+            f"    task.yield %r : {results}\n  }}\n")
+
+
 def kernel(args: str, results: str, *lines: str, body: str = "") -> str:
-    """A kernel whose tasks are ``lines`` (the first task on line 2 + body lines)."""
+    """A kernel whose tasks are ``lines`` (after the bodies)."""
     tasks = "".join(f"  {line}\n" for line in lines)
     return f"task.kernel @k({args}) -> ({results}) {{\n{body}{tasks}  task.return\n}}"
 
 
 X46, Y46 = "%x: memref<4x6xf32>", "%y: memref<4x6xf32>"
 WHOLE46 = "[0:4, 0:6]"
+AT_OP = "    %r = "  # an error at the graph op of a tile body
 
 CASES = [
     pytest.param(kernel("%a: memref<4x3xf32>, %b: memref<5x2xf32>", "%c: memref<4x2xf32>",
-                        'task.task "matmul" ins(%a[0:4, 0:3], %b[0:5, 0:2]) outs(%c[0:4, 0:2])'),
-                 r"task.task 'matmul' is graph.matmul on its regions' shapes, which is "
-                 r"invalid: graph.matmul cannot multiply shapes \(4, 3\) and \(5, 2\)",
-                 id="matmul-inner-dims"),
+                        "task.task @mm ins(%a[0:4, 0:3], %b[0:5, 0:2]) outs(%c[0:4, 0:2])",
+                        body=tile_body("mm", "%a0: tensor<4x3xf32>, %a1: tensor<5x2xf32>",
+                                       "%r = graph.matmul %a0, %a1 : tensor<4x3xf32>, "
+                                       "tensor<5x2xf32> -> tensor<4x2xf32>", "tensor<4x2xf32>")),
+                 r"graph.matmul cannot multiply shapes \(4, 3\) and \(5, 2\)",
+                 AT_OP, id="matmul-inner-dims"),
     pytest.param(kernel("%a: memref<4x3xf32>", "%c: memref<4x2xf32>",
-                        'task.task "matmul" ins(%a[0:4, 0:3]) outs(%c[0:4, 0:2])'),
-                 r"graph.matmul on its regions' shapes, which is invalid: Expected 2 "
-                 r"operands, but got 1", id="matmul-one-operand"),
+                        "task.task @mm ins(%a[0:4, 0:3]) outs(%c[0:4, 0:2])",
+                        body=tile_body("mm", "%a0: tensor<4x3xf32>",
+                                       '%r = "graph.matmul"(%a0) : (tensor<4x3xf32>) -> '
+                                       "tensor<4x2xf32>", "tensor<4x2xf32>")),
+                 r"Expected 2 operands, but got 1", AT_OP, id="matmul-one-operand"),
     pytest.param(kernel("%a: memref<2x4x3xf32>, %b: memref<2x3x2xf32>", "%c: memref<2x4x2xf32>",
-                        'task.task "matmul" ins(%a[0:2, 0:4, 0:3], %b[0:2, 0:3, 0:2]) '
-                        'outs(%c[0:2, 0:4, 0:2])'),
-                 r'"matmul" input 0: region \[0:2, 0:4, 0:3\] spans more than one matrix',
-                 id="matmul-batch-in-one-task"),
+                        "task.task @mm ins(%a[0:2, 0:4, 0:3], %b[0:2, 0:3, 0:2]) "
+                        "outs(%c[0:2, 0:4, 0:2])",
+                        body=tile_body("mm", "%a0: tensor<2x4x3xf32>, %a1: tensor<2x3x2xf32>",
+                                       "%r = graph.matmul %a0, %a1 : tensor<2x4x3xf32>, "
+                                       "tensor<2x3x2xf32> -> tensor<2x4x2xf32>",
+                                       "tensor<2x4x2xf32>")),
+                 r"graph.matmul input 0: region \[0:2, 0:4, 0:3\] spans more than one matrix",
+                 "  task.task", id="matmul-batch-in-one-task"),
     pytest.param(kernel(X46, "%y: memref<6x4xf32>",
-                        'task.task "permute" ins(%x[0:4, 0:6]) outs(%y[0:6, 0:4])'),
-                 r"property 'perm' expected in operation 'graph.permute'", id="permute-no-perm"),
+                        "task.task @p ins(%x[0:4, 0:6]) outs(%y[0:6, 0:4])",
+                        body=tile_body("p", "%a0: tensor<4x6xf32>",
+                                       '%r = "graph.permute"(%a0) : (tensor<4x6xf32>) -> '
+                                       "tensor<6x4xf32>", "tensor<6x4xf32>")),
+                 r"property 'perm' expected in operation 'graph.permute'", AT_OP,
+                 id="permute-no-perm"),
     pytest.param(kernel(X46, "%y: memref<4xf32>",
-                        'task.task "sum" ins(%x[0:4, 0:3]) outs(%y[0:4]) '
-                        "attributes {dims = array<i64: 1>, keepdim = false}"),
+                        "task.task @sum ins(%x[0:4, 0:3]) outs(%y[0:4])",
+                        body=tile_body("sum", "%a0: tensor<4x3xf32>",
+                                       "%r = graph.sum %a0 dims = array<i64: 1> : "
+                                       "tensor<4x3xf32> -> tensor<4xf32>", "tensor<4xf32>")),
                  r"sum input 0: region \[0:4, 0:3\] does not cover dimension 1 of its buffer "
-                 r"\(6\): a task reduces whole dimensions", id="sum-part-of-a-row"),
+                 r"\(6\): a task reduces whole dimensions", "  task.task",
+                 id="sum-part-of-a-row"),
     pytest.param(kernel(X46, "%y: memref<4xf32>",
-                        'task.task "sum" ins(%x[2:4, 0:6]) outs(%y[0:2]) '
-                        "attributes {dims = array<i64: 1>, keepdim = false}",
-                        'task.task "sum" ins(%x[0:2, 0:6]) outs(%y[2:4]) '
-                        "attributes {dims = array<i64: 1>, keepdim = false}"),
+                        "task.task @sum ins(%x[2:4, 0:6]) outs(%y[0:2])",
+                        "task.task @sum ins(%x[0:2, 0:6]) outs(%y[2:4])",
+                        body=tile_body("sum", "%a0: tensor<2x6xf32>",
+                                       "%r = graph.sum %a0 dims = array<i64: 1> : "
+                                       "tensor<2x6xf32> -> tensor<2xf32>", "tensor<2xf32>")),
                  r"input region \[2:4, 0:6\] starts at 2 in dimension 0, its output tile "
-                 r"\[0:2\] at 0", id="sum-rows-elsewhere"),
+                 r"\[0:2\] at 0", "  task.task", id="sum-rows-elsewhere"),
     pytest.param(kernel(X46, "%y: memref<4x6xf32>",
-                        'task.task "softmax" ins(%x[0:4, 0:3]) outs(%y[0:4, 0:3]) '
-                        "attributes {dim = 1 : i64}",
-                        'task.task "softmax" ins(%x[0:4, 3:6]) outs(%y[0:4, 3:6]) '
-                        "attributes {dim = 1 : i64}"),
+                        "task.task @sm ins(%x[0:4, 0:3]) outs(%y[0:4, 0:3])",
+                        "task.task @sm ins(%x[0:4, 3:6]) outs(%y[0:4, 3:6])",
+                        body=tile_body("sm", "%a0: tensor<4x3xf32>",
+                                       "%r = graph.softmax %a0 dim 1 : tensor<4x3xf32>",
+                                       "tensor<4x3xf32>")),
                  r"softmax operand 0: region \[0:4, 0:3\] does not cover dimension 1 .*: a task "
-                 r"holds whole rows", id="softmax-half-rows"),
+                 r"holds whole rows", "  task.task", id="softmax-half-rows"),
     pytest.param(kernel("%x: memref<2x4xf32>, %w: memref<4xf32>, %b: memref<4xf32>",
-                        "%y: memref<2x4xf32>, %m: memref<2x1xf32>, %r: memref<2x1xf32>",
-                        'task.task "layer_norm" ins(%x[0:2, 0:4], %w[0:4], %b[0:4]) '
-                        "outs(%y[0:2, 0:4], %m[0:2, 0:1], %r[0:2, 0:1]) "
-                        "attributes {normalized_dims = 1 : i64}"),
-                 r"property 'eps' expected in operation 'graph.layer_norm'",
+                        "%y: memref<2x4xf32>, %m: memref<2x1xf32>, %s: memref<2x1xf32>",
+                        "task.task @ln ins(%x[0:2, 0:4], %w[0:4], %b[0:4]) "
+                        "outs(%y[0:2, 0:4], %m[0:2, 0:1], %s[0:2, 0:1])",
+                        body="  task.body @ln(%a0: tensor<2x4xf32>, %a1: tensor<4xf32>, "
+                             "%a2: tensor<4xf32>) {\n"
+                             '    %r:3 = "graph.layer_norm"(%a0, %a1, %a2) <{normalized_dims = '
+                             "1 : i64}> : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> "
+                             "(tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>)\n"
+                             "    task.yield %r#0, %r#1, %r#2 : tensor<2x4xf32>, "
+                             "tensor<2x1xf32>, tensor<2x1xf32>\n  }\n"),
+                 r"property 'eps' expected in operation 'graph.layer_norm'", "    %r:3 = ",
                  id="layer-norm-no-eps"),
     pytest.param(kernel(X46, "%y: memref<4x2xf32>",
-                        'task.task "slice" ins(%x[0:4, 2:6]) outs(%y[0:4, 0:2]) '
-                        "attributes {dim = 1 : i64, start = 0 : i64, end = 2 : i64, "
-                        "step = 1 : i64}"),
+                        "task.task @sl ins(%x[0:4, 2:6]) outs(%y[0:4, 0:2])",
+                        body=tile_body("sl", "%a0: tensor<4x4xf32>",
+                                       "%r = graph.slice %a0 dim 1 [0:2:1] : tensor<4x4xf32> -> "
+                                       "tensor<4x2xf32>", "tensor<4x2xf32>")),
                  r"slice input 0: region \[0:4, 2:6\] does not cover dimension 1 .*: start "
-                 r"and step index the whole dimension", id="slice-from-a-region"),
+                 r"and step index the whole dimension", "  task.task", id="slice-from-a-region"),
     pytest.param(kernel(X46, "%y: memref<24xf32>",
-                        'task.task "reshape" ins(%x[0:2, 0:3]) outs(%y[0:6])',
-                        'task.task "reshape" ins(%x[2:4, 0:3]) outs(%y[6:12])',
-                        'task.task "reshape" ins(%x[0:4, 3:6]) outs(%y[12:24])'),
+                        "task.task @r6 ins(%x[0:2, 0:3]) outs(%y[0:6])",
+                        "task.task @r6 ins(%x[2:4, 0:3]) outs(%y[6:12])",
+                        "task.task @r12 ins(%x[0:4, 3:6]) outs(%y[12:24])",
+                        body=tile_body("r6", "%a0: tensor<2x3xf32>",
+                                       "%r = graph.reshape %a0 : tensor<2x3xf32> -> "
+                                       "tensor<6xf32>", "tensor<6xf32>")
+                        + tile_body("r12", "%a0: tensor<4x3xf32>",
+                                    "%r = graph.reshape %a0 : tensor<4x3xf32> -> "
+                                    "tensor<12xf32>", "tensor<12xf32>")),
                  r"reshape input 0: region \[0:2, 0:3\] does not cover dimension 1 .*: a "
-                 r"reshape task copies a run of consecutive elements", id="reshape-strided"),
+                 r"reshape task copies a run of consecutive elements", "  task.task",
+                 id="reshape-strided"),
     pytest.param(kernel("%w: memref<5x3xf32>, %i: memref<4xi64>", "%y: memref<4x3xf32>",
-                        'task.task "embedding" ins(%w[0:5, 0:3], %i[2:4]) outs(%y[0:2, 0:3])',
-                        'task.task "embedding" ins(%w[0:5, 0:3], %i[0:2]) outs(%y[2:4, 0:3])'),
-                 r'"embedding": index region \[2:4\] is not at the rows of the output tile '
-                 r"\[0:2, 0:3\]", id="embedding-rows-elsewhere"),
+                        "task.task @emb ins(%w[0:5, 0:3], %i[2:4]) outs(%y[0:2, 0:3])",
+                        "task.task @emb ins(%w[0:5, 0:3], %i[0:2]) outs(%y[2:4, 0:3])",
+                        body=tile_body("emb", "%a0: tensor<5x3xf32>, %a1: tensor<2xi64>",
+                                       "%r = graph.embedding %a0[%a1] : tensor<5x3xf32>, "
+                                       "tensor<2xi64> -> tensor<2x3xf32>", "tensor<2x3xf32>")),
+                 r"embedding: index region \[2:4\] is not at the rows of the output tile "
+                 r"\[0:2, 0:3\]", "  task.task", id="embedding-rows-elsewhere"),
     pytest.param(kernel("%x: memref<4x6xf32>, %i: memref<4x2xi64>", "%y: memref<4x2xf32>",
-                        'task.task "gather" ins(%x[0:4, 0:6], %i[0:2, 0:2]) '
-                        "outs(%y[0:2, 0:2]) attributes {dim = 1 : i64}",
-                        'task.task "gather" ins(%x[0:4, 0:6], %i[2:4, 0:2]) '
-                        "outs(%y[2:4, 0:2]) attributes {dim = 1 : i64}"),
+                        "task.task @ga ins(%x[0:4, 0:6], %i[0:2, 0:2]) outs(%y[0:2, 0:2])",
+                        "task.task @ga ins(%x[0:4, 0:6], %i[2:4, 0:2]) outs(%y[2:4, 0:2])",
+                        body=tile_body("ga", "%a0: tensor<4x6xf32>, %a1: tensor<2x2xi64>",
+                                       "%r = graph.gather %a0[%a1] dim 1 : tensor<4x6xf32>, "
+                                       "tensor<2x2xi64> -> tensor<2x2xf32>", "tensor<2x2xf32>")),
                  r"gather input 1: region \[0:2, 0:2\] does not cover dimension 0 .*: the "
-                 r"targets run this kind over whole buffers", id="gather-tiled"),
+                 r"targets run this op over whole buffers", "  task.task", id="gather-tiled"),
     pytest.param(kernel("%x: memref<1x1x4x4xf32>, %w: memref<1x1x3x3xf32>, %b: memref<1xf32>",
                         "%y: memref<1x1x2x2xf32>",
-                        'task.task "conv2d" ins(%x[0:1, 0:1, 0:4, 0:4], %w[0:1, 0:1, 0:3, 0:3], '
-                        "%b[0:1]) outs(%y[0:1, 0:1, 0:2, 0:2]) attributes {groups = 1 : i64, "
-                        "padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>}"),
-                 r"property 'stride' expected in operation 'graph.conv2d'", id="conv-no-stride"),
+                        "task.task @conv ins(%x[0:1, 0:1, 0:4, 0:4], %w[0:1, 0:1, 0:3, 0:3], "
+                        "%b[0:1]) outs(%y[0:1, 0:1, 0:2, 0:2])",
+                        body=tile_body("conv", "%a0: tensor<1x1x4x4xf32>, "
+                                       "%a1: tensor<1x1x3x3xf32>, %a2: tensor<1xf32>",
+                                       '%r = "graph.conv2d"(%a0, %a1, %a2) <{groups = 1 : i64, '
+                                       "padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>}>"
+                                       " : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>, "
+                                       "tensor<1xf32>) -> tensor<1x1x2x2xf32>",
+                                       "tensor<1x1x2x2xf32>")),
+                 r"property 'stride' expected in operation 'graph.conv2d'", AT_OP,
+                 id="conv-no-stride"),
     pytest.param(kernel(f"{X46}, %z: memref<4x6xf32>", Y46,
-                        f'task.task "elementwise" @neg ins(%x{WHOLE46}, %z{WHOLE46}) '
-                        f"outs(%y{WHOLE46})", body=NEG_BODY),
-                 r"task.body @neg takes \(tensor<f32>\) but the task needs \(tensor<f32>, "
-                 r"tensor<f32>\)", id="elementwise-body-arity"),
-    pytest.param(kernel(X46, Y46, f'task.task "elementwise" ins(%x{WHOLE46}) outs(%y{WHOLE46})'),
-                 r'task.task "elementwise" needs a task.body', id="elementwise-no-body"),
-    pytest.param(kernel(X46, Y46, f'task.task "neg" @neg ins(%x{WHOLE46}) outs(%y{WHOLE46})',
+                        f"task.task @neg ins(%x{WHOLE46}, %z{WHOLE46}) outs(%y{WHOLE46})",
                         body=NEG_BODY),
-                 r"task.task 'neg' takes no task.body \(only 'elementwise' tasks do\)",
-                 id="graph-kind-with-body"),
-    pytest.param(kernel(X46, Y46, 'task.task "elementwise" @neg ins(%x[0:2, 0:6]) '
-                        f"outs(%y{WHOLE46})", body=NEG_BODY),
-                 r'"elementwise": input 0 region \[0:2, 0:6\] does not broadcast to the output '
-                 r"tile \(4x6\)", id="elementwise-input-too-small"),
+                 r"task.body @neg takes \(tensor<f32>\) but the task needs \(tensor<f32>, "
+                 r"tensor<f32>\)", "  task.task", id="elementwise-body-arity"),
+    pytest.param(kernel(X46, Y46, f"task.task @neg ins(%x{WHOLE46}) outs(%y{WHOLE46})"),
+                 r"task.task refers to @neg, which is no task.body of this kernel",
+                 "  task.task", id="no-body"),
+    pytest.param(kernel(X46, Y46, f"task.task @exp ins(%x{WHOLE46}) outs(%y{WHOLE46})",
+                        body=tile_body("exp", "%a0: tensor<2x6xf32>",
+                                       "%r = graph.exp %a0 : tensor<2x6xf32>",
+                                       "tensor<2x6xf32>")),
+                 r"task.body @exp takes \(tensor<2x6xf32>\) but the task needs "
+                 r"\(tensor<4x6xf32>\)", "  task.task", id="tile-body-of-other-shapes"),
+    pytest.param(kernel(X46, Y46, f"task.task @neg ins(%x[0:2, 0:6]) outs(%y{WHOLE46})",
+                        body=NEG_BODY),
+                 r"pointwise task: input 0 region \[0:2, 0:6\] does not broadcast to the output "
+                 r"tile \(4x6\)", "  task.task", id="elementwise-input-too-small"),
     pytest.param(kernel(X46, "%y: memref<4x6xf32>, %z: memref<2x6xf32>",
-                        'task.task "elementwise" @two ins(%x[0:4, 0:6]) '
-                        "outs(%y[0:4, 0:6], %z[0:2, 0:6])",
+                        "task.task @two ins(%x[0:4, 0:6]) outs(%y[0:4, 0:6], %z[0:2, 0:6])",
                         body="""  task.body @two(%a: tensor<f32>) {
     task.yield %a, %a : tensor<f32>, tensor<f32>
   }
 """),
-                 r'"elementwise": output 1 region \[0:2, 0:6\] is not the size of output 0\'s '
-                 r"\(4x6\)", id="elementwise-outputs-differ"),
+                 r"pointwise task: output 1 region \[0:2, 0:6\] is not the size of output 0\'s "
+                 r"\(4x6\)", "  task.task", id="elementwise-outputs-differ"),
 ]
 
 
-@pytest.mark.parametrize(("text", "message"), CASES)
-def test_kind_requirements_are_errors_at_the_task(text: str, message: str) -> None:
+@pytest.mark.parametrize(("text", "message", "blamed"), CASES)
+def test_requirements_are_errors_at_the_task_or_its_op(text: str, message: str,
+                                                        blamed: str) -> None:
+    """Each error is at a line starting with ``blamed``: a task, or the graph op of a
+    tile body that does not verify."""
     lines = text.splitlines()
-    bad = [i for i, line in enumerate(lines, 1) if line.startswith("  task.task")]
+    bad = [i for i, line in enumerate(lines, 1) if line.startswith(blamed)]
     with pytest.raises(ParseError) as info:
         parse(text)
     error = str(info.value)
-    assert any(error.startswith(f"bad.mlir:{line}:3\n") for line in bad), error
+    column = len(blamed) - len(blamed.lstrip()) + 1
+    assert any(error.startswith(f"bad.mlir:{line}:{column}\n") for line in bad), error
     assert re.search(message, error), error
 
 
-def test_tasks_of_unknown_kinds_are_left_to_the_targets() -> None:
-    """A kind that is no graph op verifies; the simulator names it when run."""
-    module = parse(kernel(X46, Y46, f'task.task "frobnicate" ins(%x{WHOLE46}) '
-                                    f"outs(%y{WHOLE46})"))
-    with pytest.raises(InterpretationError, match="task kind 'frobnicate' has no meaning"):
-        simulate(find_kernel(module), [np.zeros((4, 6), np.float32)])
+def test_a_task_of_no_body_is_refused_by_the_simulator() -> None:
+    """A kernel built without verifying it: the simulator names what is missing."""
+    module = parse(kernel(X46, Y46, f"task.task @neg ins(%x{WHOLE46}) outs(%y{WHOLE46})",
+                          body=NEG_BODY))
+    kernel_op = find_kernel(module)
+    body = kernel_op.bodies()["neg"]
+    body.detach()
+    body.erase()
+    with pytest.raises(InterpretationError, match=r"task\.task refers to @neg, which is no "
+                                                  r"task\.body of this kernel"):
+        simulate(kernel_op, [np.zeros((4, 6), np.float32)])
 
 
 # --------------------------------------------------------------------------- mutants
@@ -209,49 +271,79 @@ def test_tasks_of_unknown_kinds_are_left_to_the_targets() -> None:
 
 @dataclass(frozen=True)
 class MiniTask:
-    """One task as a kernel of its own: inputs are kernel arguments, outputs buffers."""
+    """One task as a kernel of its own: inputs are kernel arguments, outputs buffers. A
+    tile body is made from the op, its properties and the task's regions (so a mutated
+    region mutates the op); a pointwise body is kept as it is."""
 
-    kind: str
-    body: str  # the task.body text, or ""
+    kind: str  # "elementwise" or the tile op's name without "graph."
+    body: str  # the pointwise task.body's text, or ""
     ins: tuple[tuple[str, t.Tile], ...]
     outs: tuple[tuple[str, t.Tile], ...]
     types: dict[str, str]  # buffer name -> memref type text
-    attrs: tuple[tuple[str, str], ...]  # name, attribute text
+    attrs: tuple[tuple[str, str], ...]  # the tile op's properties: name, attribute text
 
     @staticmethod
     def of(task: t.TaskOp, bodies: dict[str, t.BodyOp]) -> MiniTask:
         names: dict[object, str] = {}
         types: dict[str, str] = {}
 
-        def name(value: object) -> str:
+        def name(value: SSAValue) -> str:
             if value not in names:
                 names[value] = f"%b{len(names)}"
-                types[names[value]] = str(value.type)  # type: ignore[attr-defined]
+                types[names[value]] = str(value.type)
             return names[value]
 
-        body = str(bodies[task.body.root_reference.data]) if task.body is not None else ""
-        return MiniTask(task.kind.data, body,
-                        tuple((name(v), tile) for v, tile in task.reads()),
-                        tuple((name(v), tile) for v, tile in task.writes()), types,
-                        tuple((k, str(a)) for k, a in task.attrs.data.items()))
+        what = t.computation(task, bodies)
+        ins = tuple((name(v), tile) for v, tile in task.reads())
+        outs = tuple((name(v), tile) for v, tile in task.writes())
+        if isinstance(what, t.BodyOp):
+            return MiniTask("elementwise", str(what), ins, outs, types, ())
+        assert what is not None
+        return MiniTask(what.name.removeprefix("graph."), "", ins, outs, types,
+                        tuple((k, str(a)) for k, a in what.properties.items()))
 
-    def text(self) -> tuple[str, int]:
-        """The kernel and the line of its task."""
+    def tensor(self, pair: tuple[str, t.Tile]) -> str:
+        """The tensor type of a region."""
+        element = self.types[pair[0]][7:-1].split("x")[-1]
+        return f"tensor<{''.join(f'{s}x' for s in pair[1].sizes)}{element}>"
+
+    def tile_body(self) -> list[str]:
+        """``@b``: the op on tensors of the regions, in the generic form."""
+        args = [f"%a{i}" for i in range(len(self.ins))]
+        results = [f"%r{i}" for i in range(len(self.outs))]
+        ins, outs = [self.tensor(p) for p in self.ins], [self.tensor(p) for p in self.outs]
+        props = ", ".join(f"{k} = {v}" for k, v in self.attrs)
+        typed = ", ".join(f"{a}: {s}" for a, s in zip(args, ins, strict=True))
+        defined = f"{', '.join(results)} = " if results else ""
+        op = (f"    {defined}\"graph.{self.kind}\"({', '.join(args)})"
+              + (f" <{{{props}}}>" if props else "")
+              + f" : ({', '.join(ins)}) -> ({', '.join(outs)})")
+        yielded = (f"    task.yield {', '.join(results)} : {', '.join(outs)}" if results
+                   else '    "task.yield"() : () -> ()')
+        return [f"  task.body @b({typed}) {{", op, yielded, "  }"]
+
+    def text(self) -> tuple[str, list[int]]:
+        """The kernel and the lines an error may be at: its task's, and its tile body's
+        op's (which need not accept mutated regions)."""
         read = dict.fromkeys(n for n, _ in self.ins)
         args = ", ".join(f"{n}: {self.types[n]}" for n in read)
         lines = ["task.kernel @mini(" + args + ") -> () {"]
-        lines += ["  " + line for line in self.body.splitlines()]
+        blamed = []
+        if self.body:
+            lines += ["  " + line for line in self.body.splitlines()]
+            symbol = self.body.split("@")[1].split("(")[0]
+        else:
+            lines += self.tile_body()
+            blamed.append(len(lines) - 2)  # the op's line
+            symbol = "b"
         lines += [f"  {n} = task.buffer : {self.types[n]}"
                   for n in dict.fromkeys(n for n, _ in self.outs) if n not in read]
         regions = lambda pairs: ", ".join(f"{n}[{tile}]" for n, tile in pairs)  # noqa: E731
-        symbol = " @" + self.body.split("@")[1].split("(")[0] if self.body else ""
-        task = f'  task.task "{self.kind}"{symbol}'
+        task = f"  task.task @{symbol}"
         task += f" ins({regions(self.ins)})" if self.ins else ""
         task += f" outs({regions(self.outs)})" if self.outs else ""
-        if self.attrs:
-            task += " attributes {" + ", ".join(f"{k} = {v}" for k, v in self.attrs) + "}"
         lines += [task, "  task.return", "}"]
-        return "\n".join(lines), len(lines) - 2
+        return "\n".join(lines), [len(lines) - 2, *blamed]
 
     def mutants(self) -> Iterator[tuple[str, MiniTask]]:
         for i, (key, _) in enumerate(self.attrs):
@@ -321,7 +413,9 @@ def run_everywhere(module: ModuleOp, seed: int = 0) -> None:
         return  # e.g. an index out of range: refused with a message
     with contextlib.suppress(TritonTargetError):
         generate(kernel_op)
-    if not all(task.kind.data in TILED_AND_LOWERED for task in kernel_op.tasks()):
+    bodies = kernel_op.bodies()
+    if not all(label(t.computation(task, bodies)) in TILED_AND_LOWERED
+               for task in kernel_op.tasks()):
         return  # whole-buffer kinds: no region to misplace, and slow to lower
     try:
         apply_pipeline(module, "convert-task-to-mncore{machine=tiny}")
@@ -330,6 +424,12 @@ def run_everywhere(module: ModuleOp, seed: int = 0) -> None:
     outputs, _ = simulate_program(find_program(module), inputs)
     for ours, theirs in zip(outputs, expected, strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def label(what: object) -> str:
+    """The kind of task computing ``what`` (``computation()``), as TILED_AND_LOWERED
+    names it."""
+    return what.name.removeprefix("graph.") if isinstance(what, g.GraphOp) else "elementwise"
 
 
 def rest_of(shape: list[int], tile: t.Tile) -> list[t.Tile]:
@@ -362,7 +462,7 @@ def as_outputs(mini: MiniTask) -> str:
         bodies[element] = (f"  task.body @zero_{element}() {{\n"
                            f"    %c = graph.constant dense<{zero}> : tensor<{element}>\n"
                            f"    task.yield %c : tensor<{element}>\n  }}\n")
-        fills += [f'  task.task "elementwise" @zero_{element} outs({n}[{box}])\n'
+        fills += [f"  task.task @zero_{element} outs({n}[{box}])\n"
                   for box in rest_of(shape, tile)]
     results = ", ".join(f"{n}: {mini.types[n]}" for n in outs)
     body, tail = rest.rsplit("  task.return", 1)
@@ -384,12 +484,14 @@ def test_mutants_are_rejected_at_the_task_or_run_everywhere(corpus: list[MiniTas
     rejected = accepted = 0
     for mini in corpus:
         for what, mutant in mini.mutants():
-            text, line = mutant.text()
+            text, lines = mutant.text()
             where = f"{mini.kind} task, {what}:\n{text}"
             try:
                 parse(text, "mini.mlir")
             except ParseError as error:
-                assert str(error).startswith(f"mini.mlir:{line}:3\n"), f"{where}\n{error}"
+                at = zip(lines, (3, 5), strict=False)  # the task's line, the op's
+                assert any(str(error).startswith(f"mini.mlir:{line}:{column}\n")
+                           for line, column in at), f"{where}\n{error}"
                 rejected += 1
                 continue
             accepted += 1
@@ -417,7 +519,7 @@ def peak_bytes(action: Callable[[], object]) -> int:
 
 
 HUGE = kernel("%x: memref<20000x20000xf32>", "%y: memref<20000x20000xf32>",
-              *(f'task.task "elementwise" @neg ins(%x[{r}:{r + 5000}, 0:20000]) '
+              *(f"task.task @neg ins(%x[{r}:{r + 5000}, 0:20000]) "
                 f"outs(%y[{r}:{r + 5000}, 0:20000])" for r in range(0, 20000, 5000)),
               body=NEG_BODY)
 

@@ -144,12 +144,19 @@ def test_random_program_megakernel_matches_graph(program: Program, pipeline: str
 
 
 def test_unknown_task_kind_is_refused() -> None:
+    """A body whose graph op has no device function (a kind that is no graph op cannot
+    be written: a task names a body)."""
     module = parse_module(make_context(), """
-    task.kernel @k(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
-      task.task "frobnicate" ins(%x[0:4]) outs(%y[0:4])
+    task.kernel @k(%x: memref<4xf32>) -> (%y: memref<2x4xf32>) {
+      task.body @frobnicate(%a: tensor<4xf32>) {
+        %e = graph.expand %a : tensor<4xf32> -> tensor<2x4xf32>
+        task.yield %e : tensor<2x4xf32>
+      }
+      task.task @frobnicate ins(%x[0:4]) outs(%y[0:2, 0:4])
       task.return
     }""", "k.mlir")
-    with pytest.raises(TritonTargetError, match="no device function for task kinds: frobnicate"):
+    with pytest.raises(TritonTargetError, match=r"no device function for task kinds: "
+                                                r"frobnicate \(graph\.expand\)"):
         generate(find_kernel(module))
 
 

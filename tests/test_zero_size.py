@@ -74,7 +74,7 @@ def _result_types(op: Operation, operands: Sequence[SSAValue], size: int) -> lis
     ``size`` zeroed where it has no rule or refuses them (the verifier then says why)."""
     if isinstance(op, g.GraphOp):
         try:
-            return list(type(op).infer([o.type for o in operands], op.props()))  # type: ignore[arg-type]
+            return list(type(op).infer([o.type for o in operands], op.properties))  # type: ignore[arg-type]
         except (NotImplementedError, VerifyException):
             pass
     return [zeroed(r.type, size) for r in op.results]

@@ -76,9 +76,10 @@ def _module_to(self: _M, *args: Any, **kwargs: Any) -> _M:
         return _TORCH_MODULE_TO(self, *args, **kwargs)
 
 
-_module_to._mncore_wraps = _TORCH_MODULE_TO  # type: ignore[attr-defined]
-nn.Module.mncore = _module_mncore  # type: ignore[attr-defined]
-nn.Module.to = _module_to  # type: ignore[method-assign,assignment]
+# torch's classes do not declare these attributes: set them as attributes, not fields
+setattr(_module_to, "_mncore_wraps", _TORCH_MODULE_TO)  # noqa: B010
+setattr(nn.Module, "mncore", _module_mncore)  # noqa: B010
+setattr(nn.Module, "to", _module_to)  # noqa: B010
 
 __all__ = [
     "DEVICES",
@@ -119,17 +120,17 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     _rt.init(device, implicit_sync, asynchronous, gate)
 
 
-def init_cpu(**options: object) -> None:
-    init("cpu", **options)  # type: ignore[arg-type]
+def init_cpu(**options: Any) -> None:
+    init("cpu", **options)
 
 
-def init_mncore(**options: object) -> None:
-    init("mncore", **options)  # type: ignore[arg-type]
+def init_mncore(**options: Any) -> None:
+    init("mncore", **options)
 
 
-def init_cuda(**options: object) -> None:
+def init_cuda(**options: Any) -> None:
     """The GPU path is the Triton megakernel device."""
-    init("triton", **options)  # type: ignore[arg-type]
+    init("triton", **options)
 
 
 def sync(wait: bool = False) -> None:

@@ -3,8 +3,8 @@
 Every op is cut into tiles of its output, one task per tile:
 
 * elementwise ops, ``graph.fused`` chains and ``graph.expand``: tiles of about
-  ``elementwise_tile`` elements; tasks of kind ``"elementwise"`` share the op's scalar
-  ``task.body``, and each input is read over the tile's broadcast image;
+  ``elementwise_tile`` elements; the tasks share the op's pointwise ``task.body`` (on
+  0-d tensors), and each input is read over the tile's broadcast image;
 * ``graph.matmul``: ``matmul_tile`` (rows, columns) output tiles reading a row band of
   the left and a column band of the right operand;
 * row-wise ops (softmax, log-softmax and their backward, layer norm), reductions (sum,
@@ -17,21 +17,19 @@ Every op is cut into tiles of its output, one task per tile:
 * everything else is one task over whole tensors: index_put, gather, scatter, conv2d
   and max-pool (and their backward), layer-norm backward.
 
-A task of kind ``K`` (other than ``elementwise``) computes ``graph.K`` with the op's
-properties on its input regions and yields exactly its output regions.
+A task of any other op runs a tile body: the op, with its properties, on tensors typed
+as the task's input regions, yielding exactly its output regions; the tiles whose
+regions have the same shapes share one (``convert_graph_to_task_bodies``).
 
 Dependencies come from region overlap between a task and the earlier tasks that wrote
 what it reads (read-after-write), or read or wrote what it overwrites when a buffer is
-reused (write-after-read, write-after-write). Each op's accesses to a buffer are indexed
-as a grid when they are uniform, so finding the overlapping tiles is arithmetic per
-dimension; other accesses fall back to interval intersection. The edges are reduced
-transitively; producers with the same set of consumers then share one event.
+reused (write-after-read, write-after-write), found as ``convert_graph_to_task_tiles``
+describes; producers with the same set of consumers then share one event.
 """
 
 from __future__ import annotations
 
 import gc
-import itertools
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,7 +40,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    StringAttr,
     TensorType,
     i64,
 )
@@ -55,8 +52,17 @@ from xdsl.utils.exceptions import DiagnosticException
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.task import Tile
-
-Shape = tuple[int, ...]
+from mncore_ir.dialects.task_regions import RegionTypes
+from mncore_ir.transforms.convert_graph_to_task_bodies import Bodies, is_scalar_constant
+from mncore_ir.transforms.convert_graph_to_task_tiles import (
+    AccessGroup,
+    Shape,
+    broadcast_region,
+    grid,
+    tile_sizes,
+    transitive_reduction,
+    whole,
+)
 
 
 class TaskConversionError(DiagnosticException):
@@ -78,91 +84,14 @@ def memref_of(typ: Attribute) -> MemRefType:
     return MemRefType(typ.element_type, typ.get_shape())
 
 
-# --------------------------------------------------------------------------- tiling
-
-
-def tile_sizes(shape: Shape, budget: int, fixed: dict[int, int] | None = None) -> Shape:
-    """Per-dimension tile sizes: ``fixed`` dimensions as given, the others filled from
-    the innermost outwards until a tile holds about ``budget`` of their points."""
-    fixed = fixed or {}
-    sizes = [0] * len(shape)
-    room = max(budget, 1)
-    for d in reversed(range(len(shape))):
-        if d in fixed:
-            sizes[d] = min(fixed[d], shape[d])
-            continue
-        sizes[d] = max(1, min(shape[d], room))
-        room = max(1, room // max(shape[d], 1))
-    return tuple(sizes)
-
-
-def grid(shape: Shape, sizes: Shape) -> Iterator[Tile]:
-    """The tiles of ``sizes`` covering ``shape`` in row-major order (edges clipped); a
-    zero-size tensor has none."""
-    if 0 in shape:
-        return
-    ranges = [range(0, n, s) for n, s in zip(shape, sizes, strict=True)]
-    for offsets in itertools.product(*ranges):
-        yield Tile(offsets, tuple(min(s, n - o)
-                                  for o, s, n in zip(offsets, sizes, shape, strict=True)))
-
-
-def broadcast_region(tile: Tile, shape: Shape) -> Tile:
-    """The region of an operand of ``shape`` that broadcasts onto ``tile``."""
-    lead = len(tile.offsets) - len(shape)
-    offsets, sizes = [], []
-    for d, n in enumerate(shape):
-        o, s = tile.offsets[lead + d], tile.sizes[lead + d]
-        offsets.append(0 if n == 1 else o)
-        sizes.append(1 if n == 1 else s)
-    return Tile(tuple(offsets), tuple(sizes))
-
-
-def whole(shape: Shape) -> Tile:
-    return Tile((0,) * len(shape), tuple(shape))
-
-
-# --------------------------------------------------------------------------- accesses
-
-
-@dataclass
-class AccessGroup:
-    """The regions that one op's tasks access in one buffer, indexed for overlap queries:
-    a grid (one cell per aligned tile) when the regions are uniform, else a list."""
-
-    shape: Shape
-    entries: list[tuple[Tile, int]] = field(default_factory=list)
-    cell: Shape = ()
-    cells: dict[Shape, list[int]] | None = None
-
-    def finish(self) -> None:
-        if not self.entries:
-            return
-        rank = len(self.shape)
-        # A cell is at least 1 wide: an empty region (of a zero-size dimension) overlaps
-        # no cell, as it overlaps no access.
-        cell = tuple(max(1, *(tile.sizes[d] for tile, _ in self.entries))
-                     for d in range(rank))
-        cells: dict[Shape, list[int]] = {}
-        for tile, task in self.entries:
-            for o, s, c, n in zip(tile.offsets, tile.sizes, cell, self.shape, strict=True):
-                if o % c or s != min(c, n - o):
-                    return  # not a uniform grid: keep the list
-            cells.setdefault(tuple(o // c for o, c in zip(tile.offsets, cell, strict=True)),
-                             []).append(task)
-        self.cell, self.cells = cell, cells
-
-    def overlapping(self, region: Tile) -> Iterator[int]:
-        if self.cells is not None:
-            spans = [range(o // c, (o + s - 1) // c + 1)
-                     for o, s, c in zip(region.offsets, region.sizes, self.cell, strict=True)]
-            for index in itertools.product(*spans):
-                yield from self.cells.get(index, ())
-            return
-        for tile, task in self.entries:
-            if all(a < b + m and b < a + s for a, s, b, m in
-                   zip(region.offsets, region.sizes, tile.offsets, tile.sizes, strict=True)):
-                yield task
+def region_types(pairs: Sequence[tuple[SSAValue, Tile]]) -> RegionTypes:
+    """The element type and sizes of each region of graph values."""
+    types = []
+    for value, tile in pairs:
+        typ = value.type
+        assert isinstance(typ, TensorType)
+        types.append((typ.element_type, tile.sizes))
+    return tuple(types)
 
 
 @dataclass
@@ -177,7 +106,9 @@ class Storage:
 
     @property
     def shape(self) -> Shape:
-        return tuple(self.value.type.get_shape())  # type: ignore[attr-defined]
+        typ = self.value.type
+        assert isinstance(typ, MemRefType)
+        return tuple(typ.get_shape())
 
     def new_version(self) -> None:
         self.previous = self.writers + self.readers
@@ -186,51 +117,10 @@ class Storage:
 
 @dataclass
 class PlannedTask:
-    kind: str
+    body: str
     ins: list[tuple[Storage, Tile]]
     outs: list[tuple[Storage, Tile]]
-    attrs: dict[str, Attribute]
-    body: str | None = None
     deps: set[int] = field(default_factory=set)
-
-
-# --------------------------------------------------------------------------- scalar bodies
-
-
-def scalar(typ: Attribute) -> TensorType:
-    assert isinstance(typ, TensorType)
-    return TensorType(typ.element_type, [])
-
-
-def is_scalar_constant(value: SSAValue) -> bool:
-    return isinstance(value.owner, g.ConstantOp) and g.shape_of(value) == ()
-
-
-def scalar_body(name: str, ops: Sequence[Operation], inputs: Sequence[SSAValue],
-                outputs: Sequence[SSAValue]) -> t.BodyOp:
-    """The ops (elementwise, on tensors) rewritten on 0-d tensors: one block argument
-    per input, scalar constants copied in, ``task.yield`` of the outputs."""
-    block = Block(arg_types=[scalar(v.type) for v in inputs])
-    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args, strict=True))
-
-    def get(value: SSAValue) -> SSAValue:
-        if value not in mapping:  # a 0-d constant
-            const = value.owner.clone()  # type: ignore[union-attr]
-            block.add_op(const)
-            mapping[value] = const.results[0]
-        return mapping[value]
-
-    for op in ops:
-        if isinstance(op, g.ConstantOp):
-            get(op.result)
-            continue
-        new = type(op).create(operands=[get(o) for o in op.operands],
-                              result_types=[scalar(r.type) for r in op.results],
-                              properties=dict(op.properties), attributes=dict(op.attributes))
-        block.add_op(new)
-        mapping.update(zip(op.results, new.results, strict=True))
-    block.add_op(t.YieldOp.build(operands=[[get(v) for v in outputs]]))
-    return t.BodyOp(name, Region(block))
 
 
 # --------------------------------------------------------------------------- the pass
@@ -303,8 +193,8 @@ class KernelBuilder:
         self.block = Block(arg_types=[*ins, *outs])
         self.inputs = list(self.block.args[: len(ins)])
         self.outputs = list(self.block.args[len(ins):])
-        self.head: list[Operation] = []  # bodies, buffers and constants
-        self.bodies: dict[str, str] = {}  # printed body -> its symbol
+        self.head: list[Operation] = []  # buffers and constants
+        self.bodies = Bodies()
         self.tasks: list[PlannedTask] = []
         self.where: dict[SSAValue, Storage] = {}
         self.free: dict[MemRefType, list[Storage]] = {}
@@ -330,7 +220,7 @@ class KernelBuilder:
         if value not in self.where:
             owner = value.owner
             assert isinstance(owner, g.ConstantOp), f"{value} has no storage"
-            const = t.ConstantOp(owner.value)  # type: ignore[arg-type]
+            const = t.ConstantOp(owner.value)
             const.result.name_hint = value.name_hint
             self.head.append(const)
             self.where[value] = Storage(const.result, reusable=False)
@@ -363,18 +253,20 @@ class KernelBuilder:
                     f"{op.name}: {value.type} has {count:,} elements, more than the "
                     f"{MAX_BUFFER_ELEMENTS:,} a task-level buffer can address", op)
 
-    def plan(self, kind: str, ins: Sequence[tuple[SSAValue, Tile]],
-             outs: Sequence[tuple[SSAValue, Tile]], attrs: dict[str, Attribute] | None = None,
-             body: str | None = None) -> None:
+    def plan(self, body: g.GraphOp | str, ins: Sequence[tuple[SSAValue, Tile]],
+             outs: Sequence[tuple[SSAValue, Tile]]) -> None:
+        """A task running ``body`` (a pointwise body's symbol, or a graph op, whose tile
+        body on these regions' types it gets) on regions of the graph values."""
         if any(0 in tile.sizes for _, tile in outs):
             return  # a zero-size result needs no task
         if any(0 in tile.sizes for _, tile in ins):
             raise TaskConversionError(
                 f"{self.current.name}: a task would read a zero-size region to make a "
                 "non-empty result, which the task level cannot express", self.current)
-        self.tasks.append(PlannedTask(
-            kind, [(self.storage_of(v), tile) for v, tile in ins],
-            [(self.where[v], tile) for v, tile in outs], attrs or {}, body))
+        if not isinstance(body, str):
+            body = self.bodies.tile(body, region_types(ins), region_types(outs))
+        self.tasks.append(PlannedTask(body, [(self.storage_of(v), tile) for v, tile in ins],
+                                      [(self.where[v], tile) for v, tile in outs]))
 
     def build(self) -> t.KernelOp:
         body = list(self.func.body.block.ops)
@@ -419,10 +311,10 @@ class KernelBuilder:
             self.where[value] = self.storage_of(value)
             target = Storage(self.outputs[i], reusable=False)
             shape = g.shape_of(value)
-            body = self.body([], [value], [value])
+            body = self.bodies.pointwise([], [value], [value])
             for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
-                self.tasks.append(PlannedTask(
-                    "elementwise", [(self.where[value], tile)], [(target, tile)], {}, body))
+                self.tasks.append(PlannedTask(body, [(self.where[value], tile)],
+                                              [(target, tile)]))
             self.record_accesses(first)
         return self.emit()
 
@@ -474,7 +366,7 @@ class KernelBuilder:
             for tile in self.grid(shape, sizes):
                 lead, (mo, no), (ms, ns) = tile.offsets[:-2], tile.offsets[-2:], tile.sizes[-2:]
                 ones = (1,) * (rank - 2)
-                self.plan("matmul", [(op.lhs, Tile((*lead, mo, 0), (*ones, ms, k))),
+                self.plan(op, [(op.lhs, Tile((*lead, mo, 0), (*ones, ms, k))),
                                      (op.rhs, Tile((*lead, 0, no), (*ones, k, ns)))],
                           [(op.result, tile)])
         elif isinstance(op, g.RowOp | g.RowBackwardOp):
@@ -482,8 +374,7 @@ class KernelBuilder:
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
             rows = self.rows_per_task(shape[dim])
             for tile in self.grid(shape, tile_sizes(shape, rows, {dim: shape[dim]})):
-                self.plan(op.name[6:], [(v, tile) for v in op.operands], [(op.result, tile)],
-                          dict(op.properties))
+                self.plan(op, [(v, tile) for v in op.operands], [(op.result, tile)])
         elif isinstance(op, g.LayerNormOp):
             shape = g.shape_of(op.input)
             k = op.normalized_dims.value.data
@@ -492,10 +383,9 @@ class KernelBuilder:
             rows = self.rows_per_task(math.prod(shape[lead:]))
             for tile in self.grid(shape, tile_sizes(shape, rows, full)):
                 stats = Tile((*tile.offsets[:lead], *[0] * k), (*tile.sizes[:lead], *[1] * k))
-                self.plan("layer_norm", [(op.input, tile), (op.weight, whole(shape[lead:])),
-                                         (op.bias, whole(shape[lead:]))],
-                          [(op.output, tile), (op.mean, stats), (op.rstd, stats)],
-                          dict(op.properties))
+                self.plan(op, [(op.input, tile), (op.weight, whole(shape[lead:])),
+                               (op.bias, whole(shape[lead:]))],
+                          [(op.output, tile), (op.mean, stats), (op.rstd, stats)])
         elif isinstance(op, g.ReduceOp):
             self.lower_reduce(op)
         elif isinstance(op, g.PermuteOp):
@@ -505,20 +395,20 @@ class KernelBuilder:
                 offsets, sizes = [0] * len(perm), [0] * len(perm)
                 for i, p in enumerate(perm):
                     offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
-                self.plan("permute", [(op.input, Tile(tuple(offsets), tuple(sizes)))],
-                          [(op.result, tile)], dict(op.properties))
+                self.plan(op, [(op.input, Tile(tuple(offsets), tuple(sizes)))],
+                          [(op.result, tile)])
         elif isinstance(op, g.ConcatOp):  # copies of each input into its slab
             shape = g.shape_of(op.result)
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
             start = 0
             for value in op.inputs:
                 part = g.shape_of(value)
-                body = self.body([], [value], [value])
+                body = self.bodies.pointwise([], [value], [value])
                 for tile in self.grid(part, tile_sizes(part, o.elementwise_tile)):
                     offsets = list(tile.offsets)
                     offsets[dim] += start
-                    self.plan("elementwise", [(value, tile)],
-                              [(op.result, Tile(tuple(offsets), tile.sizes))], {}, body)
+                    self.plan(body, [(value, tile)],
+                              [(op.result, Tile(tuple(offsets), tile.sizes))])
                 start += part[dim]
         elif isinstance(op, g.ReshapeOp):
             self.lower_reshape(op)
@@ -530,19 +420,18 @@ class KernelBuilder:
             for tile in self.grid(shape, tile_sizes(shape, budget, {dim: shape[dim]})):
                 region = Tile((*tile.offsets[:dim], 0, *tile.offsets[dim + 1:]),
                               (*tile.sizes[:dim], full, *tile.sizes[dim + 1:]))
-                self.plan("slice", [(op.input, region)], [(op.result, tile)],
-                          dict(op.properties))
+                self.plan(op, [(op.input, region)], [(op.result, tile)])
         elif isinstance(op, g.EmbeddingOp):
             shape = g.shape_of(op.result)
             rank = len(shape)
             rows = self.rows_per_task(shape[-1])
             for tile in self.grid(shape, tile_sizes(shape, rows, {rank - 1: shape[-1]})):
-                self.plan("embedding", [(op.weight, whole(g.shape_of(op.weight))),
-                                        (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
+                self.plan(op, [(op.weight, whole(g.shape_of(op.weight))),
+                               (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
                           [(op.result, tile)])
         else:  # one task over whole tensors
-            self.plan(op.name[6:], [(v, whole(g.shape_of(v))) for v in op.operands],
-                      [(r, whole(g.shape_of(r))) for r in op.results], dict(op.properties))
+            self.plan(op, [(v, whole(g.shape_of(v))) for v in op.operands],
+                      [(r, whole(g.shape_of(r))) for r in op.results])
 
     def rows_per_task(self, row: int) -> int:
         """Rows per task of an op whose rows hold ``row`` elements each (a reduction's
@@ -559,31 +448,21 @@ class KernelBuilder:
                       if isinstance(c, g.ConstantOp) and not is_scalar_constant(c.result)]
             inputs, outputs = [*op.inputs, *tables], list(op.outputs)
             args = [*op.body.block.args, *tables]
-            returned = list(op.body.block.last_op.operands)  # type: ignore[union-attr]
-            body = self.body(inner, args, returned)
+            terminator = op.body.block.last_op
+            assert terminator is not None
+            body = self.bodies.pointwise(inner, args, list(terminator.operands))
         else:
             inputs = list(dict.fromkeys(v for v in op.operands if not is_scalar_constant(v)))
             outputs = list(op.results)
             ops = [] if isinstance(op, g.ExpandOp) else [op]
             yielded = [op.operands[0]] if isinstance(op, g.ExpandOp) else outputs
-            body = self.body(ops, inputs, yielded)
+            body = self.bodies.pointwise(ops, inputs, yielded)
         shape = g.shape_of(outputs[0])
         if any(g.shape_of(r) != shape for r in outputs):
             raise TaskConversionError(f"{op.name}: outputs of different shapes")
         for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
-            self.plan("elementwise", [(v, broadcast_region(tile, g.shape_of(v))) for v in inputs],
-                      [(r, tile) for r in outputs], {}, body)
-
-    def body(self, ops: Sequence[Operation], inputs: Sequence[SSAValue],
-             outputs: Sequence[SSAValue]) -> str:
-        """The symbol of the scalar body of ``ops``; equal bodies are made once."""
-        op = scalar_body("body", ops, inputs, outputs)
-        key = str(op)
-        if key not in self.bodies:
-            self.bodies[key] = name = f"ew{len(self.bodies)}"
-            op.sym_name = StringAttr(name)
-            self.head.insert(len(self.bodies) - 1, op)
-        return self.bodies[key]
+            self.plan(body, [(v, broadcast_region(tile, g.shape_of(v))) for v in inputs],
+                      [(r, tile) for r in outputs])
 
     def lower_reshape(self, op: g.ReshapeOp) -> None:
         """Bands along the first dimension of size > 1 of the output whose elements are
@@ -594,7 +473,7 @@ class KernelBuilder:
         a_in = next((d for d, n in enumerate(src) if n > 1), None)
         a_out = next((d for d, n in enumerate(dst) if n > 1), None)
         if a_in is None or a_out is None:
-            self.plan("reshape", [(op.input, whole(src))], [(op.result, whole(dst))])
+            self.plan(op, [(op.input, whole(src))], [(op.result, whole(dst))])
             return
         inner_in, inner_out = math.prod(src[a_in + 1:]), math.prod(dst[a_out + 1:])
         step = inner_in // math.gcd(inner_in, inner_out)
@@ -609,7 +488,7 @@ class KernelBuilder:
         for start in range(0, dst[a_out], rows):
             count = min(rows, dst[a_out] - start)
             first, last = start * inner_out // inner_in, (start + count) * inner_out // inner_in
-            self.plan("reshape", [(op.input, band(src, a_in, first, last - first))],
+            self.plan(op, [(op.input, band(src, a_in, first, last - first))],
                       [(op.result, band(dst, a_out, start, count))])
 
     def lower_reduce(self, op: g.ReduceOp) -> None:
@@ -626,8 +505,7 @@ class KernelBuilder:
             for i, d in enumerate(kept):
                 if d not in dims:
                     offsets[d], sizes[d] = tile.offsets[i], tile.sizes[i]
-            self.plan(op.name[6:], [(op.input, Tile(tuple(offsets), tuple(sizes)))],
-                      [(op.result, tile)], dict(op.properties))
+            self.plan(op, [(op.input, Tile(tuple(offsets), tuple(sizes)))], [(op.result, tile)])
 
     # --- emission
 
@@ -653,14 +531,15 @@ class KernelBuilder:
                 counts[event] = counts.get(event, 0) + 1
         for event, count in counts.items():
             event.triggers = IntegerAttr(count, i64)
-        ops: list[Operation] = [*self.head, *event_of.values()]
+        ops: list[Operation] = [*self.bodies.ops, *self.head, *event_of.values()]
+        results = [event.result if event is not None else None for event in signal]
         for index, task in enumerate(self.tasks):
-            waits = list(dict.fromkeys(signal[p].result for p in sorted(preds[index])))  # type: ignore[union-attr]
-            event = signal[index]
-            ops.append(t.TaskOp(task.kind, [(s.value, tile) for s, tile in task.ins],
+            # A predecessor signals an event: it has a successor, this task.
+            waits = list(dict.fromkeys(e for p in sorted(preds[index])
+                                       if (e := results[p]) is not None))
+            ops.append(t.TaskOp(task.body, [(s.value, tile) for s, tile in task.ins],
                                 [(s.value, tile) for s, tile in task.outs], waits,
-                                event.result if event is not None else None, task.attrs,
-                                task.body))
+                                results[index]))
         ops.append(t.ReturnOp())
         self.block.add_ops(ops)
         ftype = self.func.function_type
@@ -670,23 +549,3 @@ class KernelBuilder:
         for arg, old in zip(self.block.args, self.func.body.block.args, strict=False):
             arg.name_hint = old.name_hint
         return kernel
-
-
-def transitive_reduction(deps: Sequence[set[int]]) -> list[list[int]]:
-    """The predecessors of each task that no other predecessor already implies. Tasks
-    are in topological order; ancestor sets are bitsets (Python integers)."""
-    ancestors: list[int] = []
-    reduced: list[list[int]] = []
-    for ds in deps:
-        covered = 0
-        kept: list[int] = []
-        for p in sorted(ds, reverse=True):  # a redundant edge's source is an ancestor of
-            if not covered >> p & 1:         # a later predecessor: check those first
-                kept.append(p)
-                covered |= ancestors[p] | 1 << p
-        ancestors.append(covered)
-        reduced.append(sorted(kept))
-    return reduced
-
-
-

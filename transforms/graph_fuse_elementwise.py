@@ -87,7 +87,8 @@ def _fuse(group: _Group, position: dict[Operation, int]) -> None:
     for op in members:
         for o in op.operands:
             if o not in mapping:  # a scalar constant: copy it in
-                const = o.owner.clone()  # type: ignore[union-attr]
+                assert isinstance(o.owner, g.ConstantOp)
+                const = o.owner.clone()
                 body.add_op(const)
                 mapping[o] = const.results[0]
         clone = op.clone(value_mapper=mapping)
@@ -100,12 +101,13 @@ def _fuse(group: _Group, position: dict[Operation, int]) -> None:
     for old, new in zip(outputs, fused.results, strict=True):
         new.name_hint = old.name_hint
         old.replace_uses_with_if(new, lambda use: use.operation not in inside)
-    copied = {o.owner for op in members for o in op.operands if _scalar_constant(o)}
+    copied = {o.owner for op in members for o in op.operands
+              if _scalar_constant(o) and isinstance(o.owner, Operation)}
     for op in reversed(members):
         Rewriter.erase_op(op)
     for const in copied:
-        if not any(r.uses for r in const.results):  # type: ignore[union-attr]
-            Rewriter.erase_op(const)  # type: ignore[arg-type]
+        if isinstance(const, Operation) and not any(r.uses for r in const.results):
+            Rewriter.erase_op(const)
 
 
 @dataclass(frozen=True)

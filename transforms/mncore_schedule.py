@@ -77,7 +77,8 @@ def latency(op: m.InstructionOp, machine: Machine) -> int:
             "l2": machine.l2_latency, "dma": 0, "ctrl": 0}[op.SLOT]
 
 
-def dma_steps(op: m.DmaOp, machine: Machine) -> int:
+def dma_steps(op: m.InstructionOp, machine: Machine) -> int:
+    """Steps from a DMA's issue until its words have arrived."""
     cycles = machine.dma_setup_cycles + -(-op.count // machine.dma_words_per_cycle)
     return -(-cycles // 4)
 
@@ -142,9 +143,9 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
 
     for j, node in enumerate(nodes):
         if isinstance(node.op, m.WaitOp):
-            tag = node.op.tag.value.data  # type: ignore[union-attr]
+            tag = node.op.tag_number()
             for i in waiting_dma.pop(tag, []):
-                edge(i, j, dma_steps(nodes[i].op, machine))  # type: ignore[arg-type]
+                edge(i, j, dma_steps(nodes[i].op, machine))
                 waited_by[i] = j
             continue
         found: dict[tuple[int, str], int] = {}  # (earlier node, what j does) -> distance
@@ -182,7 +183,7 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
                 extend(readers, space, words, lambda h, b=block: tuple(
                     r for r in h if r[1] != b))
         if isinstance(node.op, m.DmaOp):
-            waiting_dma.setdefault(node.op.tag.value.data, []).append(j)  # type: ignore[union-attr]
+            waiting_dma.setdefault(node.op.tag_number(), []).append(j)
     if waiting_dma:
         raise ScheduleError(f"mncore-schedule: DMA tags {sorted(waiting_dma)} are never "
                             "waited for")

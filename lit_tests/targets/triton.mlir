@@ -38,4 +38,4 @@ func.func @main(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>)
 
 // RESULT: True True
 
-// UNKNOWN: mncore-opt: error: the triton target has no device function for task kinds: frobnicate
+// UNKNOWN: mncore-opt: error: the triton target has no device function for task kinds: frobnicate (graph.expand)

@@ -31,6 +31,7 @@
 // CHECK-NEXT: {{^}}  cse{{$}}
 // CHECK-NEXT: {{^}}  dce{{$}}
 // CHECK-NEXT: {{^}}  graph-decompose          Expand composite graph ops
+// CHECK-NEXT: {{^}}      primitives: bool = false
 // CHECK-NEXT: {{^}}  graph-fuse-elementwise   Fuse chains of elementwise graph ops
 // CHECK-NEXT: {{^}}      min_ops: int = 2
 // CHECK-NEXT: {{^}}  mncore-schedule          Give every mncore.program's instructions

@@ -2,8 +2,9 @@
 // into tiles of its output (elementwise ops, graph.fused and graph.expand by
 // elementwise_tile elements, matmul by matmul_tile, row-wise ops and reductions by
 // row_tile rows, permute by output tiles, the rest as one task over whole tensors);
-// elementwise tasks name a task.body, the scalar computation with 0-d constants
-// inlined. A task waits on the events of the earlier tasks whose regions overlap its
+// elementwise tasks name a pointwise task.body, the scalar computation with 0-d
+// constants inlined; other tasks a tile body, the op on their regions' types, shared by
+// the tiles whose regions have the same shapes (a ragged edge tile gets its own). A task waits on the events of the earlier tasks whose regions overlap its
 // own (read after write; with a reused buffer also write after read and write after
 // write), after transitive reduction; producers with the same consumers share one
 // event, whose trigger count is the number of its signallers. Small tiles keep every
@@ -69,18 +70,18 @@ func.func @elementwise(%p: tensor<2x9xi1>, %r: tensor<9xf32>, %c: tensor<2x1xf32
 // CHECK-NEXT:  [[E6:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E7:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E8:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[P]][0:1, 0:6], [[R]][0:6], [[C]][0:1, 0:1]) outs([[W]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[P]][0:1, 6:9], [[R]][6:9], [[C]][0:1, 0:1]) outs([[W]][0:1, 6:9]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[P]][1:2, 0:6], [[R]][0:6], [[C]][1:2, 0:1]) outs([[W]][1:2, 0:6]) signal([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[P]][1:2, 6:9], [[R]][6:9], [[C]][1:2, 0:1]) outs([[W]][1:2, 6:9]) signal([[E4]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[W]][0:1, 0:6]) outs([[M]][0:1, 0:6]) waits([[E1]]) signal([[E5]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[W]][0:1, 6:9]) outs([[M]][0:1, 6:9]) waits([[E2]]) signal([[E6]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[W]][1:2, 0:6]) outs([[M]][1:2, 0:6]) waits([[E3]]) signal([[E7]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[W]][1:2, 6:9]) outs([[M]][1:2, 6:9]) waits([[E4]]) signal([[E8]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[B]][0:1, 0:6], [[M]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E5]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[B]][0:1, 6:9], [[M]][0:1, 6:9]) outs([[OUT]][0:1, 6:9]) waits([[E6]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[B]][0:1, 0:6], [[M]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E7]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[B]][0:1, 6:9], [[M]][1:2, 6:9]) outs([[OUT]][1:2, 6:9]) waits([[E8]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[P]][0:1, 0:6], [[R]][0:6], [[C]][0:1, 0:1]) outs([[W]][0:1, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[P]][0:1, 6:9], [[R]][6:9], [[C]][0:1, 0:1]) outs([[W]][0:1, 6:9]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[P]][1:2, 0:6], [[R]][0:6], [[C]][1:2, 0:1]) outs([[W]][1:2, 0:6]) signal([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[P]][1:2, 6:9], [[R]][6:9], [[C]][1:2, 0:1]) outs([[W]][1:2, 6:9]) signal([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[W]][0:1, 0:6]) outs([[M]][0:1, 0:6]) waits([[E1]]) signal([[E5]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[W]][0:1, 6:9]) outs([[M]][0:1, 6:9]) waits([[E2]]) signal([[E6]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[W]][1:2, 0:6]) outs([[M]][1:2, 0:6]) waits([[E3]]) signal([[E7]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[W]][1:2, 6:9]) outs([[M]][1:2, 6:9]) waits([[E4]]) signal([[E8]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[B]][0:1, 0:6], [[M]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E5]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[B]][0:1, 6:9], [[M]][0:1, 6:9]) outs([[OUT]][0:1, 6:9]) waits([[E6]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[B]][0:1, 0:6], [[M]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E7]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[B]][0:1, 6:9], [[M]][1:2, 6:9]) outs([[OUT]][1:2, 6:9]) waits([[E8]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -95,8 +96,8 @@ func.func @expand(%v: tensor<3x1xf32>) -> tensor<2x3x2xf32> {
 // CHECK-NEXT:  task.body @ew0([[ARG0:%\w+]]: tensor<f32>) {
 // CHECK-NEXT:  task.yield [[ARG0]] : tensor<f32>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[V]][0:3, 0:1]) outs([[OUT]][0:1, 0:3, 0:2]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[V]][0:3, 0:1]) outs([[OUT]][1:2, 0:3, 0:2]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[V]][0:3, 0:1]) outs([[OUT]][0:1, 0:3, 0:2]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[V]][0:3, 0:1]) outs([[OUT]][1:2, 0:3, 0:2]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -123,8 +124,8 @@ func.func @fused(%x: tensor<2x6xf32>, %r: tensor<6xf32>) -> (tensor<2x6xf32>, te
 // CHECK-NEXT:  [[V4:%\w+]] = graph.gt [[V3]], [[V1]] : tensor<f32>, tensor<f32> -> tensor<i1>
 // CHECK-NEXT:  task.yield [[V3]], [[V4]] : tensor<f32>, tensor<i1>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6], [[R]][0:6]) outs([[OUT]][0:1, 0:6], [[OUT1]][0:1, 0:6]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6], [[R]][0:6]) outs([[OUT]][1:2, 0:6], [[OUT1]][1:2, 0:6]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6], [[R]][0:6]) outs([[OUT]][0:1, 0:6], [[OUT1]][0:1, 0:6]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6], [[R]][0:6]) outs([[OUT]][1:2, 0:6], [[OUT1]][1:2, 0:6]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -144,17 +145,21 @@ func.func @matmul(%a: tensor<4x5xf32>, %w: tensor<5x6xf32>, %bias: tensor<6xf32>
 // CHECK-NEXT:  [[V1:%\w+]] = graph.add [[ARG0]], [[ARG1]] : tensor<f32>, tensor<f32> -> tensor<f32>
 // CHECK-NEXT:  task.yield [[V1]] : tensor<f32>
 // CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @matmul0([[ARG0:%\w+]]: tensor<2x5xf32>, [[ARG1:%\w+]]: tensor<5x3xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.matmul [[ARG0]], [[ARG1]] : tensor<2x5xf32>, tensor<5x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<2x3xf32>
+// CHECK-NEXT:  }
 // CHECK-NEXT:  [[MM:%\w+]] = task.buffer : memref<4x6xf32>{{$}}
 // CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 2{{$}}
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 2{{$}}
-// CHECK-NEXT:  task.task "matmul" ins([[A]][0:2, 0:5], [[W]][0:5, 0:3]) outs([[MM]][0:2, 0:3]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "matmul" ins([[A]][0:2, 0:5], [[W]][0:5, 3:6]) outs([[MM]][0:2, 3:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "matmul" ins([[A]][2:4, 0:5], [[W]][0:5, 0:3]) outs([[MM]][2:4, 0:3]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "matmul" ins([[A]][2:4, 0:5], [[W]][0:5, 3:6]) outs([[MM]][2:4, 3:6]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[MM]][0:1, 0:6], [[BIAS]][0:6]) outs([[OUT]][0:1, 0:6]) waits([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[MM]][1:2, 0:6], [[BIAS]][0:6]) outs([[OUT]][1:2, 0:6]) waits([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[MM]][2:3, 0:6], [[BIAS]][0:6]) outs([[OUT]][2:3, 0:6]) waits([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[MM]][3:4, 0:6], [[BIAS]][0:6]) outs([[OUT]][3:4, 0:6]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task @matmul0 ins([[A]][0:2, 0:5], [[W]][0:5, 0:3]) outs([[MM]][0:2, 0:3]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @matmul0 ins([[A]][0:2, 0:5], [[W]][0:5, 3:6]) outs([[MM]][0:2, 3:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @matmul0 ins([[A]][2:4, 0:5], [[W]][0:5, 0:3]) outs([[MM]][2:4, 0:3]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @matmul0 ins([[A]][2:4, 0:5], [[W]][0:5, 3:6]) outs([[MM]][2:4, 3:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[MM]][0:1, 0:6], [[BIAS]][0:6]) outs([[OUT]][0:1, 0:6]) waits([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[MM]][1:2, 0:6], [[BIAS]][0:6]) outs([[OUT]][1:2, 0:6]) waits([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[MM]][2:3, 0:6], [[BIAS]][0:6]) outs([[OUT]][2:3, 0:6]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[MM]][3:4, 0:6], [[BIAS]][0:6]) outs([[OUT]][3:4, 0:6]) waits([[E2]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -170,16 +175,28 @@ func.func @rows(%x: tensor<4x6xf32>, %w: tensor<6xf32>, %b: tensor<6xf32>) -> (t
 
 // CHECK-LABEL: task.kernel @rows(
 // CHECK-SAME:  [[X:%\w+]]: memref<4x6xf32>, [[W:%\w+]]: memref<6xf32>, [[B:%\w+]]: memref<6xf32>) -> ([[OUT:%\w+]]: memref<4x6xf32>, [[OUT1:%\w+]]: memref<4x1xf32>, [[OUT2:%\w+]]: memref<4x1xf32>, [[OUT3:%\w+]]: memref<4x6xf32>) attributes {workers = 4 : i64} {
+// CHECK-NEXT:  task.body @softmax0([[ARG0:%\w+]]: tensor<2x6xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.softmax [[ARG0]] dim -1 : tensor<2x6xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<2x6xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @layer_norm0([[ARG0:%\w+]]: tensor<2x6xf32>, [[ARG1:%\w+]]: tensor<6xf32>, [[ARG2:%\w+]]: tensor<6xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]], [[V2:%\w+]], [[V3:%\w+]] = graph.layer_norm [[ARG0]], [[ARG1]], [[ARG2]] dims 1 eps 1.000000e-05 : tensor<2x6xf32>, tensor<6xf32>, tensor<6xf32> -> tensor<2x6xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+// CHECK-NEXT:  task.yield [[V1]], [[V2]], [[V3]] : tensor<2x6xf32>, tensor<2x1xf32>, tensor<2x1xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @log_softmax0([[ARG0:%\w+]]: tensor<4x2xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.log_softmax [[ARG0]] dim 0 : tensor<4x2xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<4x2xf32>
+// CHECK-NEXT:  }
 // CHECK-NEXT:  [[SM:%\w+]] = task.buffer : memref<4x6xf32>{{$}}
 // CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "softmax" ins([[X]][0:2, 0:6]) outs([[SM]][0:2, 0:6]) signal([[E1]]) attributes {dim = -1 : i64}{{$}}
-// CHECK-NEXT:  task.task "softmax" ins([[X]][2:4, 0:6]) outs([[SM]][2:4, 0:6]) signal([[E2]]) attributes {dim = -1 : i64}{{$}}
-// CHECK-NEXT:  task.task "layer_norm" ins([[SM]][0:2, 0:6], [[W]][0:6], [[B]][0:6]) outs([[OUT]][0:2, 0:6], [[OUT1]][0:2, 0:1], [[OUT2]][0:2, 0:1]) waits([[E1]]) attributes {normalized_dims = 1 : i64, eps = 1.000000e-05 : f64}{{$}}
-// CHECK-NEXT:  task.task "layer_norm" ins([[SM]][2:4, 0:6], [[W]][0:6], [[B]][0:6]) outs([[OUT]][2:4, 0:6], [[OUT1]][2:4, 0:1], [[OUT2]][2:4, 0:1]) waits([[E2]]) attributes {normalized_dims = 1 : i64, eps = 1.000000e-05 : f64}{{$}}
-// CHECK-NEXT:  task.task "log_softmax" ins([[X]][0:4, 0:2]) outs([[OUT3]][0:4, 0:2]) attributes {dim = 0 : i64}{{$}}
-// CHECK-NEXT:  task.task "log_softmax" ins([[X]][0:4, 2:4]) outs([[OUT3]][0:4, 2:4]) attributes {dim = 0 : i64}{{$}}
-// CHECK-NEXT:  task.task "log_softmax" ins([[X]][0:4, 4:6]) outs([[OUT3]][0:4, 4:6]) attributes {dim = 0 : i64}{{$}}
+// CHECK-NEXT:  task.task @softmax0 ins([[X]][0:2, 0:6]) outs([[SM]][0:2, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @softmax0 ins([[X]][2:4, 0:6]) outs([[SM]][2:4, 0:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @layer_norm0 ins([[SM]][0:2, 0:6], [[W]][0:6], [[B]][0:6]) outs([[OUT]][0:2, 0:6], [[OUT1]][0:2, 0:1], [[OUT2]][0:2, 0:1]) waits([[E1]]){{$}}
+// CHECK-NEXT:  task.task @layer_norm0 ins([[SM]][2:4, 0:6], [[W]][0:6], [[B]][0:6]) outs([[OUT]][2:4, 0:6], [[OUT1]][2:4, 0:1], [[OUT2]][2:4, 0:1]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task @log_softmax0 ins([[X]][0:4, 0:2]) outs([[OUT3]][0:4, 0:2]){{$}}
+// CHECK-NEXT:  task.task @log_softmax0 ins([[X]][0:4, 2:4]) outs([[OUT3]][0:4, 2:4]){{$}}
+// CHECK-NEXT:  task.task @log_softmax0 ins([[X]][0:4, 4:6]) outs([[OUT3]][0:4, 4:6]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -194,13 +211,25 @@ func.func @reduce(%x: tensor<2x4x3xf32>) -> (tensor<1x4x1xf32>, tensor<2x4xf32>,
 
 // CHECK-LABEL: task.kernel @reduce(
 // CHECK-SAME:  [[X:%\w+]]: memref<2x4x3xf32>) -> ([[OUT:%\w+]]: memref<1x4x1xf32>, [[OUT1:%\w+]]: memref<2x4xf32>, [[OUT2:%\w+]]: memref<f32>) attributes {workers = 4 : i64} {
-// CHECK-NEXT:  task.task "sum" ins([[X]][0:2, 0:2, 0:3]) outs([[OUT]][0:1, 0:2, 0:1]) attributes {dims = array<i64: 0, 2>, keepdim = true}{{$}}
-// CHECK-NEXT:  task.task "sum" ins([[X]][0:2, 2:4, 0:3]) outs([[OUT]][0:1, 2:4, 0:1]) attributes {dims = array<i64: 0, 2>, keepdim = true}{{$}}
-// CHECK-NEXT:  task.task "amax" ins([[X]][0:1, 0:2, 0:3]) outs([[OUT1]][0:1, 0:2]) attributes {dims = array<i64: -1>, keepdim = false}{{$}}
-// CHECK-NEXT:  task.task "amax" ins([[X]][0:1, 2:4, 0:3]) outs([[OUT1]][0:1, 2:4]) attributes {dims = array<i64: -1>, keepdim = false}{{$}}
-// CHECK-NEXT:  task.task "amax" ins([[X]][1:2, 0:2, 0:3]) outs([[OUT1]][1:2, 0:2]) attributes {dims = array<i64: -1>, keepdim = false}{{$}}
-// CHECK-NEXT:  task.task "amax" ins([[X]][1:2, 2:4, 0:3]) outs([[OUT1]][1:2, 2:4]) attributes {dims = array<i64: -1>, keepdim = false}{{$}}
-// CHECK-NEXT:  task.task "mean" ins([[X]][0:2, 0:4, 0:3]) outs([[OUT2]][]) attributes {dims = array<i64: 0, 1, 2>, keepdim = false}{{$}}
+// CHECK-NEXT:  task.body @sum0([[ARG0:%\w+]]: tensor<2x2x3xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.sum [[ARG0]] dims = array<i64: 0, 2> keepdim = true : tensor<2x2x3xf32> -> tensor<1x2x1xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<1x2x1xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @amax0([[ARG0:%\w+]]: tensor<1x2x3xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.amax [[ARG0]] dims = array<i64: -1> : tensor<1x2x3xf32> -> tensor<1x2xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<1x2xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @mean0([[ARG0:%\w+]]: tensor<2x4x3xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.mean [[ARG0]] dims = array<i64: 0, 1, 2> : tensor<2x4x3xf32> -> tensor<f32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<f32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.task @sum0 ins([[X]][0:2, 0:2, 0:3]) outs([[OUT]][0:1, 0:2, 0:1]){{$}}
+// CHECK-NEXT:  task.task @sum0 ins([[X]][0:2, 2:4, 0:3]) outs([[OUT]][0:1, 2:4, 0:1]){{$}}
+// CHECK-NEXT:  task.task @amax0 ins([[X]][0:1, 0:2, 0:3]) outs([[OUT1]][0:1, 0:2]){{$}}
+// CHECK-NEXT:  task.task @amax0 ins([[X]][0:1, 2:4, 0:3]) outs([[OUT1]][0:1, 2:4]){{$}}
+// CHECK-NEXT:  task.task @amax0 ins([[X]][1:2, 0:2, 0:3]) outs([[OUT1]][1:2, 0:2]){{$}}
+// CHECK-NEXT:  task.task @amax0 ins([[X]][1:2, 2:4, 0:3]) outs([[OUT1]][1:2, 2:4]){{$}}
+// CHECK-NEXT:  task.task @mean0 ins([[X]][0:2, 0:4, 0:3]) outs([[OUT2]][]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -212,10 +241,14 @@ func.func @permute(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
 
 // CHECK-LABEL: task.kernel @permute(
 // CHECK-SAME:  [[X:%\w+]]: memref<2x3x4xf32>) -> ([[OUT:%\w+]]: memref<4x2x3xf32>) attributes {workers = 4 : i64} {
-// CHECK-NEXT:  task.task "permute" ins([[X]][0:2, 0:3, 0:1]) outs([[OUT]][0:1, 0:2, 0:3]) attributes {perm = array<i64: 2, 0, 1>}{{$}}
-// CHECK-NEXT:  task.task "permute" ins([[X]][0:2, 0:3, 1:2]) outs([[OUT]][1:2, 0:2, 0:3]) attributes {perm = array<i64: 2, 0, 1>}{{$}}
-// CHECK-NEXT:  task.task "permute" ins([[X]][0:2, 0:3, 2:3]) outs([[OUT]][2:3, 0:2, 0:3]) attributes {perm = array<i64: 2, 0, 1>}{{$}}
-// CHECK-NEXT:  task.task "permute" ins([[X]][0:2, 0:3, 3:4]) outs([[OUT]][3:4, 0:2, 0:3]) attributes {perm = array<i64: 2, 0, 1>}{{$}}
+// CHECK-NEXT:  task.body @permute0([[ARG0:%\w+]]: tensor<2x3x1xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.permute [[ARG0]] perm = array<i64: 2, 0, 1> : tensor<2x3x1xf32> -> tensor<1x2x3xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<1x2x3xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.task @permute0 ins([[X]][0:2, 0:3, 0:1]) outs([[OUT]][0:1, 0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task @permute0 ins([[X]][0:2, 0:3, 1:2]) outs([[OUT]][1:2, 0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task @permute0 ins([[X]][0:2, 0:3, 2:3]) outs([[OUT]][2:3, 0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task @permute0 ins([[X]][0:2, 0:3, 3:4]) outs([[OUT]][3:4, 0:2, 0:3]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -239,6 +272,10 @@ func.func @fallback(%x: tensor<2x6xf32>, %y: tensor<2x2xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT:  task.body @ew1([[ARG0:%\w+]]: tensor<f32>) {
 // CHECK-NEXT:  task.yield [[ARG0]] : tensor<f32>
 // CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @reshape0([[ARG0:%\w+]]: tensor<1x8xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.reshape [[ARG0]] : tensor<1x8xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<2x4xf32>
+// CHECK-NEXT:  }
 // CHECK-NEXT:  [[N:%\w+]] = task.buffer : memref<2x6xf32>{{$}}
 // CHECK-NEXT:  [[C:%\w+]] = task.buffer : memref<2x8xf32>{{$}}
 // CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 1{{$}}
@@ -246,13 +283,13 @@ func.func @fallback(%x: tensor<2x6xf32>, %y: tensor<2x2xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT:  [[E3:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E4:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E5:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[N]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[N]][1:2, 0:6]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[N]][0:1, 0:6]) outs([[C]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[N]][1:2, 0:6]) outs([[C]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[Y]][0:2, 0:2]) outs([[C]][0:2, 6:8]) signal([[E5]]){{$}}
-// CHECK-NEXT:  task.task "reshape" ins([[C]][0:1, 0:8]) outs([[OUT]][0:2, 0:4]) waits([[E3]], [[E5]]){{$}}
-// CHECK-NEXT:  task.task "reshape" ins([[C]][1:2, 0:8]) outs([[OUT]][2:4, 0:4]) waits([[E4]], [[E5]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[N]][0:1, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[N]][1:2, 0:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[N]][0:1, 0:6]) outs([[C]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[N]][1:2, 0:6]) outs([[C]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[Y]][0:2, 0:2]) outs([[C]][0:2, 6:8]) signal([[E5]]){{$}}
+// CHECK-NEXT:  task.task @reshape0 ins([[C]][0:1, 0:8]) outs([[OUT]][0:2, 0:4]) waits([[E3]], [[E5]]){{$}}
+// CHECK-NEXT:  task.task @reshape0 ins([[C]][1:2, 0:8]) outs([[OUT]][2:4, 0:4]) waits([[E4]], [[E5]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -271,10 +308,10 @@ func.func @return_arg(%x: tensor<2x6xf32>) -> (tensor<2x6xf32>, tensor<2x6xf32>)
 // CHECK-NEXT:  task.body @ew1([[ARG0:%\w+]]: tensor<f32>) {
 // CHECK-NEXT:  task.yield [[ARG0]] : tensor<f32>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[OUT1]][0:1, 0:6]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[OUT1]][1:2, 0:6]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[X]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[X]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[OUT1]][0:1, 0:6]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[OUT1]][1:2, 0:6]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[X]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[X]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -296,10 +333,10 @@ func.func @return_twice(%x: tensor<2x6xf32>) -> (tensor<2x6xf32>, tensor<2x6xf32
 // CHECK-NEXT:  }
 // CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[OUT]][0:1, 0:6]) outs([[OUT1]][0:1, 0:6]) waits([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[OUT]][1:2, 0:6]) outs([[OUT1]][1:2, 0:6]) waits([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[OUT]][0:1, 0:6]) outs([[OUT1]][0:1, 0:6]) waits([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[OUT]][1:2, 0:6]) outs([[OUT1]][1:2, 0:6]) waits([[E2]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -320,8 +357,8 @@ func.func @constants(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) 
 // CHECK-NEXT:  task.yield [[ARG0]] : tensor<f32>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  [[W:%\w+]] = task.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xf32>{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:2, 0:3], [[W]][0:2, 0:3]) outs([[OUT]][0:2, 0:3]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[W]][0:2, 0:3]) outs([[OUT1]][0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:2, 0:3], [[W]][0:2, 0:3]) outs([[OUT]][0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[W]][0:2, 0:3]) outs([[OUT1]][0:2, 0:3]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -344,8 +381,8 @@ func.func @scalar_constant(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<f32>) {
 // CHECK-NEXT:  task.yield [[ARG0]] : tensor<f32>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  [[TWO:%\w+]] = task.constant dense<2.000000e+00> : tensor<f32>{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:3]) outs([[OUT]][0:3]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[TWO]][]) outs([[OUT1]][]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:3]) outs([[OUT]][0:3]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[TWO]][]) outs([[OUT1]][]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -376,19 +413,23 @@ func.func @reuse(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
 // CHECK-NEXT:  [[V1:%\w+]] = graph.add [[ARG0]], [[ARG1]] : tensor<f32>, tensor<f32> -> tensor<f32>
 // CHECK-NEXT:  task.yield [[V1]] : tensor<f32>
 // CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @sum0([[ARG0:%\w+]]: tensor<2x6xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.sum [[ARG0]] dims = array<i64: 1> keepdim = true : tensor<2x6xf32> -> tensor<2x1xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<2x1xf32>
+// CHECK-NEXT:  }
 // CHECK-NEXT:  [[A:%\w+]] = task.buffer : memref<2x6xf32>{{$}}
 // CHECK-NEXT:  [[S:%\w+]] = task.buffer : memref<2x1xf32>{{$}}
 // CHECK-NEXT:  [[E1:%\w+]] = task.event triggers 2{{$}}
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E3:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E4:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "sum" ins([[A]][0:2, 0:6]) outs([[S]][0:2, 0:1]) waits([[E1]]) signal([[E2]]) attributes {dims = array<i64: 1>, keepdim = true}{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) waits([[E2]]) signal([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[A]][0:1, 0:6], [[S]][0:1, 0:1]) outs([[OUT]][0:1, 0:6]) waits([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[A]][1:2, 0:6], [[S]][1:2, 0:1]) outs([[OUT]][1:2, 0:6]) waits([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @sum0 ins([[A]][0:2, 0:6]) outs([[S]][0:2, 0:1]) waits([[E1]]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) waits([[E2]]) signal([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[A]][0:1, 0:6], [[S]][0:1, 0:1]) outs([[OUT]][0:1, 0:6]) waits([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[A]][1:2, 0:6], [[S]][1:2, 0:1]) outs([[OUT]][1:2, 0:6]) waits([[E4]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -408,6 +449,10 @@ func.func @reuse(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
 // NOREUSE-NEXT:  [[V1:%\w+]] = graph.add [[ARG0]], [[ARG1]] : tensor<f32>, tensor<f32> -> tensor<f32>
 // NOREUSE-NEXT:  task.yield [[V1]] : tensor<f32>
 // NOREUSE-NEXT:  }
+// NOREUSE-NEXT:  task.body @sum0([[ARG0:%\w+]]: tensor<2x6xf32>) {
+// NOREUSE-NEXT:  [[V1:%\w+]] = graph.sum [[ARG0]] dims = array<i64: 1> keepdim = true : tensor<2x6xf32> -> tensor<2x1xf32>
+// NOREUSE-NEXT:  task.yield [[V1]] : tensor<2x1xf32>
+// NOREUSE-NEXT:  }
 // NOREUSE-NEXT:  [[A:%\w+]] = task.buffer : memref<2x6xf32>{{$}}
 // NOREUSE-NEXT:  [[S:%\w+]] = task.buffer : memref<2x1xf32>{{$}}
 // NOREUSE-NEXT:  [[B:%\w+]] = task.buffer : memref<2x6xf32>{{$}}
@@ -415,13 +460,13 @@ func.func @reuse(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
 // NOREUSE-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
 // NOREUSE-NEXT:  [[E3:%\w+]] = task.event triggers 1{{$}}
 // NOREUSE-NEXT:  [[E4:%\w+]] = task.event triggers 1{{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) signal([[E1]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) signal([[E1]]){{$}}
-// NOREUSE-NEXT:  task.task "sum" ins([[A]][0:2, 0:6]) outs([[S]][0:2, 0:1]) waits([[E1]]) signal([[E2]]) attributes {dims = array<i64: 1>, keepdim = true}{{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew1 ins([[X]][0:1, 0:6]) outs([[B]][0:1, 0:6]) signal([[E3]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew1 ins([[X]][1:2, 0:6]) outs([[B]][1:2, 0:6]) signal([[E4]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew2 ins([[B]][0:1, 0:6], [[S]][0:1, 0:1]) outs([[OUT]][0:1, 0:6]) waits([[E2]], [[E3]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew2 ins([[B]][1:2, 0:6], [[S]][1:2, 0:1]) outs([[OUT]][1:2, 0:6]) waits([[E2]], [[E4]]){{$}}
+// NOREUSE-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) signal([[E1]]){{$}}
+// NOREUSE-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) signal([[E1]]){{$}}
+// NOREUSE-NEXT:  task.task @sum0 ins([[A]][0:2, 0:6]) outs([[S]][0:2, 0:1]) waits([[E1]]) signal([[E2]]){{$}}
+// NOREUSE-NEXT:  task.task @ew1 ins([[X]][0:1, 0:6]) outs([[B]][0:1, 0:6]) signal([[E3]]){{$}}
+// NOREUSE-NEXT:  task.task @ew1 ins([[X]][1:2, 0:6]) outs([[B]][1:2, 0:6]) signal([[E4]]){{$}}
+// NOREUSE-NEXT:  task.task @ew2 ins([[B]][0:1, 0:6], [[S]][0:1, 0:1]) outs([[OUT]][0:1, 0:6]) waits([[E2]], [[E3]]){{$}}
+// NOREUSE-NEXT:  task.task @ew2 ins([[B]][1:2, 0:6], [[S]][1:2, 0:1]) outs([[OUT]][1:2, 0:6]) waits([[E2]], [[E4]]){{$}}
 // NOREUSE-NEXT:  task.return
 // NOREUSE-NEXT:  }
 
@@ -453,12 +498,12 @@ func.func @dead(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E3:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E4:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[D]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[D]][1:2, 0:6]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[X]][0:1, 0:6]) outs([[D]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[X]][1:2, 0:6]) outs([[D]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[D]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[D]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[D]][0:1, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[D]][1:2, 0:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[X]][0:1, 0:6]) outs([[D]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[X]][1:2, 0:6]) outs([[D]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[D]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[D]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E4]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -481,12 +526,12 @@ func.func @dead(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
 // NOREUSE-NEXT:  [[E:%\w+]] = task.buffer : memref<2x6xf32>{{$}}
 // NOREUSE-NEXT:  [[E1:%\w+]] = task.event triggers 1{{$}}
 // NOREUSE-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[D]][0:1, 0:6]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[D]][1:2, 0:6]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew1 ins([[X]][0:1, 0:6]) outs([[E]][0:1, 0:6]) signal([[E1]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew1 ins([[X]][1:2, 0:6]) outs([[E]][1:2, 0:6]) signal([[E2]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew2 ins([[E]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E1]]){{$}}
-// NOREUSE-NEXT:  task.task "elementwise" @ew2 ins([[E]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E2]]){{$}}
+// NOREUSE-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[D]][0:1, 0:6]){{$}}
+// NOREUSE-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[D]][1:2, 0:6]){{$}}
+// NOREUSE-NEXT:  task.task @ew1 ins([[X]][0:1, 0:6]) outs([[E]][0:1, 0:6]) signal([[E1]]){{$}}
+// NOREUSE-NEXT:  task.task @ew1 ins([[X]][1:2, 0:6]) outs([[E]][1:2, 0:6]) signal([[E2]]){{$}}
+// NOREUSE-NEXT:  task.task @ew2 ins([[E]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E1]]){{$}}
+// NOREUSE-NEXT:  task.task @ew2 ins([[E]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E2]]){{$}}
 // NOREUSE-NEXT:  task.return
 // NOREUSE-NEXT:  }
 
@@ -519,12 +564,12 @@ func.func @transitive(%x: tensor<2x6xf32>) -> tensor<2x6xf32> {
 // CHECK-NEXT:  [[E2:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E3:%\w+]] = task.event triggers 1{{$}}
 // CHECK-NEXT:  [[E4:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) signal([[E1]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) signal([[E2]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[A]][0:1, 0:6]) outs([[B]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew1 ins([[A]][1:2, 0:6]) outs([[B]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[A]][0:1, 0:6], [[B]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E3]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew2 ins([[A]][1:2, 0:6], [[B]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:1, 0:6]) outs([[A]][0:1, 0:6]) signal([[E1]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][1:2, 0:6]) outs([[A]][1:2, 0:6]) signal([[E2]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[A]][0:1, 0:6]) outs([[B]][0:1, 0:6]) waits([[E1]]) signal([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew1 ins([[A]][1:2, 0:6]) outs([[B]][1:2, 0:6]) waits([[E2]]) signal([[E4]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[A]][0:1, 0:6], [[B]][0:1, 0:6]) outs([[OUT]][0:1, 0:6]) waits([[E3]]){{$}}
+// CHECK-NEXT:  task.task @ew2 ins([[A]][1:2, 0:6], [[B]][1:2, 0:6]) outs([[OUT]][1:2, 0:6]) waits([[E4]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -543,8 +588,8 @@ func.func @shared_body(%x: tensor<6xf32>) -> tensor<6xf32> {
 // CHECK-NEXT:  }
 // CHECK-NEXT:  [[A:%\w+]] = task.buffer : memref<6xf32>{{$}}
 // CHECK-NEXT:  [[E:%\w+]] = task.event triggers 1{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:6]) outs([[A]][0:6]) signal([[E]]){{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[A]][0:6]) outs([[OUT]][0:6]) waits([[E]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:6]) outs([[A]][0:6]) signal([[E]]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[A]][0:6]) outs([[OUT]][0:6]) waits([[E]]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 
@@ -567,13 +612,14 @@ func.func @fused_table(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // CHECK-NEXT:  task.yield [[V1]] : tensor<f32>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  [[W:%\w+]] = task.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>{{$}}
-// CHECK-NEXT:  task.task "elementwise" @ew0 ins([[X]][0:2, 0:3], [[W]][0:3]) outs([[OUT]][0:2, 0:3]){{$}}
+// CHECK-NEXT:  task.task @ew0 ins([[X]][0:2, 0:3], [[W]][0:3]) outs([[OUT]][0:2, 0:3]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 // RUN: mncore-run %s --function fused_table --random-inputs 2 > %t.table
 // RUN: mncore-run %t.task.mlir --function fused_table --random-inputs 2 | diff - %t.table
 
 // A slice is cut along its other dimensions; each task reads the whole sliced extent.
+// The rows do not divide evenly: the last tile has a tile body of its own.
 func.func @slice_rows(%x: tensor<4x6xf32>) -> tensor<4x2xf32> {
   %s = graph.slice %x dim 1 [1:5:2] : tensor<4x6xf32> -> tensor<4x2xf32>
   func.return %s : tensor<4x2xf32>
@@ -581,8 +627,16 @@ func.func @slice_rows(%x: tensor<4x6xf32>) -> tensor<4x2xf32> {
 
 // CHECK-LABEL: task.kernel @slice_rows(
 // CHECK-SAME:  [[X:%\w+]]: memref<4x6xf32>) -> ([[OUT:%\w+]]: memref<4x2xf32>) attributes {workers = 4 : i64} {
-// CHECK-NEXT:  task.task "slice" ins([[X]][0:3, 0:6]) outs([[OUT]][0:3, 0:2]) attributes {dim = 1 : i64, start = 1 : i64, end = 5 : i64, step = 2 : i64}{{$}}
-// CHECK-NEXT:  task.task "slice" ins([[X]][3:4, 0:6]) outs([[OUT]][3:4, 0:2]) attributes {dim = 1 : i64, start = 1 : i64, end = 5 : i64, step = 2 : i64}{{$}}
+// CHECK-NEXT:  task.body @slice0([[ARG0:%\w+]]: tensor<3x6xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.slice [[ARG0]] dim 1 [1 : 5 : 2] : tensor<3x6xf32> -> tensor<3x2xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<3x2xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.body @slice1([[ARG0:%\w+]]: tensor<1x6xf32>) {
+// CHECK-NEXT:  [[V1:%\w+]] = graph.slice [[ARG0]] dim 1 [1 : 5 : 2] : tensor<1x6xf32> -> tensor<1x2xf32>
+// CHECK-NEXT:  task.yield [[V1]] : tensor<1x2xf32>
+// CHECK-NEXT:  }
+// CHECK-NEXT:  task.task @slice0 ins([[X]][0:3, 0:6]) outs([[OUT]][0:3, 0:2]){{$}}
+// CHECK-NEXT:  task.task @slice1 ins([[X]][3:4, 0:6]) outs([[OUT]][3:4, 0:2]){{$}}
 // CHECK-NEXT:  task.return
 // CHECK-NEXT:  }
 // RUN: mncore-run %s --function slice_rows --random-inputs 2 > %t.slice

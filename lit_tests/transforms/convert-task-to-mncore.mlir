@@ -4,7 +4,7 @@
 // then mncore-schedule places everything. The program computes what the task kernel
 // computes; kinds it does not lower are one clear error.
 // RUN: mncore-opt %s -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=96}' -o %t.task.mlir
-// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=tiny}' -o %t.mncore.mlir
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=tiny},mncore-schedule' -o %t.mncore.mlir
 // RUN: filecheck %s --input-file %t.mncore.mlir
 // The ALU divides by multiplying with a reciprocal: equal to the task level within f32
 // rounding.
@@ -15,13 +15,13 @@
 // Copies (permute, reshape, slice with a step) move words by DMA runs; they equal the
 // task level exactly, for two tilings.
 // RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task{elementwise_tile=7}' -o %t.copies.task.mlir
-// RUN: mncore-opt %t.copies.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 3 > %t.copies.mncore
+// RUN: mncore-opt %t.copies.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 3 > %t.copies.mncore
 // RUN: mncore-run %t.copies.task.mlir --random-inputs 3 | diff - %t.copies.mncore
-// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task,convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 3 | diff - %t.copies.mncore
+// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task,convert-task-to-mncore{machine=mncore2},mncore-schedule' | mncore-run --random-inputs 3 | diff - %t.copies.mncore
 // A matmul with a bias and ReLU (examples/linear_relu.mlir) equals the task level.
 // RUN: mncore-opt %S/../../examples/linear_relu.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{matmul_tile=4,32}' -o %t.linear.task.mlir
 // RUN: mncore-run %t.linear.task.mlir --random-inputs 2 --save-outputs %t.linear.task.npz > /dev/null
-// RUN: mncore-opt %t.linear.task.mlir -p convert-task-to-mncore | mncore-run --random-inputs 2 --save-outputs %t.linear.mncore.npz | filecheck %s --check-prefix=LINEAR
+// RUN: mncore-opt %t.linear.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 2 --save-outputs %t.linear.mncore.npz | filecheck %s --check-prefix=LINEAR
 // LINEAR: result0 = tensor<8x64xf32>
 // RUN: %{python} -c "import numpy as np; a, b = np.load('%t.linear.task.npz')['result0'], np.load('%t.linear.mncore.npz')['result0']; print(np.allclose(a, b, rtol=1e-5, atol=1e-5))" | filecheck %s --check-prefix=CLOSE
 // CLOSE: True
@@ -29,16 +29,16 @@
 // to the task level, on both machines.
 // RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{row_tile=3 elementwise_tile=12}' -o %t.lanes.task.mlir
 // RUN: mncore-run %t.lanes.task.mlir --random-inputs 4 --save-outputs %t.lanes.task.npz > /dev/null
-// RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
-// RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2}' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null
+// RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
+// RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2},mncore-schedule' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
 // LANES: [True, True] 9
-// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore' | filecheck %s --check-prefix=LANE-IR
+// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=LANE-IR
 // On mncore2 a wave of more lanes than one L2B holds gives each L2B its own (DMAs to
 // one L2B), and equals the task level.
 // RUN: mncore-opt %S/Inputs/wide.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=6400 row_tile=64}' -o %t.wide.task.mlir
 // RUN: mncore-run %t.wide.task.mlir --random-inputs 2 --save-outputs %t.wide.task.npz > /dev/null
-// RUN: mncore-opt %t.wide.task.mlir -p 'convert-task-to-mncore{machine=mncore2}' -o %t.wide.mncore.mlir
+// RUN: mncore-opt %t.wide.task.mlir -p 'convert-task-to-mncore{machine=mncore2},mncore-schedule' -o %t.wide.mncore.mlir
 // RUN: mncore-run %t.wide.mncore.mlir --random-inputs 2 --save-outputs %t.wide.mncore.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a, b = np.load('%t.wide.task.npz'), np.load('%t.wide.mncore.npz'); print([np.allclose(a[k], b[k], rtol=1e-5, atol=1e-5) for k in a])" | filecheck %s --check-prefix=WIDE
 // WIDE: [True, True]
@@ -49,13 +49,13 @@
 // Intermediate buffers share DRAM by liveness (first fit), shown as mncore.buffer ops;
 // the program still equals the task level.
 // RUN: mncore-opt %S/Inputs/chain.mlir -p 'convert-graph-to-task{reuse_buffers=false}' -o %t.chain.task.mlir
-// RUN: mncore-opt %t.chain.task.mlir -p convert-task-to-mncore | filecheck %s --check-prefix=LIVENESS
-// RUN: mncore-opt %t.chain.task.mlir -p convert-task-to-mncore | mncore-run --random-inputs 1 > %t.chain.mncore
+// RUN: mncore-opt %t.chain.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=LIVENESS
+// RUN: mncore-opt %t.chain.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 1 > %t.chain.mncore
 // RUN: mncore-run %t.chain.task.mlir --random-inputs 1 | %{python} -c "import sys; print(sys.stdin.read() == open('%t.chain.mncore').read())" | filecheck %s --check-prefix=CHAIN
 // CHAIN: True
-// RUN: not mncore-opt %S/Inputs/softmax.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=KIND
-// RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big}' 2>&1 | filecheck %s --check-prefix=MACHINE
-// RUN: not mncore-opt %S/Inputs/too_big.mlir -p 'convert-graph-to-task,convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=CAPACITY
+// RUN: not mncore-opt %S/Inputs/softmax.mlir -p 'convert-graph-to-task,convert-task-to-mncore,mncore-schedule' 2>&1 | filecheck %s --check-prefix=KIND
+// RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big},mncore-schedule' 2>&1 | filecheck %s --check-prefix=MACHINE
+// RUN: not mncore-opt %S/Inputs/too_big.mlir -p 'convert-graph-to-task,convert-task-to-mncore,mncore-schedule' 2>&1 | filecheck %s --check-prefix=CAPACITY
 
 func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> tensor<6x40xf32> {
   %a = graph.add %x, %b : tensor<6x40xf32>, tensor<40xf32> -> tensor<6x40xf32>

@@ -58,7 +58,7 @@ func.func @main(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> (tensor<4x3xf32>, ten
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[F]]
 // TASK-LABEL: task.kernel @dead
-// TASK-COUNT-3: task.task "elementwise"
+// TASK-COUNT-3: task.task @ew
 // TASK-NEXT:    task.return
 func.func @dead(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %neg = graph.neg %x : tensor<2x3xf32>

@@ -1,5 +1,5 @@
 """What ``mncore-opt --help`` says beyond its flags: each pass with its options and
-their defaults, each target, and how diagnostics are checked.
+their defaults, each target, each device's pipeline, and how diagnostics are checked.
 
 The catalogue imports every pass and target, which takes seconds, so it is built only
 when the help is printed (:func:`lazy_epilog_formatter`).
@@ -62,8 +62,10 @@ def lazy_epilog_formatter(
 
 
 def catalogue(passes: Mapping[str, type[ModulePass]],
-              targets: Mapping[str, type[Target] | Callable[..., object]]) -> str:
-    """The passes, each with its options (``name: type = default``), then the targets."""
+              targets: Mapping[str, type[Target] | Callable[..., object]],
+              devices: Mapping[str, tuple[str, str]] | None = None) -> str:
+    """The passes, each with its options (``name: type = default``), the targets, then
+    the devices (``name: (summary, pipeline)``)."""
     lines = ["passes (-p 'name,name{option=value option=value}'):"]
     for name, cls in passes.items():
         lines.append(_entry(name, cls))
@@ -71,6 +73,12 @@ def catalogue(passes: Mapping[str, type[ModulePass]],
     lines.append("")
     lines.append("targets (-t name):")
     lines += [_entry(name, cls) for name, cls in targets.items()]
+    if devices:
+        lines += ["", "devices (--device name: its pipeline runs before -p's passes):"]
+        for name, (summary, pipeline) in devices.items():
+            lines.append(textwrap.fill(summary, width=100, initial_indent=f"  {name:<24} ",
+                                       subsequent_indent=" " * 27))
+            lines.append(f"      {pipeline}")
     return "\n".join(lines) + "\n"
 
 

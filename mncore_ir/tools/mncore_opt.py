@@ -28,7 +28,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from mncore_ir.dialects.element_types import ExactDensePrinting
 from mncore_ir.parsing import LocatingParser
-from mncore_ir.pipeline import apply_passes, check_ir
+from mncore_ir.pipeline import DEVICES, apply_passes, check_ir, device
 from mncore_ir.registry import (
     get_all_dialects,
     get_all_frontends,
@@ -147,6 +147,10 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
         for flag, text in FLAG_HELP.items():
             # argparse has no public way to reword an option that is already added
             arg_parser._option_string_actions[flag].help = text
+        arg_parser.add_argument(
+            "--device", choices=list(DEVICES), default=None,
+            help="run the pipeline that this lazy-tensor device runs on an imported graph "
+                 "(before -p's passes; for mncore, the machine $MNCORE_MACHINE or tiny)")
         arg_parser.formatter_class = lazy_epilog_formatter(self.catalogue)
         arg_parser.epilog = LAZY_EPILOG
 
@@ -154,7 +158,9 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
         """The passes with their options and the targets, for ``--help``."""
         passes = {name: factory() for name, factory in self.available_passes.items()}
         targets = {name: factory() for name, factory in self.available_targets.items()}
-        return catalogue(passes, targets)
+        devices = {name: (d.summary, d.pipeline)
+                   for name, d in DEVICES.items()}
+        return catalogue(passes, targets, devices)
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str,
                     start_offset: int = 0) -> ModuleOp | None:
@@ -186,15 +192,18 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
                 print("\n\n\n")
             started = time.perf_counter()
 
-        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes,
-                                                callback)
+        spec = self.args.passes
+        if self.args.device:
+            spec = ",".join(p for p in (device(self.args.device).pipeline, spec) if p)
+        self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, callback)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         """Apply the pipeline; a diagnostic that blames a parsed op is moved to its span."""
         try:
             apply_passes(self.pipeline, self.ctx, prog)
         except DiagnosticException as error:
-            span = self.op_spans.get(getattr(error, "op", None))  # type: ignore[arg-type]
+            op = getattr(error, "op", None)
+            span = self.op_spans.get(op) if isinstance(op, Operation) else None
             if span is None:
                 raise
             located = dataclasses.replace(span, line_offset=self.line_offset)

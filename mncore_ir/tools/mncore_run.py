@@ -147,7 +147,7 @@ class MNCoreRunMain(DashIsStdin):
         try:
             yield
         except InterpretationError as error:
-            span = self.op_spans.get(error.op)  # type: ignore[arg-type]
+            span = self.op_spans.get(error.op) if error.op is not None else None
             if span is None:
                 raise
             raise LocatedError(span, str(error)) from error

@@ -10,8 +10,11 @@
 
 // An input region with a negative offset (the syntax takes negative integers).
 task.kernel @in_negative(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task input 0: region [-1:4, 0:16] is out of bounds in dimension 0 (size 8)}}
-  task.task "t" ins(%x[-1:4, 0:16]) outs(%y[0:8, 0:16])
+  task.task @t ins(%x[-1:4, 0:16]) outs(%y[0:8, 0:16])
   task.return
 }
 
@@ -19,8 +22,11 @@ task.kernel @in_negative(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region of size 0 (`[3:3]`).
 task.kernel @in_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task input 0: region [3:3, 0:16] is out of bounds in dimension 0 (size 8)}}
-  task.task "t" ins(%x[3:3, 0:16]) outs(%y[0:8, 0:16])
+  task.task @t ins(%x[3:3, 0:16]) outs(%y[0:8, 0:16])
   task.return
 }
 
@@ -28,8 +34,11 @@ task.kernel @in_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region whose end is before its start.
 task.kernel @in_reversed(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task input 0: region [0:8, 5:2] is out of bounds in dimension 1 (size 16)}}
-  task.task "t" ins(%x[0:8, 5:2]) outs(%y[0:8, 0:16])
+  task.task @t ins(%x[0:8, 5:2]) outs(%y[0:8, 0:16])
   task.return
 }
 
@@ -37,8 +46,11 @@ task.kernel @in_reversed(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region ending beyond the size, in the second dimension of the second input.
 task.kernel @in_too_far(%x: memref<8x16xf32>, %z: memref<4x4xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>, %a1: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task input 1: region [0:4, 2:5] is out of bounds in dimension 1 (size 4)}}
-  task.task "t" ins(%x[0:8, 0:16], %z[0:4, 2:5]) outs(%y[0:8, 0:16])
+  task.task @t ins(%x[0:8, 0:16], %z[0:4, 2:5]) outs(%y[0:8, 0:16])
   task.return
 }
 
@@ -46,8 +58,11 @@ task.kernel @in_too_far(%x: memref<8x16xf32>, %z: memref<4x4xf32>) -> (%y: memre
 
 // An input region of a lower rank than the input.
 task.kernel @in_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task input 0: region [0:8] does not have rank 2}}
-  task.task "t" ins(%x[0:8]) outs(%y[0:8, 0:16])
+  task.task @t ins(%x[0:8]) outs(%y[0:8, 0:16])
   task.return
 }
 
@@ -55,8 +70,11 @@ task.kernel @in_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An input region of a higher rank than the input.
 task.kernel @in_rank_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task input 0: region [0:8, 0:1] does not have rank 1}}
-  task.task "t" ins(%x[0:8, 0:1]) outs(%y[0:8])
+  task.task @t ins(%x[0:8, 0:1]) outs(%y[0:8])
   task.return
 }
 
@@ -64,8 +82,11 @@ task.kernel @in_rank_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An output region ending beyond the size in the first dimension.
 task.kernel @out_too_far(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task output 0: region [0:9, 0:16] is out of bounds in dimension 0 (size 8)}}
-  task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:9, 0:16])
+  task.task @t ins(%x[0:8, 0:16]) outs(%y[0:9, 0:16])
   task.return
 }
 
@@ -74,9 +95,12 @@ task.kernel @out_too_far(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 // An output region ending beyond the size in the second dimension (the elements in
 // bounds are each written once).
 task.kernel @out_too_far_1(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
-  task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 0:8])
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.task @t ins(%x[0:8, 0:16]) outs(%y[0:8, 0:8])
   // expected-error@+1 {{task.task output 0: region [0:8, 8:17] is out of bounds in dimension 1 (size 16)}}
-  task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 8:17])
+  task.task @t ins(%x[0:8, 0:16]) outs(%y[0:8, 8:17])
   task.return
 }
 
@@ -84,9 +108,12 @@ task.kernel @out_too_far_1(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An output region of size 0 (the other task writes every element).
 task.kernel @out_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
-  task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 0:16])
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.task @t ins(%x[0:8, 0:16]) outs(%y[0:8, 0:16])
   // expected-error@+1 {{task.task output 0: region [0:8, 3:3] is out of bounds in dimension 1 (size 16)}}
-  task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8, 3:3])
+  task.task @t ins(%x[0:8, 0:16]) outs(%y[0:8, 3:3])
   task.return
 }
 
@@ -94,9 +121,12 @@ task.kernel @out_empty(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // An output region with a negative offset (the other task writes every element).
 task.kernel @out_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
-  task.task "t" ins(%x[0:8]) outs(%y[0:8])
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.task @t ins(%x[0:8]) outs(%y[0:8])
   // expected-error@+1 {{task.task output 0: region [-1:7] is out of bounds in dimension 0 (size 8)}}
-  task.task "t" ins(%x[0:8]) outs(%y[-1:7])
+  task.task @t ins(%x[0:8]) outs(%y[-1:7])
   task.return
 }
 
@@ -104,8 +134,11 @@ task.kernel @out_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An output region of a lower rank than the output (it covers whole rows).
 task.kernel @out_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{task.task output 0: region [0:8] does not have rank 2}}
-  task.task "t" ins(%x[0:8, 0:16]) outs(%y[0:8])
+  task.task @t ins(%x[0:8, 0:16]) outs(%y[0:8])
   task.return
 }
 
@@ -113,10 +146,13 @@ task.kernel @out_rank_low(%x: memref<8x16xf32>) -> (%y: memref<8x16xf32>) {
 
 // A buffer region out of bounds.
 task.kernel @buffer_too_far(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   %t = task.buffer : memref<4xf32>
   // expected-error@+1 {{task.task output 0: region [0:8] is out of bounds in dimension 0 (size 4)}}
-  task.task "t" ins(%x[0:8]) outs(%t[0:8])
-  task.task "t" ins(%x[0:8]) outs(%y[0:8])
+  task.task @t ins(%x[0:8]) outs(%t[0:8])
+  task.task @t ins(%x[0:8]) outs(%y[0:8])
   task.return
 }
 
@@ -124,10 +160,13 @@ task.kernel @buffer_too_far(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An event with a trigger count higher than the number of tasks signalling it.
 task.kernel @triggers_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{event has trigger count 3 but 2 tasks signal it}}
   %e = task.event triggers 3
-  task.task "t" ins(%x[0:4]) outs(%y[0:4]) signal(%e)
-  task.task "t" ins(%x[4:8]) outs(%y[4:8]) signal(%e)
+  task.task @t ins(%x[0:4]) outs(%y[0:4]) signal(%e)
+  task.task @t ins(%x[4:8]) outs(%y[4:8]) signal(%e)
   task.return
 }
 
@@ -135,10 +174,13 @@ task.kernel @triggers_high(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An event with a trigger count lower than the number of tasks signalling it.
 task.kernel @triggers_low(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{event has trigger count 1 but 2 tasks signal it}}
   %e = task.event triggers 1
-  task.task "t" ins(%x[0:4]) outs(%y[0:4]) signal(%e)
-  task.task "t" ins(%x[4:8]) outs(%y[4:8]) signal(%e)
+  task.task @t ins(%x[0:4]) outs(%y[0:4]) signal(%e)
+  task.task @t ins(%x[4:8]) outs(%y[4:8]) signal(%e)
   task.return
 }
 
@@ -146,9 +188,12 @@ task.kernel @triggers_low(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // An event that nobody signals but that needs one trigger (a task waits on it forever).
 task.kernel @never_signalled(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{event has trigger count 1 but 0 tasks signal it}}
   %e = task.event triggers 1
-  task.task "t" ins(%x[0:8]) outs(%y[0:8]) waits(%e)
+  task.task @t ins(%x[0:8]) outs(%y[0:8]) waits(%e)
   task.return
 }
 
@@ -156,9 +201,12 @@ task.kernel @never_signalled(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // A negative trigger count.
 task.kernel @triggers_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{event has trigger count -1 but 0 tasks signal it}}
   %e = task.event triggers -1
-  task.task "t" ins(%x[0:8]) outs(%y[0:8])
+  task.task @t ins(%x[0:8]) outs(%y[0:8])
   task.return
 }
 
@@ -166,10 +214,16 @@ task.kernel @triggers_negative(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // A task waiting on an event that a later task signals.
 task.kernel @wait_later(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @first(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.body @second(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   %e = task.event triggers 1
-  // expected-error@+1 {{task 0 (first) waits on an event that task 1 signals: tasks must be in a topological order}}
-  task.task "first" ins(%x[0:4]) outs(%y[0:4]) waits(%e)
-  task.task "second" ins(%x[4:8]) outs(%y[4:8]) signal(%e)
+  // expected-error@+1 {{task 0 (@first) waits on an event that task 1 signals: tasks must be in a topological order}}
+  task.task @first ins(%x[0:4]) outs(%y[0:4]) waits(%e)
+  task.task @second ins(%x[4:8]) outs(%y[4:8]) signal(%e)
   task.return
 }
 
@@ -177,11 +231,20 @@ task.kernel @wait_later(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // A task waiting on an event with one signaller before it and one after it.
 task.kernel @wait_between(%x: memref<9xf32>) -> (%y: memref<9xf32>) {
+  task.body @a(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.body @b(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.body @c(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   %e = task.event triggers 2
-  task.task "a" ins(%x[0:3]) outs(%y[0:3]) signal(%e)
-  // expected-error@+1 {{task 1 (b) waits on an event that task 2 signals: tasks must be in a topological order}}
-  task.task "b" ins(%x[3:6]) outs(%y[3:6]) waits(%e)
-  task.task "c" ins(%x[6:9]) outs(%y[6:9]) signal(%e)
+  task.task @a ins(%x[0:3]) outs(%y[0:3]) signal(%e)
+  // expected-error@+1 {{task 1 (@b) waits on an event that task 2 signals: tasks must be in a topological order}}
+  task.task @b ins(%x[3:6]) outs(%y[3:6]) waits(%e)
+  task.task @c ins(%x[6:9]) outs(%y[6:9]) signal(%e)
   task.return
 }
 
@@ -189,9 +252,12 @@ task.kernel @wait_between(%x: memref<9xf32>) -> (%y: memref<9xf32>) {
 
 // A task that waits on the event it signals itself.
 task.kernel @wait_self(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   %e = task.event triggers 1
-  // expected-error@+1 {{task 0 (t) waits on an event that it signals itself: tasks must be in a topological order}}
-  task.task "t" ins(%x[0:8]) outs(%y[0:8]) waits(%e) signal(%e)
+  // expected-error@+1 {{task 0 (@t) waits on an event that it signals itself: tasks must be in a topological order}}
+  task.task @t ins(%x[0:8]) outs(%y[0:8]) waits(%e) signal(%e)
   task.return
 }
 
@@ -200,8 +266,11 @@ task.kernel @wait_self(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 // An output element written twice (overlapping tiles): the first such element is named.
 // expected-error@+1 {{output 0 of task.kernel @overlap: element [2, 0] is written by 2 tasks, not exactly one}}
 task.kernel @overlap(%x: memref<4x4xf32>) -> (%y: memref<4x4xf32>) {
-  task.task "t" ins(%x[0:4, 0:4]) outs(%y[0:3, 0:4])
-  task.task "t" ins(%x[0:4, 0:4]) outs(%y[2:4, 0:4])
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.task @t ins(%x[0:3, 0:4]) outs(%y[0:3, 0:4])
+  task.task @t ins(%x[2:4, 0:4]) outs(%y[2:4, 0:4])
   task.return
 }
 
@@ -209,18 +278,28 @@ task.kernel @overlap(%x: memref<4x4xf32>) -> (%y: memref<4x4xf32>) {
 
 // An output element never written, in the second output.
 // expected-error@+1 {{output 1 of task.kernel @unwritten: element [0, 2] is written by 0 tasks, not exactly one}}
-task.kernel @unwritten(%x: memref<4x4xf32>) -> (%y: memref<4xf32>, %z: memref<4x4xf32>) {
-  task.task "t" ins(%x[0:4, 0:4]) outs(%y[0:4], %z[0:4, 0:2])
-  task.task "t" ins(%x[0:4, 0:4]) outs(%z[0:4, 3:4])
+task.kernel @unwritten(%x: memref<4x4xf32>) -> (%y: memref<4x2xf32>, %z: memref<4x4xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0, %a0 : tensor<f32>, tensor<f32>
+  }
+  task.body @u(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.task @t ins(%x[0:4, 0:2]) outs(%y[0:4, 0:2], %z[0:4, 0:2])
+  task.task @u ins(%x[0:4, 3:4]) outs(%z[0:4, 3:4])
   task.return
 }
 
 // -----
 
-// An output that no task writes.
+// An output that no task writes (its only task writes a buffer).
 // expected-error@+1 {{output 0 of task.kernel @no_writer: element [0] is written by 0 tasks, not exactly one}}
 task.kernel @no_writer(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
-  task.task "t" ins(%x[0:4])
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  %t = task.buffer : memref<4xf32>
+  task.task @t ins(%x[0:4]) outs(%t[0:4])
   task.return
 }
 
@@ -229,7 +308,10 @@ task.kernel @no_writer(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
 // A kernel without task.return.
 // expected-error@+1 {{task.kernel must end with task.return}}
 task.kernel @no_return(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
-  task.task "t" ins(%x[0:8]) outs(%y[0:8])
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
+  task.task @t ins(%x[0:8]) outs(%y[0:8])
 }
 
 // -----
@@ -244,8 +326,11 @@ task.kernel @empty_body() -> () {
 // A kernel whose task.return is not its last op.
 // expected-error@+1 {{task.kernel must end with task.return}}
 task.kernel @return_not_last(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   task.return
-  task.task "t" ins(%x[0:8]) outs(%y[0:8])
+  task.task @t ins(%x[0:8]) outs(%y[0:8])
 }
 
 // -----
@@ -269,9 +354,12 @@ func.func @return_outside() {
 
 // A task signalling two events: a parse error, reported at the token after the list.
 task.kernel @two_signals(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   %e = task.event triggers 1
   %f = task.event triggers 1
-  task.task "t" ins(%x[0:8]) outs(%y[0:8]) signal(%e, %f)
+  task.task @t ins(%x[0:8]) outs(%y[0:8]) signal(%e, %f)
   // expected-error@+1 {{a task signals at most one event}}
   task.return
 }
@@ -280,8 +368,11 @@ task.kernel @two_signals(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 
 // A task signalling a memref.
 task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @t(%a0: tensor<f32>) {
+    task.yield %a0 : tensor<f32>
+  }
   // expected-error@+1 {{operand is used with type !task.event, but has been previously used or defined with type memref<8xf32>}}
-  task.task "t" ins(%x[0:8]) outs(%y[0:8]) signal(%x)
+  task.task @t ins(%x[0:8]) outs(%y[0:8]) signal(%x)
   task.return
 }
 
@@ -309,7 +400,7 @@ task.kernel @signal_memref(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
 "task.kernel"() <{sym_name = "tile_count", function_type = (memref<8xf32>) -> memref<8xf32>}> ({
 ^bb0(%x: memref<8xf32>, %y: memref<8xf32>):
   // expected-error@+1 {{task.task has 1 inputs but 0 input regions}}
-  "task.task"(%x, %y) <{kind = "t", in_tiles = [], out_tiles = [array<i64: 0, 8>], operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<8xf32>, memref<8xf32>) -> ()
+  "task.task"(%x, %y) <{body = @t, in_tiles = [], out_tiles = [array<i64: 0, 8>], operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (memref<8xf32>, memref<8xf32>) -> ()
   "task.return"() : () -> ()
 }) : () -> ()
 
@@ -358,7 +449,7 @@ task.kernel @body_arg_type(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
     task.yield %a : tensor<f64>
   }
   // expected-error@+1 {{task.body @f takes (tensor<f64>) but the task needs (tensor<f32>)}}
-  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
+  task.task @f ins(%x[0:4]) outs(%y[0:4])
   task.return
 }
 
@@ -370,18 +461,20 @@ task.kernel @body_arg_count(%x: memref<4xf32>, %w: memref<4xi32>) -> (%y: memref
     task.yield %a : tensor<f32>
   }
   // expected-error@+1 {{task.body @f takes (tensor<f32>) but the task needs (tensor<f32>, tensor<i32>)}}
-  task.task "elementwise" @f ins(%x[0:4], %w[0:4]) outs(%y[0:4])
+  task.task @f ins(%x[0:4], %w[0:4]) outs(%y[0:4])
   task.return
 }
 
 // -----
 
-// A body argument that is not 0-d (no task needs to use the body).
+// A body of two ops whose argument is not 0-d (no task needs to use the body): it is
+// not pointwise, and a tile body holds one op.
 task.kernel @body_arg_shape() -> () {
-  // expected-error@+1 {{task.body @f works on 0-d tensors, not tensor<4xf32>}}
+  // expected-error@+1 {{task.body @f is neither pointwise (0-d tensors through elementwise ops) nor a tile body (one graph op on its arguments in order, yielding its results)}}
   task.body @f(%a: tensor<4xf32>) {
     %n = graph.neg %a : tensor<4xf32>
-    task.yield %n : tensor<4xf32>
+    %m = graph.neg %n : tensor<4xf32>
+    task.yield %m : tensor<4xf32>
   }
   task.return
 }
@@ -390,7 +483,7 @@ task.kernel @body_arg_shape() -> () {
 
 // A body argument that is a memref.
 task.kernel @body_arg_memref() -> () {
-  // expected-error@+1 {{task.body @f works on 0-d tensors, not memref<f32>}}
+  // expected-error@+1 {{task.body @f is neither pointwise (0-d tensors through elementwise ops) nor a tile body (one graph op on its arguments in order, yielding its results)}}
   task.body @f(%a: memref<f32>) {
     %one = graph.constant dense<1.0> : tensor<f32>
     task.yield %one : tensor<f32>
@@ -400,11 +493,12 @@ task.kernel @body_arg_memref() -> () {
 
 // -----
 
-// A body that yields a value that is not 0-d.
+// A body that yields a value that is not 0-d after two ops.
 task.kernel @yield_shape() -> () {
-  // expected-error@+1 {{task.body @f works on 0-d tensors, not tensor<4xf32>}}
+  // expected-error@+1 {{task.body @f is neither pointwise (0-d tensors through elementwise ops) nor a tile body (one graph op on its arguments in order, yielding its results)}}
   task.body @f(%a: tensor<f32>) {
-    %e = graph.expand %a : tensor<f32> -> tensor<4xf32>
+    %n = graph.neg %a : tensor<f32>
+    %e = graph.expand %n : tensor<f32> -> tensor<4xf32>
     task.yield %e : tensor<4xf32>
   }
   task.return
@@ -464,7 +558,7 @@ task.kernel @yield_types(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
     task.yield %a, %a : tensor<f32>, tensor<f32>
   }
   // expected-error@+1 {{task.body @f yields (tensor<f32>, tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)}}
-  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
+  task.task @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
   task.return
 }
 
@@ -476,7 +570,7 @@ task.kernel @yield_count(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
     task.yield %a : tensor<f32>
   }
   // expected-error@+1 {{task.body @f yields (tensor<f32>) but the task needs (tensor<f32>, tensor<i1>)}}
-  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
+  task.task @f ins(%x[0:4]) outs(%y[0:4], %z[0:4])
   task.return
 }
 
@@ -485,7 +579,7 @@ task.kernel @yield_count(%x: memref<4xf32>) -> (%y: memref<4xf32>, %z: memref<4x
 // A task naming a body that does not exist.
 task.kernel @unknown_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
   // expected-error@+1 {{task.task refers to @nowhere, which is no task.body of this kernel}}
-  task.task "elementwise" @nowhere ins(%x[0:4]) outs(%y[0:4])
+  task.task @nowhere ins(%x[0:4]) outs(%y[0:4])
   task.return
 }
 
@@ -494,7 +588,7 @@ task.kernel @unknown_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
 // A task naming a symbol that is not a body (its own kernel).
 task.kernel @kernel_as_body(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
   // expected-error@+1 {{task.task refers to @kernel_as_body, which is no task.body of this kernel}}
-  task.task "elementwise" @kernel_as_body ins(%x[0:4]) outs(%y[0:4])
+  task.task @kernel_as_body ins(%x[0:4]) outs(%y[0:4])
   task.return
 }
 
@@ -510,7 +604,7 @@ task.kernel @same_name(%x: memref<4xf32>) -> (%y: memref<4xf32>) {
     %n = graph.neg %a : tensor<f32>
     task.yield %n : tensor<f32>
   }
-  task.task "elementwise" @f ins(%x[0:4]) outs(%y[0:4])
+  task.task @f ins(%x[0:4]) outs(%y[0:4])
   task.return
 }
 
@@ -542,5 +636,72 @@ task.kernel @buffer_in_body() -> () {
     %t = task.buffer : memref<4xf32>
     task.yield %a : tensor<f32>
   }
+  task.return
+}
+
+// -----
+
+// A tile body whose op does not accept its arguments: the op is to blame (a kind that
+// is no graph op cannot be written at all, since a task names a body, not a kind).
+task.kernel @tile_op_invalid(%a: memref<4x3xf32>, %b: memref<5x2xf32>) -> (%c: memref<4x2xf32>) {
+  task.body @mm(%l: tensor<4x3xf32>, %r: tensor<5x2xf32>) {
+    // expected-error@+1 {{graph.matmul cannot multiply shapes (4, 3) and (5, 2)}}
+    %m = graph.matmul %l, %r : tensor<4x3xf32>, tensor<5x2xf32> -> tensor<4x2xf32>
+    task.yield %m : tensor<4x2xf32>
+  }
+  task.task @mm ins(%a[0:4, 0:3], %b[0:5, 0:2]) outs(%c[0:4, 0:2])
+  task.return
+}
+
+// -----
+
+// A tile body on other shapes than the task's regions.
+task.kernel @tile_types(%x: memref<4x6xf32>) -> (%y: memref<4x6xf32>) {
+  task.body @exp(%a: tensor<2x6xf32>) {
+    %e = graph.exp %a : tensor<2x6xf32>
+    task.yield %e : tensor<2x6xf32>
+  }
+  // expected-error@+1 {{task.body @exp takes (tensor<2x6xf32>) but the task needs (tensor<4x6xf32>)}}
+  task.task @exp ins(%x[0:4, 0:6]) outs(%y[0:4, 0:6])
+  task.return
+}
+
+// -----
+
+// A tile body whose op reads its arguments in another order.
+task.kernel @tile_order() -> () {
+  // expected-error@+1 {{task.body @sub is neither pointwise (0-d tensors through elementwise ops) nor a tile body (one graph op on its arguments in order, yielding its results)}}
+  task.body @sub(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+    %d = graph.sub %b, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    task.yield %d : tensor<4xf32>
+  }
+  task.return
+}
+
+// -----
+
+// A tile body's regions laid out otherwise than the targets read them: softmax rows
+// cut in half.
+task.kernel @tile_layout(%x: memref<4x6xf32>) -> (%y: memref<4x6xf32>) {
+  task.body @softmax(%a: tensor<4x3xf32>) {
+    %s = graph.softmax %a dim 1 : tensor<4x3xf32>
+    task.yield %s : tensor<4x3xf32>
+  }
+  // expected-error@+1 {{task.task graph.softmax operand 0: region [0:4, 0:3] does not cover dimension 1 of its buffer (6): a task holds whole rows}}
+  task.task @softmax ins(%x[0:4, 0:3]) outs(%y[0:4, 0:3])
+  task.task @softmax ins(%x[0:4, 3:6]) outs(%y[0:4, 3:6])
+  task.return
+}
+
+// -----
+
+// A pointwise task whose input does not broadcast onto its output tile.
+task.kernel @pointwise_broadcast(%x: memref<4x6xf32>) -> (%y: memref<4x6xf32>) {
+  task.body @neg(%a: tensor<f32>) {
+    %n = graph.neg %a : tensor<f32>
+    task.yield %n : tensor<f32>
+  }
+  // expected-error@+1 {{task.task @neg: pointwise task: input 0 region [0:2, 0:6] does not broadcast to the output tile (4x6)}}
+  task.task @neg ins(%x[0:2, 0:6]) outs(%y[0:4, 0:6])
   task.return
 }

@@ -1,13 +1,26 @@
-"""What convert-task-to-mncore's modules share: its error, DRAM address runs and their
-DMA descriptors, and rings of on-chip areas."""
+"""What convert-task-to-mncore's modules share: its error, a slot's and a buffer's
+shape, DRAM address runs and their DMA descriptors, and rings of on-chip areas."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.values import constant_value
+
+Slot = tuple[str, int]  # a PE memory and the first of its 4 words
+
+#: Ops whose tasks only move data: their output tile is a copy of words of the input.
+COPIES = (g.PermuteOp, g.ReshapeOp, g.SliceOp)
+#: Reductions, and the ALU instruction that accumulates each.
+REDUCTIONS: dict[type[g.ReduceOp], str] = {g.SumOp: "fadd", g.MeanOp: "fadd",
+                                           g.AmaxOp: "fmax"}
 
 
 class MNCoreConversionError(DiagnosticException):
@@ -19,9 +32,42 @@ class MNCoreConversionError(DiagnosticException):
         self.op = op
 
 
-def strides_of(shape: Sequence[int]) -> np.ndarray:
+def shape(value: SSAValue) -> tuple[int, ...]:
+    """The shape of a buffer (or of a tensor)."""
+    typ = value.type
+    assert isinstance(typ, MemRefType | TensorType), typ
+    return tuple(typ.get_shape())
+
+
+def element(value: SSAValue) -> Attribute:
+    """The element type of a buffer (or of a tensor)."""
+    typ = value.type
+    assert isinstance(typ, MemRefType | TensorType), typ
+    return typ.get_element_type()
+
+
+op_label = t.computation_label  # what a task computes, as messages name it
+
+def constant_values(op: g.ConstantOp) -> np.ndarray:
+    """The values of a graph constant, flat."""
+    value = op.value
+    assert isinstance(value, DenseIntOrFPElementsAttr)
+    return constant_value(value).reshape(-1)
+
+
+def reduced_dims(task: t.TaskOp, op: g.ReduceOp) -> tuple[list[int], list[int]]:
+    """The reduced dimensions of a reduction task's input and the input dimension
+    each output dimension indexes."""
+    ((value, _),) = task.reads()
+    rank = len(shape(value))
+    dims = sorted(int(d) % rank for d in op.dims.get_values())
+    keep = bool(op.keepdim.value.data)
+    return dims, [d for d in range(rank) if keep or d not in dims]
+
+
+def strides_of(sizes: Sequence[int]) -> np.ndarray:
     out, acc = [], 1
-    for n in reversed(shape):
+    for n in reversed(sizes):
         out.append(acc)
         acc *= n
     return np.array(out[::-1], dtype=np.int64)
@@ -69,7 +115,7 @@ class Ring:
     def __init__(self, space: str, start: int, size: int, count: int) -> None:
         self.space, self.start, self.size, self.count, self.next = space, start, size, count, 0
 
-    def take(self) -> tuple[str, int]:
+    def take(self) -> Slot:
         at = self.start + self.size * (self.next % self.count)
         self.next += 1
         return self.space, at

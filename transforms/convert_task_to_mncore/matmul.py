@@ -6,28 +6,26 @@
 * ``lower_matmul_streaming`` (any K; the first version): each PE one row and 4 columns
   of C, ``vmm`` over chunks of K, one DMA per piece.
 
-``lower_matmul`` picks one (the pass's ``matmul_kernel`` option). ``pb`` is the pass's
-program builder: its rings, DRAM places and instruction list.
+``lower_matmul`` picks one (the pass's ``matmul_kernel`` option). ``pb`` is the
+program's emitter: its rings, DRAM places and instruction list.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
-from mncore_ir.transforms.mncore_common import MNCoreConversionError, Ring, strides_of
+from mncore_ir.transforms.convert_task_to_mncore.common import (
+    MNCoreConversionError,
+    Ring,
+    shape,
+    strides_of,
+)
+from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
 
-if TYPE_CHECKING:
-    from mncore_ir.transforms.convert_task_to_mncore import ProgramBuilder
 
-JC = 4
-"""Columns of C each L1B accumulates at once in the A-stationary matmul."""
-
-
-def lower_matmul(pb: ProgramBuilder, task: t.TaskOp) -> None:
+def lower_matmul(pb: Emitter, task: t.TaskOp, kernel: str = "auto") -> None:
     """The A-stationary kernel where A's rows fit in LM as 4x4 matrices, else the
     streaming one."""
     depth = task.reads()[0][1].sizes[-1]
@@ -36,17 +34,17 @@ def lower_matmul(pb: ProgramBuilder, task: t.TaskOp) -> None:
                 bl1 // JC) // 4 * 4
     matrices = 2 * (pb.machine.lm_words - pb.lm_limit)
     fits = depth % 4 == 0 and width >= 4 and 4 * depth <= matrices
-    if pb.matmul == "stationary" and not fits:
+    if kernel == "stationary" and not fits:
         raise MNCoreConversionError(
             f"convert-task-to-mncore: matmul_kernel=stationary needs K a multiple of 4 "
             f"with 4 K <= {matrices} words of LM per PE on {pb.machine.name}; K is {depth}")
-    if fits and pb.matmul != "streaming":
+    if fits and kernel != "streaming":
         lower_matmul_stationary(pb, task, width)
     else:
         lower_matmul_streaming(pb, task)
 
 
-def lower_matmul_stationary(pb: ProgramBuilder, task: t.TaskOp, width: int) -> None:
+def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
     """``C = A @ B`` with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
     of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
     L1B ``g`` computes ``JC`` columns of C at a time: ``B[4kc:4kc+4, j]`` is
@@ -59,7 +57,7 @@ def lower_matmul_stationary(pb: ProgramBuilder, task: t.TaskOp, width: int) -> N
     (a, at), (b, bt) = task.reads()
     ((c, ct),) = task.writes()
     rows, cols, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
-    sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
+    sa, sb, sc = (strides_of(shape(v)) for v in (a, b, c))
     base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
     base_b = pb.dram[b] + int(np.dot(bt.offsets, sb))
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
@@ -138,7 +136,7 @@ def lower_matmul_stationary(pb: ProgramBuilder, task: t.TaskOp, width: int) -> N
                              block, 1, int(sc[-2]), block_l2b)
 
 
-def split_rows(pb: ProgramBuilder, rows: int, cols: int, depth: int) -> bool:
+def split_rows(pb: Emitter, rows: int, cols: int, depth: int) -> bool:
     """Whether the L2Bs split C's rows (A loaded once; B once per pass of ``l2bs``
     row blocks) rather than its columns (B once per row block): the smaller of the
     estimated max(DMA cycles, MAU cycles), then the fewer MAU cycles."""
@@ -156,12 +154,12 @@ def split_rows(pb: ProgramBuilder, rows: int, cols: int, depth: int) -> bool:
     return cost(True) < cost(False)
 
 
-def one_l2b(pb: ProgramBuilder, n: int) -> int | None:
+def one_l2b(pb: Emitter, n: int) -> int | None:
     """``l2b n`` where the machine has several L2Bs (with one, the default says it)."""
     return n if pb.machine.l2bs > 1 else None
 
 
-def load_columns(pb: ProgramBuilder, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
+def load_columns(pb: Emitter, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
                  c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
     """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
     ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each), or with
@@ -180,7 +178,7 @@ def load_columns(pb: ProgramBuilder, base_b: int, sb: np.ndarray, cols: int, dep
     return area
 
 
-def lower_matmul_streaming(pb: ProgramBuilder, task: t.TaskOp) -> None:
+def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
     """``C = A @ B`` on the MAU (any K): each PE owns one row and 4 columns of C and adds
     ``a(4) . B(4x4)`` over K in chunks of 4 (``vmm``). The PEs of one L1B share a
     block of 4 columns, so that block's 4x4 piece of B is broadcast to them; each PE
@@ -188,7 +186,7 @@ def lower_matmul_streaming(pb: ProgramBuilder, task: t.TaskOp) -> None:
     (a, at), (b, bt) = task.reads()
     ((c, ct),) = task.writes()
     rows, cols_all, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
-    sa, sb, sc = (strides_of(v.type.get_shape()) for v in (a, b, c))  # type: ignore[attr-defined]
+    sa, sb, sc = (strides_of(shape(v)) for v in (a, b, c))
     base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
     base_b = pb.dram[b] + int(np.dot(bt.offsets, sb))
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
@@ -197,7 +195,7 @@ def lower_matmul_streaming(pb: ProgramBuilder, task: t.TaskOp) -> None:
     zeros = pb.pooled([0.0] * 4)
     row_blocks, col_blocks = -(-rows // per), -(-cols_all // 4)
     groups = [(jb, rb) for jb in range(col_blocks) for rb in range(row_blocks)]
-    pb.grf = {"grf0": 4, "grf1": 4}
+    pb.new_wave()
     matrix, acc = ("grf0", 4), ("grf1", 4)
     for first in range(0, len(groups), blocks):
         wave = groups[first:first + blocks]
@@ -246,7 +244,7 @@ def lower_matmul_streaming(pb: ProgramBuilder, task: t.TaskOp) -> None:
                              m.RefAttr("dram", target + int(p * sc[-2])), cols)
 
 
-def load_padded(pb: ProgramBuilder, source: int, stride: int, rows: int, width: int, target: int,
+def load_padded(pb: Emitter, source: int, stride: int, rows: int, width: int, target: int,
                 zeros: int) -> None:
     """``rows`` runs of ``width`` words, ``stride`` apart in DRAM, into the 4-word
     slots of L2BM from ``target``, each padded with zeros (from ``zeros``)."""

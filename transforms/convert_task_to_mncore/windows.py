@@ -1,7 +1,7 @@
 """Lane kernels of convert-task-to-mncore for the 2-D window ops: conv2d, max-pool and
 their backward ops (NCHW, OIHW weights, groups).
 
-Each output element is a lane (see ``convert_task_to_mncore``); a lane walks its window
+Each output element is a lane (see ``lanes``); a lane walks its window
 (or, backwards, the windows that contain it) with loads whose addresses differ per
 lane; max-pool's backward matches indices, one-hot, as gather does. A position outside
 the input reads a constant word instead (zero for sums, -inf for the max), so the
@@ -11,27 +11,22 @@ instruction stream stays the same for every lane (SIMD).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
-
-if TYPE_CHECKING:
-    from mncore_ir.transforms.convert_task_to_mncore import ProgramBuilder, Slot
-
-
-def props(task: t.TaskOp) -> tuple[list[int], list[int], list[int], int]:
-    """stride, padding, dilation and groups of a window task."""
-    attrs = task.attrs.data
-    stride, padding, dilation = (list(attrs[n].get_values())  # type: ignore[attr-defined]
-                                 for n in ("stride", "padding", "dilation"))
-    groups = attrs.get("groups")
-    return stride, padding, dilation, groups.value.data if groups is not None else 1  # type: ignore[attr-defined]
+from mncore_ir.transforms.convert_task_to_mncore.common import Slot, shape
+from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
+from mncore_ir.transforms.convert_task_to_mncore.lanes import lanes_over, sum_tree
 
 
-def shape(value: object) -> list[int]:
-    return list(value.type.get_shape())  # type: ignore[attr-defined]
+def props(op: g.WindowOp) -> tuple[list[int], list[int], list[int], int]:
+    """stride, padding, dilation and groups of a window op."""
+    stride, padding, dilation = (list(a.get_values())
+                                 for a in (op.stride, op.padding, op.dilation))
+    groups = op.groups.value.data if isinstance(op, g.Conv2dOp | g.Conv2dBackwardOp) else 1
+    return stride, padding, dilation, groups
 
 
 def forward(out: np.ndarray, k: int, stride: int, pad: int, dil: int, size: int
@@ -49,10 +44,10 @@ def backward(at: np.ndarray, k: int, stride: int, pad: int, dil: int, size: int
     return np.clip(out, 0, size - 1), (top % stride == 0) & (out >= 0) & (out < size)
 
 
-def conv2d(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]) -> list[Slot]:
+def conv2d(b: Emitter, task: t.TaskOp, op: g.Conv2dOp, c: list[np.ndarray]) -> list[Slot]:
     """``y[n, o, i, j] = bias[o] + sum x[n, g C' + ci, ...] w[o, ci, ky, kx]``."""
     (x, _), (w, _), (bias, _) = task.reads()
-    stride, pad, dil, groups = props(task)
+    stride, pad, dil, groups = props(op)
     _, _, height, width = shape(x)
     outs, per_group, kh, kw = shape(w)
     n, o, i, j = c
@@ -73,11 +68,12 @@ def conv2d(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]) -> list[Slot]
     return [acc]
 
 
-def conv2d_grad_input(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]) -> list[Slot]:
+def conv2d_grad_input(b: Emitter, task: t.TaskOp, op: g.Conv2dBackwardOp,
+                      c: list[np.ndarray]) -> list[Slot]:
     """``dx[n, ch, h, v] = sum dy[n, o, i, j] w[o, ch - g C', ky, kx]`` over the outputs
     ``(i, j)`` whose window element ``(ky, kx)`` is ``(h, v)``."""
     (grad, _), _, (w, _) = task.reads()
-    stride, pad, dil, groups = props(task)
+    stride, pad, dil, groups = props(op)
     outs, per_group, kh, kw = shape(w)
     _, _, out_h, out_w = shape(grad)
     n, ch, h, v = c
@@ -99,11 +95,11 @@ def conv2d_grad_input(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]) ->
     return [acc]
 
 
-def conv2d_grad_weight(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]
+def conv2d_grad_weight(b: Emitter, task: t.TaskOp, op: g.Conv2dBackwardOp, c: list[np.ndarray]
                        ) -> list[Slot]:
     """``dw[o, ci, ky, kx] = sum dy[n, o, i, j] x[n, g C' + ci, ...]`` over ``n, i, j``."""
     (grad, _), (x, _), (w, _) = task.reads()
-    stride, pad, dil, groups = props(task)
+    stride, pad, dil, groups = props(op)
     batch, _, height, width = shape(x)
     outs, per_group, _, _ = shape(w)
     _, _, out_h, out_w = shape(grad)
@@ -126,25 +122,26 @@ def conv2d_grad_weight(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]
     return [acc]
 
 
-def lower_conv2d_backward(b: ProgramBuilder, task: t.TaskOp) -> None:
+def lower_conv2d_backward(b: Emitter, task: t.TaskOp, op: g.Conv2dBackwardOp) -> None:
     """Three lane passes: the input's and the weight's gradients, and the bias's as
     sums of the output gradient over ``n, i, j`` (through the tree)."""
     (grad, _), _, _ = task.reads()
     (dx, dx_tile), (dw, dw_tile), (db, _) = task.writes()
-    b.lanes_over(dx_tile, [(dx, dx_tile)], lambda c: conv2d_grad_input(b, task, c))
-    b.lanes_over(dw_tile, [(dw, dw_tile)], lambda c: conv2d_grad_weight(b, task, c))
+    lanes_over(b, dx_tile, [(dx, dx_tile)], lambda c: conv2d_grad_input(b, task, op, c))
+    lanes_over(b, dw_tile, [(dw, dw_tile)], lambda c: conv2d_grad_weight(b, task, op, c))
     batch, outs, out_h, out_w = shape(grad)
     n, i, j = (a.reshape(-1) for a in np.indices((batch, out_h, out_w)))
     for o in range(outs):
-        b.sum_tree(b.address(grad, [n, np.full_like(n, o), i, j]),
-                   np.array([b.dram[db] + o]), 1.0)
+        sum_tree(b, b.address(grad, [n, np.full_like(n, o), i, j]),
+                 np.array([b.dram[db] + o]), 1.0)
 
 
-def max_pool2d(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]) -> list[Slot]:
+def max_pool2d(b: Emitter, task: t.TaskOp, op: g.MaxPool2dOp, c: list[np.ndarray]
+               ) -> list[Slot]:
     """The window's maximum and the flat ``h W + v`` index of its first occurrence."""
     ((x, _),) = task.reads()
-    stride, pad, dil, _ = props(task)
-    kh, kw = (int(v) for v in task.attrs.data["kernel"].get_values())  # type: ignore[attr-defined]
+    stride, pad, dil, _ = props(op)
+    kh, kw = (int(v) for v in op.kernel.get_values())
     _, _, height, width = shape(x)
     n, ch, i, j = c
     lowest = b.pooled([-math.inf])
@@ -166,7 +163,7 @@ def max_pool2d(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]) -> list[S
     return [best, index]
 
 
-def max_pool2d_backward(b: ProgramBuilder, task: t.TaskOp, c: list[np.ndarray]
+def max_pool2d_backward(b: Emitter, task: t.TaskOp, c: list[np.ndarray]
                         ) -> list[Slot]:
     """``dx[n, ch, h, v]``: the sum of the gradients of the outputs whose maximum index
     is ``h W + v``. The graph op keeps no window, so each lane looks at every output of

@@ -1,0 +1,470 @@
+"""The ATen -> graph table: for each core-ATen op the importer takes, the handler that
+inserts its graph op (or a short fixed expansion). A new mapping is one ``@handles``."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import fx
+from xdsl.ir import SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.frontends.fx_importer import (
+    TORCH_TO_ELEMENT,
+    FxImporter,
+    FxImportError,
+    Handler,
+    sanitize,
+    unsupported,
+)
+
+aten = torch.ops.aten
+
+HANDLERS: dict[Any, Handler] = {}
+
+
+def handles(*targets: Any) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for t in targets:
+            HANDLERS[t] = fn
+        return fn
+
+    return register
+
+
+
+
+# ---------------------------------------------------------------------- handlers
+
+_BINARY = {
+    aten.add.Tensor: g.AddOp, aten.sub.Tensor: g.SubOp, aten.mul.Tensor: g.MulOp,
+    aten.div.Tensor: g.DivOp, aten.pow.Tensor_Tensor: g.PowOp, aten.pow.Tensor_Scalar: g.PowOp,
+    aten.pow.Scalar: g.PowOp, aten.maximum.default: g.MaximumOp,
+    aten.minimum.default: g.MinimumOp, aten.add.Scalar: g.AddOp, aten.sub.Scalar: g.SubOp,
+    aten.mul.Scalar: g.MulOp, aten.div.Scalar: g.DivOp,
+    aten.bitwise_and.Tensor: g.AndOp, aten.bitwise_or.Tensor: g.OrOp,
+    aten.logical_and.default: g.AndOp, aten.logical_or.default: g.OrOp,
+}
+_COMPARE = {
+    **{getattr(aten, n).Tensor: getattr(g, f"{n.capitalize()}Op")
+       for n in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{getattr(aten, n).Scalar: getattr(g, f"{n.capitalize()}Op")
+       for n in ("eq", "ne", "lt", "le", "gt", "ge")},
+}
+_UNARY = {
+    aten.neg.default: g.NegOp, aten.abs.default: g.AbsOp, aten.relu.default: g.ReluOp,
+    aten.exp.default: g.ExpOp, aten.log.default: g.LogOp, aten.sqrt.default: g.SqrtOp,
+    aten.rsqrt.default: g.RsqrtOp, aten.reciprocal.default: g.ReciprocalOp,
+    aten.tanh.default: g.TanhOp, aten.sigmoid.default: g.SigmoidOp, aten.erf.default: g.ErfOp,
+    aten.bitwise_not.default: g.NotOp, aten.logical_not.default: g.NotOp,
+}
+
+
+def _binary(imp: FxImporter, node: fx.Node) -> SSAValue:
+    a, b = node.args[:2]
+    if node.kwargs.get("alpha", 1) != 1:
+        b_val = imp.insert(g.MulOp(imp.as_type(b, imp.meta(node).dtype),
+                                   imp.as_type(node.kwargs["alpha"], imp.meta(node).dtype)))
+        return imp.insert(_BINARY[node.target](imp.as_type(a, imp.meta(node).dtype), b_val))
+    op = _BINARY[node.target]
+    dtype = imp.meta(node).dtype
+    if op in (g.AndOp, g.OrOp) and dtype != torch.bool:
+        raise unsupported(node, f"bitwise ops on {dtype} are not supported")
+    if node.target in (aten.logical_and.default, aten.logical_or.default):
+        a, b = (imp.insert(g.NeOp(imp.value(x), imp.as_type(0, imp.meta(x).dtype)))
+                if imp.meta(x).dtype != torch.bool else imp.value(x) for x in (a, b))
+        return imp.insert(op(a, b))
+    return imp.insert(op(imp.as_type(a, dtype), imp.as_type(b, dtype)))
+
+
+def _compare(imp: FxImporter, node: fx.Node) -> SSAValue:
+    a, b = node.args[:2]
+    common = torch.result_type(imp.meta(a), imp.meta(b))
+    return imp.insert(_COMPARE[node.target](imp.as_type(a, common), imp.as_type(b, common)))
+
+
+def _unary(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.insert(_UNARY[node.target](imp.value(node.args[0])))
+
+
+for _t in _BINARY:
+    HANDLERS[_t] = _binary
+for _t in _COMPARE:
+    HANDLERS[_t] = _compare
+for _t in _UNARY:
+    HANDLERS[_t] = _unary
+
+
+@handles(aten.where.self)
+def _where(imp: FxImporter, node: fx.Node) -> SSAValue:
+    c, a, b = node.args
+    dtype = imp.meta(node).dtype
+    return imp.insert(g.WhereOp(imp.as_type(c, torch.bool), imp.as_type(a, dtype),
+                                imp.as_type(b, dtype)))
+
+
+@handles(aten.clamp.default)
+def _clamp(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, lo, hi = [*node.args, None, None][:3]
+    dtype = imp.meta(node).dtype
+    v = imp.as_type(x, dtype)
+    if lo is not None:
+        v = imp.insert(g.MaximumOp(v, imp.as_type(lo, dtype)))
+    if hi is not None:
+        v = imp.insert(g.MinimumOp(v, imp.as_type(hi, dtype)))
+    return v
+
+
+@handles(aten.gelu.default)
+def _gelu(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.insert(g.GeluOp(imp.value(node.args[0]),
+                               approximate=node.kwargs.get("approximate", "none")))
+
+
+@handles(aten.gelu_backward.default)
+def _gelu_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.insert(g.GeluBackwardOp(imp.value(node.args[0]), imp.value(node.args[1]),
+                                       approximate=node.kwargs.get("approximate", "none")))
+
+
+@handles(aten._to_copy.default, aten.copy.default)
+def _to_copy(imp: FxImporter, node: fx.Node) -> SSAValue:
+    src = node.args[1] if node.target == aten.copy.default else node.args[0]
+    out = imp.meta(node)
+    v = imp.as_type(src, out.dtype)
+    if g.shape_of(v) != tuple(out.shape):
+        v = imp.insert(g.ExpandOp(v, imp.result_type().get_shape()))
+    return v
+
+
+@handles(aten.clone.default, aten.detach_copy.default, aten.detach.default,
+         aten.alias.default, aten.alias_copy.default, aten.lift_fresh_copy.default)
+def _identity(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.value(node.args[0])
+
+
+@handles(aten.view.default, aten.view_copy.default, aten._unsafe_view.default,
+         aten.reshape.default, aten.squeeze.dims, aten.squeeze.dim, aten.squeeze.default,
+         aten.unsqueeze.default, aten.unsqueeze_copy.default, aten.squeeze_copy.dims)
+def _reshape(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.reshape(imp.value(node.args[0]), imp.meta(node).shape)
+
+
+@handles(aten.expand.default, aten.expand_copy.default)
+def _expand(imp: FxImporter, node: fx.Node) -> SSAValue:
+    v = imp.value(node.args[0])
+    out = tuple(imp.meta(node).shape)
+    if g.shape_of(v) == out:
+        return v
+    return imp.insert(g.ExpandOp(v, imp.result_type().get_shape()))
+
+
+@handles(aten.permute.default, aten.permute_copy.default)
+def _permute(imp: FxImporter, node: fx.Node) -> SSAValue:
+    v = imp.value(node.args[0])
+    return imp.insert(g.PermuteOp(v, perm=imp.dims(node.args[1], len(g.shape_of(v)))))
+
+
+@handles(aten.t.default, aten.transpose.int, aten.t_copy.default, aten.transpose_copy.int)
+def _transpose(imp: FxImporter, node: fx.Node) -> SSAValue:
+    v = imp.value(node.args[0])
+    rank = len(g.shape_of(v))
+    d0, d1 = (node.args[1:3] if len(node.args) > 1 else (0, 1))
+    perm = list(range(rank))
+    if rank >= 2:
+        d0, d1 = d0 % rank, d1 % rank
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return imp.insert(g.PermuteOp(v, perm=perm))
+
+
+@handles(aten.slice.Tensor, aten.slice_copy.Tensor)
+def _slice(imp: FxImporter, node: fx.Node) -> SSAValue:
+    v = imp.value(node.args[0])
+    shape = g.shape_of(v)
+    dim, start, end, step = (list(node.args[1:]) + [0, None, None, 1][len(node.args) - 1:])[:4]
+    dim = dim % len(shape)
+    start, end, step = slice(start, end, step).indices(shape[dim])
+    return imp.insert(g.SliceOp(v, dim=dim, start=start, end=max(end, start), step=step))
+
+
+@handles(aten.select.int, aten.select_copy.int)
+def _select(imp: FxImporter, node: fx.Node) -> SSAValue:
+    v = imp.value(node.args[0])
+    shape = g.shape_of(v)
+    dim = node.args[1] % len(shape)
+    index = node.args[2] % shape[dim]
+    piece = imp.insert(g.SliceOp(v, dim=dim, start=index, end=index + 1), hint=False)
+    return imp.reshape(piece, imp.meta(node).shape)
+
+
+@handles(aten.slice_scatter.default)
+def _slice_scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``base`` with ``base[start:end:step]`` along ``dim`` replaced: slices and a concat
+    for step 1."""
+    base, src = imp.value(node.args[0]), imp.value(node.args[1])
+    shape = g.shape_of(base)
+    dim, start, end, step = [*node.args[2:], *[0, None, None, 1][len(node.args) - 2:]]
+    dim = dim % len(shape)
+    start, end, step = slice(start, end, step).indices(shape[dim])
+    if step != 1:
+        raise unsupported(node, "slice_scatter with a step other than 1")
+    pieces = []
+    if start > 0:
+        pieces.append(imp.insert(g.SliceOp(base, dim=dim, start=0, end=start),
+                                 hint=False))
+    pieces.append(src)
+    if end < shape[dim]:
+        pieces.append(imp.insert(g.SliceOp(base, dim=dim, start=end, end=shape[dim]),
+                                 hint=False))
+    return pieces[0] if len(pieces) == 1 else imp.insert(g.ConcatOp(*pieces, dim=dim))
+
+
+@handles(aten.split.Tensor, aten.split_copy.Tensor, aten.split_with_sizes.default,
+         aten.split_with_sizes_copy.default)
+def _split(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
+    v = imp.value(node.args[0])
+    dim = (node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)) % len(g.shape_of(v))
+    outs, start = [], 0
+    for piece in imp.meta(node):
+        size = piece.shape[dim]
+        outs.append(imp.insert(g.SliceOp(v, dim=dim, start=start, end=start + size),
+                               hint=False))
+        start += size
+    return tuple(outs)
+
+
+@handles(operator.getitem)
+def _getitem(imp: FxImporter, node: fx.Node) -> SSAValue:
+    value = imp.env[node.args[0]][node.args[1]]
+    if value is None and not node.users:
+        return None
+    if value is None:
+        raise FxImportError(f"{node.name} reads an output that was not computed")
+    value.name_hint = sanitize(node.name)
+    return value
+
+
+@handles(aten.cat.default)
+def _cat(imp: FxImporter, node: fx.Node) -> SSAValue:
+    dtype = imp.meta(node).dtype
+    inputs = [imp.as_type(x, dtype) for x in node.args[0]]
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+    return imp.insert(g.ConcatOp(*inputs, dim=dim % len(g.shape_of(inputs[0]))))
+
+
+def _splat(imp: FxImporter, node: fx.Node, value: Any) -> SSAValue:
+    out = imp.meta(node)
+    v = imp.constant(value, TORCH_TO_ELEMENT[out.dtype])
+    if out.dim() == 0:
+        return v
+    return imp.insert(g.ExpandOp(v, imp.result_type().get_shape()))
+
+
+@handles(aten.full.default, aten.full_like.default, aten.scalar_tensor.default,
+         aten.new_full.default)
+def _full(imp: FxImporter, node: fx.Node) -> SSAValue:
+    value = node.args[0] if node.target == aten.scalar_tensor.default else node.args[1]
+    return _splat(imp, node, value)
+
+
+@handles(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default,
+         aten.empty.memory_format, aten.empty_like.default, aten.new_empty.default,
+         aten.empty_strided.default)
+def _zeros(imp: FxImporter, node: fx.Node) -> SSAValue:
+    # Empty tensors have unspecified contents: zeros are a valid choice.
+    return _splat(imp, node, 0)
+
+
+@handles(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
+def _ones(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return _splat(imp, node, 1)
+
+
+@handles(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _arange(imp: FxImporter, node: fx.Node) -> SSAValue:
+    out = imp.meta(node)
+    args = list(node.args)
+    start, end, step = (0, args[0], 1) if len(args) == 1 else [*args, 1][:3]
+    values = np.arange(start, end, step)
+    return imp.constant(values, TORCH_TO_ELEMENT[out.dtype], tuple(out.shape))
+
+
+def _reduce(op_type: type[g.ReduceOp]) -> Handler:
+    def handler(imp: FxImporter, node: fx.Node) -> SSAValue:
+        x = node.args[0]
+        out = imp.meta(node)
+        v = imp.as_type(x, out.dtype)
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        return imp.insert(op_type(v, dims=imp.dims(dims, len(g.shape_of(v))), keepdim=keep))
+
+    return handler
+
+
+HANDLERS[aten.sum.dim_IntList] = _reduce(g.SumOp)
+HANDLERS[aten.sum.default] = _reduce(g.SumOp)
+HANDLERS[aten.mean.dim] = _reduce(g.MeanOp)
+HANDLERS[aten.mean.default] = _reduce(g.MeanOp)
+HANDLERS[aten.amax.default] = _reduce(g.AmaxOp)
+
+
+@handles(aten.var_mean.correction)
+def _var_mean(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    """``mean(x)`` and ``sum((x - mean)^2) / (n - correction)``."""
+    x = imp.value(node.args[0])
+    shape = g.shape_of(x)
+    dims = imp.dims(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim"), len(shape))
+    correction = node.kwargs.get("correction", 1)
+    keep = node.kwargs.get("keepdim", False)
+    count = math.prod(shape[d] for d in dims)
+    mean = imp.insert(g.MeanOp(x, dims=dims, keepdim=True))
+    centered = imp.insert(g.SubOp(x, mean))
+    squares = imp.insert(g.MulOp(centered, centered))
+    total = imp.insert(g.SumOp(squares, dims=dims, keepdim=keep))
+    var = imp.insert(g.DivOp(total, imp.constant(count - correction, g.element_type_of(x))))
+    return var, imp.reshape(mean, g.shape_of(var))
+
+
+@handles(aten.mm.default, aten.bmm.default)
+def _mm(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.insert(g.MatmulOp(imp.value(node.args[0]), imp.value(node.args[1])))
+
+
+@handles(aten.addmm.default)
+def _addmm(imp: FxImporter, node: fx.Node) -> SSAValue:
+    bias, a, b = node.args[:3]
+    if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+        raise unsupported(node, "addmm with beta/alpha other than 1")
+    prod = imp.insert(g.MatmulOp(imp.value(a), imp.value(b)), hint=False)
+    return imp.insert(g.AddOp(prod, imp.value(bias)))
+
+
+@handles(aten._softmax.default, aten._log_softmax.default)
+def _softmax(imp: FxImporter, node: fx.Node) -> SSAValue:
+    op = g.SoftmaxOp if node.target == aten._softmax.default else g.LogSoftmaxOp
+    v = imp.value(node.args[0])
+    return imp.insert(op(v, dim=node.args[1] % len(g.shape_of(v))))
+
+
+@handles(aten._softmax_backward_data.default, aten._log_softmax_backward_data.default)
+def _softmax_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    op = (g.SoftmaxBackwardOp if node.target == aten._softmax_backward_data.default
+          else g.LogSoftmaxBackwardOp)
+    grad, out = imp.value(node.args[0]), imp.value(node.args[1])
+    return imp.insert(op(grad, out, dim=node.args[2] % len(g.shape_of(grad))))
+
+
+def _optional(imp: FxImporter, arg: Any, value: float, shape: Sequence[int]) -> SSAValue:
+    if arg is not None:
+        return imp.value(arg)
+    if shape:
+        return imp.constant(np.full(shape, value), g.f32, shape)
+    return imp.constant(value, g.f32)
+
+
+@handles(aten.native_layer_norm.default)
+def _layer_norm(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
+    x, normalized, w, b, eps = node.args
+    shape = tuple(normalized)
+    return imp.insert(g.LayerNormOp(imp.value(x), _optional(imp, w, 1.0, shape),
+                                    _optional(imp, b, 0.0, shape),
+                                    normalized_dims=len(shape), eps=float(eps)))
+
+
+@handles(aten.native_layer_norm_backward.default)
+def _layer_norm_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
+    grad, x, normalized, mean, rstd, w, _b, mask = node.args
+    shape = tuple(normalized)
+    outs = imp.insert(g.LayerNormBackwardOp(imp.value(grad), imp.value(x), imp.value(mean),
+                                            imp.value(rstd), _optional(imp, w, 1.0, shape),
+                                            normalized_dims=len(shape)))
+    return tuple(o if m else None for o, m in zip(outs, mask, strict=True))
+
+
+@handles(aten.embedding.default)
+def _embedding(imp: FxImporter, node: fx.Node) -> SSAValue:
+    return imp.insert(g.EmbeddingOp(imp.value(node.args[0]), imp.value(node.args[1])))
+
+
+@handles(aten.index_put.default)
+def _index_put(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, indices, values = node.args[:3]
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    if len(indices) != 1 or indices[0] is None:
+        raise unsupported(node, f"index_put with {len(indices)} index tensors")
+    dtype = imp.meta(node).dtype
+    return imp.insert(g.IndexPutOp(imp.value(x), imp.value(indices[0]),
+                                   imp.as_type(values, dtype), accumulate=bool(accumulate)))
+
+
+@handles(aten.gather.default)
+def _gather(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, dim, index = node.args[:3]
+    v = imp.value(x)
+    return imp.insert(g.GatherOp(v, imp.value(index), dim=dim % len(g.shape_of(v))))
+
+
+@handles(aten.scatter.value, aten.scatter.src)
+def _scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, dim, index, value = node.args[:4]
+    v = imp.value(x)
+    if isinstance(value, fx.Node) and imp.meta(value).dim() != 0:
+        raise unsupported(node, "scatter of a non-scalar source")
+    return imp.insert(g.ScatterOp(v, imp.value(index), imp.as_type(value, imp.meta(node).dtype),
+                                  dim=dim % len(g.shape_of(v))))
+
+
+def _pairs(v: Any, default: Sequence[int]) -> list[int]:
+    v = list(v) if isinstance(v, list | tuple) else [v]
+    if not v:
+        v = list(default)
+    return v * 2 if len(v) == 1 else v
+
+
+@handles(aten.convolution.default)
+def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
+    if transposed or len(imp.meta(x).shape) != 4:
+        raise unsupported(node, "only 2-D, non-transposed convolutions are supported")
+    out_channels = imp.meta(w).shape[0]
+    bias = imp.value(b) if b is not None else imp.constant(np.zeros(out_channels), g.f32,
+                                                           (out_channels,))
+    return imp.insert(g.Conv2dOp(imp.value(x), imp.value(w), bias, stride=_pairs(stride, [1]),
+                                 padding=_pairs(padding, [0]), dilation=_pairs(dilation, [1]),
+                                 groups=groups))
+
+
+@handles(aten.convolution_backward.default)
+def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
+    grad, x, w, _bias_sizes, stride, padding, dilation, transposed, _op, groups, mask = node.args
+    if transposed:
+        raise unsupported(node, "transposed convolution")
+    outs = imp.insert(g.Conv2dBackwardOp(imp.value(grad), imp.value(x), imp.value(w),
+                                         stride=_pairs(stride, [1]), padding=_pairs(padding, [0]),
+                                         dilation=_pairs(dilation, [1]), groups=groups))
+    return tuple(o if m else None for o, m in zip(outs, mask, strict=True))
+
+
+@handles(aten.max_pool2d_with_indices.default)
+def _max_pool(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
+    args = list(node.args) + [[], 0, 1, False][len(node.args) - 2:]
+    x, kernel, stride, padding, dilation, ceil_mode = args[:6]
+    if ceil_mode:
+        raise unsupported(node, "max_pool2d with ceil_mode")
+    kernel = _pairs(kernel, [1])
+    return imp.insert(g.MaxPool2dOp(imp.value(x), kernel=kernel,
+                                    stride=_pairs(stride, kernel), padding=_pairs(padding, [0]),
+                                    dilation=_pairs(dilation, [1])))
+
+
+@handles(aten.max_pool2d_with_indices_backward.default)
+def _max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    grad, x = node.args[:2]
+    indices = node.args[7]
+    return imp.insert(g.MaxPool2dBackwardOp(imp.value(grad), imp.value(x), imp.value(indices)))
+

@@ -1,0 +1,241 @@
+"""What each ATen op is to the lazy tracer, decided once per op and cached: how
+dispatch handles it (record, view, in-place, decompose, fallback, ...), which Python
+scalars become graph inputs, an out= overload's functional form, and the inverse of a
+view op for writing through views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from mncore_ir.frontends import lazy_tensor as lt
+from mncore_ir.frontends.fx import DECOMPOSITIONS
+from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
+from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
+from mncore_ir.frontends.lazy_tensor import (
+    DeviceData,
+    Item,
+    LazyError,
+    LazyStorage,
+    LazyTensor,
+    Node,
+    Value,
+    ViewStep,
+)
+
+aten = torch.ops.aten
+
+# ---------------------------------------------------------------------- scalar hoisting
+
+BAKED = (0, 1, -1)
+
+
+def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:
+    """The overload of ``op``'s packet that takes a Tensor where ``op`` takes a Scalar."""
+    name = op._overloadname
+    for candidate in (name.replace("Scalar", "Tensor"), "Tensor", "Tensor_Tensor"):
+        overload = getattr(op.overloadpacket, candidate, None)
+        if overload is None or overload is op:
+            continue
+        schema_args = overload._schema.arguments
+        if index < len(schema_args) and isinstance(schema_args[index].type, torch.TensorType):
+            return overload
+    return None
+
+
+RECORD, VIEW, INPLACE, DECOMPOSE, ALPHA, ADDC, FALLBACK, UNSUPPORTED, OUT = (
+    "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported", "out")
+FACTORY, COPY = "factory", "copy"
+PLANS: dict[torch._ops.OpOverload, str] = {}
+
+
+def plan_of(func: torch._ops.OpOverload) -> str:
+    """How ``dispatch`` handles ``func``, decided once per op."""
+    if func in TRACE_DECOMPOSITIONS:
+        plan = DECOMPOSE
+    elif func in (aten.add_.Tensor, aten.add.Tensor, aten.sub.Tensor, aten.sub_.Tensor):
+        plan = ALPHA
+    elif func in (aten.addcmul_.default, aten.addcmul.default, aten.addcdiv_.default,
+                  aten.addcdiv.default):
+        plan = ADDC
+    elif func in (aten.set_.source_Tensor, aten.set_.source_Storage):
+        plan = UNSUPPORTED
+    elif func in (aten._copy_from.default, aten._copy_from_and_resize.default):
+        plan = COPY
+    elif torch.Tag.out in func.tags:
+        plan = OUT
+    elif _takes_device(func) and (func not in IMPORTABLE or "empty" in func.__name__):
+        plan = FACTORY  # what the compiler cannot import, and uninitialised memory
+    elif func.is_view:
+        plan = VIEW
+    elif func._schema.is_mutable:
+        plan = INPLACE
+    elif func in IMPORTABLE or func in DECOMPOSITIONS:
+        plan = RECORD
+    else:
+        plan = FALLBACK
+    PLANS[func] = plan
+    return plan
+
+
+_HOIST: dict[tuple[torch._ops.OpOverload, int], torch._ops.OpOverload | None] = {}
+
+
+def hoist_target(func: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:
+    """The op to record when argument ``index`` becomes a tensor input, or None when
+    the scalar must be baked into the graph (cached per op and position)."""
+    key = (func, index)
+    if key not in _HOIST:
+        schema_args = func._schema.arguments
+        target = None
+        if index < len(schema_args):
+            typ = schema_args[index].type
+            if isinstance(typ, torch.TensorType):
+                target = func
+            elif isinstance(typ, torch.NumberType):
+                target = _tensor_overload(func, index)
+        _HOIST[key] = target
+    return _HOIST[key]
+
+
+SCALAR_DTYPES: dict[tuple[torch.dtype, type], torch.dtype] = {}
+
+
+def scalar_dtype(tensor_dtype: torch.dtype, scalar_type: type) -> torch.dtype:
+    """The dtype a Python scalar takes next to a tensor (it never widens a float tensor)."""
+    key = (tensor_dtype, scalar_type)
+    if key not in SCALAR_DTYPES:
+        SCALAR_DTYPES[key] = torch.result_type(
+            torch.empty(1, dtype=tensor_dtype, device="meta"), scalar_type(2))
+    return SCALAR_DTYPES[key]
+
+
+def _takes_device(func: torch._ops.OpOverload) -> bool:
+    """A factory: it takes the device to make its result on."""
+    return any(a.name == "device" and a.kwarg_only for a in func._schema.arguments)
+
+
+def on_device(device: Any) -> bool:
+    return device is not None and torch.device(device).type == lt.DEVICE_NAME
+
+
+def leaves_device(kwargs: dict[str, Any]) -> bool:
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type != lt.DEVICE_NAME
+
+
+def functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    if func is aten.copy_.default:
+        return aten.copy.default
+    name = func._schema.name.split("::")[1]
+    if not name.endswith("_"):
+        return None
+    packet = getattr(aten, name[:-1], None)
+    return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def _writes(arg: torch._C.Argument) -> bool:
+    return arg.alias_info is not None and arg.alias_info.is_write
+
+
+_OUT_NAMES: dict[torch._ops.OpOverload, tuple[str, ...]] = {}
+
+
+def out_names(func: torch._ops.OpOverload) -> tuple[str, ...]:
+    """The names of an out= overload's outputs (keyword-only, in the returns' order)."""
+    names = _OUT_NAMES.get(func)
+    if names is None:
+        names = _OUT_NAMES[func] = tuple(a.name for a in func._schema.arguments if _writes(a))
+    return names
+
+
+#: What a factory's functional overload takes and its out= overload does not.
+_FACTORY_KWARGS = frozenset(("dtype", "layout", "device", "pin_memory"))
+_OUT_FUNCTIONAL: dict[torch._ops.OpOverload, torch._ops.OpOverload | None] = {}
+
+
+def out_functional(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The functional overload that the out= overload ``func`` writes into its outs:
+    the same inputs (names, types, defaults, order) and one result per out; a factory's
+    may also take ``dtype``, ``layout``, ``device`` and ``pin_memory``. (The inverse of
+    ``torch._library._out_variant.to_out_variant``, which does not allow the latter.)"""
+    if func in _OUT_FUNCTIONAL:
+        return _OUT_FUNCTIONAL[func]
+    if not all(a.kwarg_only for a in func._schema.arguments if _writes(a)):
+        _OUT_FUNCTIONAL[func] = None  # it updates an input too: run it on the host
+        return None
+    inputs = [(a.name, str(a.type), a.default_value)
+              for a in func._schema.arguments if not _writes(a)]
+    names = {i[0] for i in inputs}
+    found = None
+    packet = func.overloadpacket
+    for name in packet.overloads():
+        candidate = getattr(packet, name)
+        schema = candidate._schema
+        if (schema.is_mutable or candidate.is_view
+                or len(schema.returns) != len(out_names(func))):
+            continue
+        own = [(a.name, str(a.type), a.default_value) for a in schema.arguments
+               if not (a.kwarg_only and a.name in _FACTORY_KWARGS and a.name not in names)]
+        if own == inputs:
+            found = candidate
+            break
+    _OUT_FUNCTIONAL[func] = found
+    return found
+
+
+def resize_out(tensor: LazyTensor, meta: torch.Tensor) -> None:
+    """Give ``tensor`` the shape and strides of ``meta``, as eager resizes an out=
+    argument of the wrong shape. A wrapper subclass cannot be resized through dispatch
+    (its storage holds no data), so its metadata is set by ``set_``'s meta kernel on
+    its own storage; the old value is dropped with a fresh storage."""
+    if tensor._views:
+        raise LazyError(f"an out= tensor that is a view of another must have the result's "
+                        f"shape {list(meta.shape)}, not {list(tensor.shape)}, at "
+                        f"{lt.describe_location(lt.user_location())}")
+    aten.set_.source_Storage_storage_offset.redispatch(
+        _META_KEYS, tensor, tensor.untyped_storage(), 0, meta.shape, meta.stride())
+    tensor._sig = (tuple(meta.shape), meta.stride(), meta.dtype)
+    tensor._cache = None
+    tensor._storage_ = LazyStorage(tensor._storage_.value)
+
+
+_META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+
+
+def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
+    """The base value with the view ``step`` of it replaced by ``new``."""
+    op, args = step.op, step.args
+    meta = step.base_meta
+    packet = op.overloadpacket
+    if packet in (aten.view, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze,
+                  aten.flatten, aten.view_copy):
+        node_op, node_args = aten.view.default, (new, list(meta.shape))
+    elif packet in (aten.alias, aten.detach):
+        return new
+    elif packet in (aten.t, aten.transpose):
+        node_op = aten.t.default if packet is aten.t else aten.transpose.int
+        node_args = (new,) if packet is aten.t else (new, *args)
+    elif packet is aten.permute:
+        inverse = [0] * len(args[0])
+        for i, p in enumerate(args[0]):
+            inverse[p % len(inverse)] = i
+        node_op, node_args = aten.permute.default, (new, inverse)
+    elif packet is aten.select:
+        node_op, node_args = aten.select_scatter.default, (base, new, *args)
+    elif packet is aten.slice:
+        node_op, node_args = aten.slice_scatter.default, (base, new, *args)
+    else:
+        raise LazyError(f"an in-place update through a view made by {op} is not supported, "
+                        f"at {lt.describe_location(lt.user_location())}")
+    meta_args = tuple(_value_meta(a) for a in node_args)
+    return Node(node_op, node_args, {}, lt.infer_meta(node_op, meta_args, {}))
+
+
+def _value_meta(v: Any) -> Any:
+    if isinstance(v, Node | Item):
+        return v.meta
+    if isinstance(v, DeviceData):
+        return torch.empty(v.shape, dtype=v.dtype, device="meta")
+    return v

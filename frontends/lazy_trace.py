@@ -1,0 +1,382 @@
+"""Tracing: each ATen op on a lazy tensor becomes a functional graph node (or a view,
+an in-place write through views, a host factory, a CPU fallback), as
+:mod:`mncore_ir.frontends.lazy_ops` decides for the op. The runtime adds reading values
+and running steps (:meth:`Tracer.read`)."""
+
+from __future__ import annotations
+
+import abc
+import warnings
+import weakref
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from mncore_ir.frontends import lazy_tensor as lt
+from mncore_ir.frontends.fx import DECOMPOSITIONS
+from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
+from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
+from mncore_ir.frontends.lazy_ops import (
+    ADDC,
+    ALPHA,
+    BAKED,
+    COPY,
+    DECOMPOSE,
+    FACTORY,
+    INPLACE,
+    OUT,
+    PLANS,
+    RECORD,
+    SCALAR_DTYPES,
+    UNSUPPORTED,
+    VIEW,
+    functional_variant,
+    hoist_target,
+    leaves_device,
+    on_device,
+    out_functional,
+    out_names,
+    plan_of,
+    resize_out,
+    scalar_dtype,
+    scatter_view,
+)
+from mncore_ir.frontends.lazy_tensor import (
+    Item,
+    LazyError,
+    LazyStorage,
+    LazyTensor,
+    Node,
+    Scalar,
+    Value,
+    ViewStep,
+)
+from mncore_ir.frontends.lazy_worker import Metrics
+
+aten = torch.ops.aten
+
+
+class Tracer(abc.ABC):
+    """Records the ATen ops of lazy tensors. ``pending`` holds the storages written
+    since the last step was cut (weakly: dead tensors are no outputs); an error raised
+    on autograd's device thread waits in ``deferred`` for the next sync or read."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.pending: list[weakref.ref[LazyStorage]] = []
+        self.deferred: Exception | None = None
+
+    @abc.abstractmethod
+    def read(self, tensor: Any, fallback: bool = False) -> torch.Tensor:
+        """The host value of ``tensor`` (a sync when it is not computed yet)."""
+
+    def dispatch(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        if func is aten._local_scalar_dense.default:
+            return self.read(args[0]).item()
+        if func is aten._to_copy.default and leaves_device(kwargs):
+            return func(self.read(args[0]), **kwargs)
+        if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
+            return args[0].copy_(self.read(args[1]))
+        self.metrics.traced_ops += 1
+        plan = PLANS.get(func) or plan_of(func)
+        if plan is RECORD:
+            return self._record(func, args, kwargs)
+        if plan is VIEW:
+            return self._view(func, args, kwargs)
+        if plan is INPLACE:
+            return self._inplace(func, args, kwargs)
+        if plan is DECOMPOSE:  # ops whose schema hides a mutation
+            return TRACE_DECOMPOSITIONS[func](*args, **kwargs)
+        if plan is ALPHA:
+            alpha = kwargs.get("alpha", 1)
+            if alpha == 1:
+                return (self._inplace if func._schema.is_mutable else self._record)(
+                    func, args, kwargs)
+            scaled = self.dispatch(aten.mul.Tensor, (args[1], alpha), {})
+            return self.dispatch(func, (args[0], scaled), {})
+        if plan is ADDC:
+            return self._addc(func, args, kwargs)
+        if plan is OUT:
+            return self._out(func, args, kwargs)
+        if plan is FACTORY:
+            return self._factory(func, args, kwargs)
+        if plan is COPY:
+            return self._copy_from(func, *args, **kwargs)
+        if plan is UNSUPPORTED:
+            raise LazyError(f"{func} is not supported on lazy tensors, at "
+                            f"{lt.describe_location(lt.user_location())}")
+        return self._fallback(func, args, kwargs)
+
+    def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        """``x + value * (t1 op t2)`` as separate ops, so ``value`` can be a graph input."""
+        x, t1, t2 = args[:3]
+        value = kwargs.get("value", args[3] if len(args) > 3 else 1)
+        inner = aten.mul.Tensor if "addcmul" in func.__name__ else aten.div.Tensor
+        prod = self.dispatch(inner, (t1, t2), {})
+        if value != 1:
+            prod = self.dispatch(aten.mul.Tensor, (prod, value), {})
+        add = aten.add_.Tensor if func._schema.is_mutable else aten.add.Tensor
+        return self.dispatch(add, (x, prod), {})
+
+    def _out(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+        """An ``out=`` overload (what factories like ``arange`` call on an empty device
+        tensor too): its functional variant, traced, then written into the outs."""
+        functional = out_functional(func)
+        names = out_names(func)
+        outs = [kwargs.get(name) for name in names]
+        if functional is None or not all(isinstance(o, LazyTensor) for o in outs):
+            return self._fallback(func, args, kwargs)
+        # the out= op itself on meta tensors: the outs' final shapes, resized as eager
+        # resizes them. Its warnings are the meta kernels' (resizing warnings that
+        # eager's kernels need not give).
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                metas = lt.infer_meta(func, args, kwargs)
+        except NotImplementedError:  # no meta kernel: the functional's shapes
+            metas = None
+        except Exception:  # refused (dtypes that cannot be cast, a host-only input):
+            return self._fallback(func, args, kwargs)  # eager's own verdict
+        call = {k: v for k, v in kwargs.items() if k not in names}
+        parameters = {a.name for a in functional._schema.arguments}
+        if "dtype" in parameters and "dtype" not in call and len(outs) == 1:
+            call["dtype"] = outs[0].dtype  # a factory's out= takes the out's dtype
+        if "device" in parameters:
+            call["device"] = outs[0].device
+        results = self.dispatch(functional, args, call)
+        if len(outs) == 1:
+            results, metas = (results,), (metas,)
+        for i, (out, result) in enumerate(zip(outs, results, strict=True)):
+            self._assign(out, result, None if metas is None else metas[i])
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _factory(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        """A factory made on the host and moved to the device. A ``*_like`` or ``new_*``
+        factory reads only its ``self``'s metadata, so ``self`` is not synced; other
+        tensors (``linspace``'s ends) are read."""
+        self.metrics.counters[f"HostFactory::{func}"] += 1
+        names = [a.name for a in func._schema.arguments]
+
+        def to_host(name: str, x: Any) -> Any:
+            if not isinstance(x, LazyTensor):
+                return x
+            if name == "self":
+                return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+            return self.read(x, fallback=True)
+
+        host_args = [to_host(name, a) for name, a in zip(names, args, strict=False)]
+        host_kwargs = {k: to_host(k, v) for k, v in kwargs.items()}
+        device = kwargs.get("device")
+        if device is not None and not on_device(device):  # made for another device
+            return func(*host_args, **host_kwargs)
+        host_kwargs["device"] = torch.device("cpu")
+        return pytree.tree_map(
+            lambda x: lt.from_cpu(x) if isinstance(x, torch.Tensor) else x,
+            func(*host_args, **host_kwargs))
+
+    def _copy_from(self, func: torch._ops.OpOverload, src: torch.Tensor, dst: torch.Tensor,
+                   non_blocking: bool = False) -> torch.Tensor:
+        """The backend's copy between host and device (``_copy_from``): ``dst.copy_(src)``;
+        ``_copy_from_and_resize`` first gives ``dst`` the shape of ``src``."""
+        resize = func is aten._copy_from_and_resize.default and dst.shape != src.shape
+        if not isinstance(dst, LazyTensor):  # to the host
+            if resize:
+                dst.resize_(src.shape)
+            return dst.copy_(self.read(src))
+        if resize:  # all of dst is overwritten: its old value is not needed
+            self._assign(dst, src, torch.empty(src.shape, dtype=dst.dtype, device="meta"))
+        else:
+            self.dispatch(aten.copy_.default, (dst, src), {})
+        return dst
+
+    def _assign(self, out: LazyTensor, result: torch.Tensor,
+                meta: torch.Tensor | None) -> None:
+        """Write ``result`` into ``out`` as an ``out=`` argument is written: cast to its
+        dtype, and resized first where the shape differs."""
+        if not isinstance(result, LazyTensor):
+            result = lt.from_cpu(result)
+        if result.dtype != out.dtype:
+            result = self.dispatch(aten._to_copy.default, (result,), {"dtype": out.dtype})
+        if meta is None:
+            meta = lt._meta_like(result)
+        if out.shape != meta.shape:
+            resize_out(out, meta)
+        self._write(out, result.value())
+
+    def _new_node(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Node:
+        """The graph node of ``func(*args)``: tensors become their values, hoistable
+        Python scalars become :class:`Scalar` inputs (switching to the op's Tensor
+        overload where the schema wants a Scalar), and the output metadata comes from
+        the shape cache, keyed on the inputs' signatures."""
+        graph_args: list[Any] = []
+        keys: list[Any] = []
+        first_dtype = None
+        for i, a in enumerate(args):
+            if isinstance(a, LazyTensor):
+                graph_args.append(a.value() if a._views else a._storage_.value)
+                sig = a._sig
+                keys.append(sig)
+                if first_dtype is None:
+                    first_dtype = sig[2]
+            elif isinstance(a, torch.Tensor):  # a host tensor used on the device
+                data = lt.from_cpu(a)
+                graph_args.append(data.value())
+                keys.append(data._sig)
+                if first_dtype is None:
+                    first_dtype = a.dtype
+            elif type(a) is float or type(a) is int:
+                target = hoist_target(func, i) if first_dtype is not None and (
+                    a not in BAKED) else None
+                if target is None:  # baked into the graph: part of its structure
+                    graph_args.append(a)
+                    keys.append(lt.meta_key(a))
+                    continue
+                func = target
+                dtype = SCALAR_DTYPES.get((first_dtype, type(a))) or scalar_dtype(
+                    first_dtype, type(a))
+                graph_args.append(Scalar(a, dtype))
+                keys.append(("S", dtype))
+            elif isinstance(a, list | tuple) and any(isinstance(x, torch.Tensor) for x in a):
+                values = [x if isinstance(x, LazyTensor) or not isinstance(x, torch.Tensor)
+                          else lt.from_cpu(x) for x in a]
+                graph_args.append(type(a)(x.value() if isinstance(x, LazyTensor) else x
+                                          for x in values))
+                keys.append(lt.meta_key(values))
+                args = (*args[:i], type(a)(values), *args[i + 1:])
+            else:
+                graph_args.append(a)
+                keys.append(lt.meta_key(a))
+        if kwargs:
+            graph_kwargs = dict(kwargs)
+            if "device" in kwargs:
+                graph_kwargs["device"] = torch.device("cpu")
+            key = (func, tuple(keys), lt.meta_key(tuple(sorted(kwargs.items()))))
+        else:
+            graph_kwargs = kwargs
+            key = (func, tuple(keys), ())
+        meta = lt.infer_meta_cached(key, func, graph_args, args, kwargs)
+        return Node(func, tuple(graph_args), graph_kwargs, meta, lt.user_location(), key)
+
+    def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+        node = self._new_node(func, args, kwargs)
+        meta = node.meta
+        if type(meta) is torch.Tensor:  # the common case, kept short: it is per op
+            storage = LazyStorage(node)
+            self.pending.append(weakref.ref(storage))
+            return LazyTensor(storage, (), meta)
+        outs = []
+        for i, m in enumerate(node.meta):
+            if isinstance(m, torch.Tensor):
+                outs.append(self._track(lt.wrap(Item(node, i, m), m)))
+            else:
+                outs.append(m)
+        return type(node.meta)(outs) if isinstance(node.meta, tuple) else outs
+
+    def _track(self, tensor: LazyTensor) -> LazyTensor:
+        self.pending.append(weakref.ref(tensor._storage_))
+        return tensor
+
+    def _view(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        base = args[0]
+        if not isinstance(base, LazyTensor):
+            return self._record(func, args, kwargs)
+        meta = lt.infer_meta(func, (base.meta(), *args[1:]), kwargs)
+        step = ViewStep(func, tuple(args[1:]), tuple(sorted(kwargs.items())), base.meta())
+        views = (*base._views, step)
+        if isinstance(meta, torch.Tensor):
+            return LazyTensor(base._storage_, views, meta)
+        # several views (split, unbind): record them as ordinary ops on a copy
+        return self._record(func, args, kwargs)
+
+    def _inplace(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        target = args[0]
+        schema = func._schema
+        writes = [i for i, a in enumerate(schema.arguments)
+                  if a.alias_info is not None and a.alias_info.is_write]
+        functional = functional_variant(func)
+        if writes != [0] or functional is None or not isinstance(target, LazyTensor) or (
+                functional not in IMPORTABLE and functional not in DECOMPOSITIONS):
+            return self._fallback(func, args, kwargs)
+        if func is aten.copy_.default:
+            src = args[1]
+            if not isinstance(src, LazyTensor):
+                if not target._views and src.shape == target.shape and src.dtype == target.dtype:
+                    target._storage_.set(lt.from_cpu(src).value())  # a host-to-device copy
+                    return target
+                src = lt.from_cpu(src)
+            node = self._new_node(aten.copy.default, (target, src), {})
+        else:
+            node = self._new_node(functional, args, kwargs)
+        self._write(target, node)
+        return target
+
+    def _write(self, target: LazyTensor, new: Value) -> None:
+        """Make ``new`` the value of ``target``, writing through its views."""
+        storage = target._storage_
+        value = new
+        if not target._views:
+            storage.set(value)
+            self.pending.append(weakref.ref(storage))
+            return
+        bases: list[Value] = [storage.value]
+        for step in target._views[:-1]:
+            prev = bases[-1]
+            bases.append(Node(step.op, (prev, *step.args), dict(step.kwargs),
+                              lt.infer_meta(step.op, (step.base_meta, *step.args),
+                                            dict(step.kwargs))))
+        for step, base in zip(reversed(target._views), reversed(bases), strict=True):
+            value = scatter_view(step, base, value)
+        storage.set(value)
+        self.pending.append(weakref.ref(storage))
+
+    def _fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Any:
+        """Run an op the compiler cannot take eagerly on the host, counted."""
+        self.metrics.counters[f"CpuFallback::{func}"] += 1
+        host_args, host_kwargs = pytree.tree_map(
+            lambda x: self.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
+            (args, kwargs))
+        out = func(*host_args, **host_kwargs)
+        written: dict[int, LazyTensor] = {}  # host tensor's id -> the device tensor
+        for i, arg in enumerate(func._schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            target, host = ((args[i], host_args[i]) if i < len(args)
+                            else (kwargs.get(arg.name), host_kwargs.get(arg.name)))
+            if isinstance(target, LazyTensor):
+                self._assign(target, host, lt._meta_like(host))
+                written[id(host)] = target
+
+        def to_device(x: Any) -> Any:
+            if not isinstance(x, torch.Tensor):
+                return x
+            target = written.get(id(x))  # a returned out or self: the device tensor
+            return lt.from_cpu(x) if target is None else target
+
+        return pytree.tree_map(to_device, out)
+
+    def defer(self, error: Exception, func: torch._ops.OpOverload, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+        """Remember ``error`` for the next sync or read; return zeros shaped like the
+        op's outputs so the caller can go on."""
+        if self.deferred is None:
+            self.deferred = error
+        meta = lt.infer_meta(func, args, kwargs)
+        to_host = func is aten._to_copy.default and leaves_device(kwargs)
+
+        def zeros(m: Any) -> Any:
+            if not isinstance(m, torch.Tensor):
+                return m
+            host = torch.zeros(m.shape, dtype=m.dtype)
+            return host if to_host else lt.from_cpu(host)
+
+        return pytree.tree_map(zeros, meta)

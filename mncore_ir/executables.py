@@ -1,0 +1,142 @@
+"""How a lowered module runs on torch tensors: one executable factory per kind of
+device (generated torch code, the reference interpreter, the megakernel simulator, the
+Triton megakernel, the cycle simulator). :mod:`mncore_ir.pipeline`'s devices name them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+if TYPE_CHECKING:  # torch is imported where a device runs: the tools do not need it
+    import torch
+
+    from mncore_ir.dialects.mncore import ProgramOp
+
+Executable = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
+ArrayFunction = Callable[[list[np.ndarray]], Sequence[Any]]
+
+
+def torch_code(module: ModuleOp) -> Executable:
+    """The module's entry function as generated straight-line torch CPU code."""
+    from mncore_ir.targets.graph_torch import compile_module
+
+    program = compile_module(module)
+    return lambda args: program(*args)
+
+
+def reference_interpreter(module: ModuleOp) -> Executable:
+    """The module's entry function in the numpy reference interpreter."""
+    from mncore_ir.targets.graph_interpreter import run_function
+
+    return on_arrays(lambda arrays: run_function(module, arrays))
+
+
+def megakernel_simulator(module: ModuleOp) -> Executable:
+    """The module's task kernel in the megakernel simulator."""
+    from mncore_ir.dialects.task import find_kernel
+    from mncore_ir.targets.task_simulator import TileEvaluator, simulate
+
+    kernel = find_kernel(module)
+    evaluator = TileEvaluator(kernel)
+    return on_arrays(lambda arrays: simulate(kernel, arrays, evaluator=evaluator))
+
+
+def cycle_simulator(module: ModuleOp) -> Executable:
+    """The module's ``mncore.program`` in the cycle simulator, counting its cycles."""
+    from mncore_ir.targets.mncore_simulator import find_program
+
+    return ProgramRunner(find_program(module))
+
+
+def on_arrays(run: ArrayFunction) -> Executable:
+    """``run`` (numpy arrays in and out) on torch tensors."""
+    import torch
+
+    def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        outs = run([a.numpy() for a in args])
+        return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
+
+    return interpret
+
+
+class ProgramRunner:
+    """Runs an ``mncore.program`` in the cycle simulator on torch tensors, counting the
+    simulated steps and cycles (the lazy runtime adds them to its counters)."""
+
+    def __init__(self, program: ProgramOp) -> None:
+        from mncore_ir.targets.mncore_simulator import check
+
+        check(program)  # once: every step runs the same program
+        self.program = program
+        self.counts: Counter[str] = Counter()
+
+    def __call__(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        import torch
+
+        from mncore_ir.targets.mncore_simulator import simulate
+
+        outs, report = simulate(self.program, [a.numpy() for a in args], verify=False)
+        self.counts.update({"MNCoreRuns": 1, "MNCoreSteps": report.steps,
+                            "MNCoreCycles": report.cycles})
+        return [torch.from_numpy(np.array(o)) for o in outs]
+
+    def take_counts(self) -> Counter[str]:
+        counts, self.counts = self.counts, Counter()
+        return counts
+
+
+def triton_megakernel(module: ModuleOp) -> Executable:
+    """Generate and load the module's megakernel: on the GPU when there is one, else in
+    Triton's interpreter, whether or not Triton was imported before."""
+    import tempfile
+
+    import torch
+
+    from mncore_ir.dialects.task import find_kernel
+    from mncore_ir.targets.triton_megakernel import generate, load
+
+    interpret = not torch.cuda.is_available()
+    if interpret:  # read as the generated module is loaded (@triton.jit) and run
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    directory = os.environ.get("MNCORE_CACHE_DIR") or tempfile.gettempdir()
+    os.makedirs(directory, exist_ok=True)
+    megakernel = load(generate(find_kernel(module)), directory)
+
+    def run(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        if not interpret:
+            return [out.cpu() for out in megakernel.run(*args)]
+        with _interpreted_jit_calls():
+            return [out.cpu() for out in megakernel.run(*args)]
+
+    return run
+
+
+@contextlib.contextmanager
+def _interpreted_jit_calls() -> Iterator[None]:
+    """Let interpreted kernels call Triton's own ``@triton.jit`` functions (``tl.zeros``,
+    ``tl.sum``, ...). Triton makes those compiled or interpreted functions once, by
+    ``TRITON_INTERPRET`` when ``triton.language`` is first imported; imported before it
+    was set (``transformers`` and ``make_fx`` import it), they refuse to be called from
+    the interpreter. While a megakernel runs, such calls go through the interpreter."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    interpreted: dict[Callable[..., Any], InterpretedFunction[Any]] = {}
+
+    def call(self: JITFunction[Any], *args: Any, **kwargs: Any) -> Any:
+        if self.fn not in interpreted:
+            interpreted[self.fn] = InterpretedFunction(self.fn)
+        return interpreted[self.fn](*args, **kwargs)
+
+    compiled_call = JITFunction.__call__
+    setattr(JITFunction, "__call__", call)  # noqa: B010  (a method swapped for the run)
+    try:
+        yield
+    finally:
+        setattr(JITFunction, "__call__", compiled_call)  # noqa: B010

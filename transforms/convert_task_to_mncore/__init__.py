@@ -1,0 +1,70 @@
+"""``convert-task-to-mncore{machine=...}``: task kernels become ``mncore.program``s.
+
+Every buffer lives in DRAM, row-major, one value per word: f32, and integers and booleans
+as exact f32 values (below 2**24); intermediates share DRAM by liveness. The package:
+
+* ``emitter``: allocation (DRAM, the constant pool, LM/GRF slots, staging rings) and the
+  instruction API; it only receives calls;
+* ``lanes``: lane kernels (each output element a lane, in waves over all PEs): pointwise
+  bodies, copies, reductions (over time, or through the tree), gather, scatter,
+  embedding, index_put;
+* ``scalar``: a ``task.body``'s graph ops as ALU instructions (and ``pow``, floors, exact
+  integer quotients);
+* ``intervals``: integer intervals, so integers stay exact or are refused;
+* ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU;
+* ``program``: one kernel's program, each task dispatched on the class of the op it
+  computes.
+
+Instructions are emitted in the order of their meaning, one per step; the pipeline runs
+``mncore-schedule`` next to place them in time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.mncore_machines import MACHINES
+from mncore_ir.transforms.convert_task_to_mncore.common import MNCoreConversionError
+from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS
+from mncore_ir.transforms.convert_task_to_mncore.program import LOWERED, build_program
+
+__all__ = ["LOWERED", "MAX_INSTRUCTIONS", "ConvertTaskToMNCorePass", "MNCoreConversionError"]
+
+
+@dataclass(frozen=True)
+class ConvertTaskToMNCorePass(ModulePass):
+    """Lower every ``task.kernel`` to an ``mncore.program`` for ``machine``."""
+
+    name = "convert-task-to-mncore"
+
+    machine: str = "tiny"
+    """A machine of ``dialects/mncore_machines.py``."""
+
+    matmul_kernel: str = "auto"
+    """``stationary`` (A in LM, ``mma``; needs K a multiple of 4 that fits), ``streaming``
+    (any K, ``vmm``) or ``auto``: stationary where it applies."""
+
+    max_instructions: int = MAX_INSTRUCTIONS
+    """The compile budget: a kernel whose program needs more instructions is refused
+    (emitting, scheduling and verifying a program takes time in proportion)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.machine not in MACHINES:
+            raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
+                                        f"{self.machine!r}; machines: {', '.join(MACHINES)}")
+        if self.matmul_kernel not in ("auto", "stationary", "streaming"):
+            raise MNCoreConversionError(f"convert-task-to-mncore: matmul_kernel is auto, "
+                                        f"stationary or streaming, not {self.matmul_kernel!r}")
+        if self.max_instructions < 1:
+            raise MNCoreConversionError("convert-task-to-mncore: max_instructions must be at "
+                                        f"least 1, not {self.max_instructions}")
+        for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
+            program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
+                                    self.max_instructions)
+            Rewriter.replace_op(kernel, program)

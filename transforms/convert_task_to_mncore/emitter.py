@@ -1,0 +1,277 @@
+"""The emitter of convert-task-to-mncore: where values live (DRAM places, the constant
+pool, LM and GRF slots, staging rings) and the instruction API (DMA, ALU, loads and
+stores of per-lane words). It only receives calls: the kernels decide what to compute.
+
+Instructions are appended in program order (their meaning), each in its own step, far
+enough apart that every result is ready before the next instruction issues: a valid,
+slow program, which ``mncore-schedule`` then packs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.ir import SSAValue
+
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.mncore_machines import Machine
+from mncore_ir.transforms.convert_task_to_mncore.common import (
+    MNCoreConversionError,
+    Ring,
+    Slot,
+    descriptors,
+    shape,
+    strides_of,
+)
+
+#: The default compile budget: the CNN training step needs about 700k instructions.
+MAX_INSTRUCTIONS = 2_000_000
+#: Columns of C each L1B accumulates at once in the A-stationary matmul (its result
+#: area in L1BM is sized by it).
+JC = 4
+
+
+class Emitter:
+    """Allocation and instructions for one ``mncore.program``."""
+
+    def __init__(self, machine: Machine, max_instructions: int = MAX_INSTRUCTIONS) -> None:
+        self.machine = machine
+        self.max_instructions = max_instructions
+        self.ops: list[m.InstructionOp] = []
+        self.dram: dict[SSAValue, int] = {}
+        self.tag = 0
+        self.size = 0
+        per_l2b = machine.l1b_per_l2b * machine.pes_per_l1b
+        self.wave = 4 * per_l2b  # lanes per wave
+        self.chunk = 4 * machine.pes_per_l1b  # words per L1BM per wave
+        self.pool: list[float] = []  # DRAM words of the constant pool
+        self.pool_index: dict[tuple[float, ...], int] = {}
+        self.pool_base = 0  # set once every buffer has its place
+        self.constants: dict[float, Slot] = {}
+        self.ones: Slot | None = None
+        half = machine.lm_words // 2
+        self.lm_constants = {"lm0": 0, "lm1": 0}  # constants fill each LM's lower half
+        self.lm_limit = half
+        self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
+        self.lm_scratch = {s: self.reserve_lm(s) for s in ("lm0", "lm1")}
+        self.loads = 0
+        # L2BM: a ring of wave-sized staging areas, then a ring of three large areas for
+        # matmul operands and results; L1BM: a ring of chunks, a matmul result area, then
+        # two matmul operand areas.
+        stages = max(2, min(4, machine.l2bm_words // self.wave // 2))
+        self.stage = Ring("l2bm", 0, self.wave, stages)
+        top = stages * self.wave
+        self.big_stage = Ring("l2bm", top, (machine.l2bm_words - top) // 3, 3)
+        chunks = max(2, min(8, machine.l1bm_words // self.chunk // 2))
+        self.l1 = Ring("l1bm", 0, self.chunk, chunks)
+        self.l1_out = chunks * self.chunk
+        self.l1_top = self.l1_out + JC * self.chunk
+        self.grf: dict[str, int] = {}
+        #: Steps between instructions in program order: past every latency and the
+        #: steps a write to LM blocks its reads.
+        self.spacing = max(machine.alu_latency, machine.l1_latency, machine.l2_latency,
+                           machine.lm_write_blocks_reads + 1)
+
+    # --- places
+
+    def place(self, value: SSAValue, words: int) -> int:
+        """``value`` at the end of DRAM, for the whole program."""
+        at = self.size
+        self.dram[value] = at
+        self.size += -(-max(words, 1) // 16) * 16
+        self.check_dram(value, words, at)
+        return at
+
+    def allocate(self, buffers: Sequence[SSAValue], tasks: Sequence[t.TaskOp]) -> None:
+        """Intermediate buffers share DRAM by liveness (from the first to the last task
+        that touches them, in kernel order): first fit among the buffers still live."""
+        first: dict[SSAValue, int] = {}
+        last: dict[SSAValue, int] = {}
+        for i, task in enumerate(tasks):
+            for v in (*task.ins, *task.outs):
+                first.setdefault(v, i)
+                last[v] = i
+        base, end = self.size, 0
+        live: list[tuple[int, int, int]] = []  # (first word, past the last, last task)
+        for v in sorted(buffers, key=lambda v: first.get(v, -1)):
+            words = math.prod(shape(v))
+            size = -(-max(words, 1) // 16) * 16
+            live = [block for block in live if block[2] >= first.get(v, -1)]
+            at = 0
+            for lo, hi, _ in sorted(live):
+                if at + size <= lo:
+                    break
+                at = max(at, hi)
+            live.append((at, at + size, last.get(v, -1)))
+            self.dram[v] = base + at
+            end = max(end, at + size)
+            self.check_dram(v, words, base + at)
+        self.size = base + end
+
+    def check_dram(self, value: SSAValue, words: int, at: int) -> None:
+        if at + words > self.machine.dram_words:
+            name = f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: buffer {name} ({words} words at dram[{at}]) does not "
+                f"fit in dram ({self.machine.dram_words} words on {self.machine.name})")
+
+    def pooled(self, values: Sequence[float]) -> int:
+        """The pool address of ``values`` (shared when asked again)."""
+        key = tuple(float(v) for v in values)
+        if key not in self.pool_index:
+            self.pool_index[key] = len(self.pool)
+            self.pool.extend(key)
+        return self.pool_base + self.pool_index[key]
+
+    def table(self, values: np.ndarray) -> np.ndarray:
+        """DRAM addresses of per-lane compile-time values (in the constant pool)."""
+        return self.pooled(values.tolist()) + np.arange(len(values))
+
+    def address(self, value: SSAValue, coords: Sequence[np.ndarray]) -> np.ndarray:
+        """DRAM words of ``value`` at absolute coordinates (one array per dimension)."""
+        strides = strides_of(shape(value))
+        out = np.full(len(coords[0]) if coords else 1, self.dram[value], np.int64)
+        for c, s in zip(coords, strides, strict=True):
+            out = out + c * s
+        return out
+
+    def reserve_lm(self, space: str) -> int:
+        at = self.lm_constants[space]
+        self.lm_constants[space] += 4
+        return at
+
+    def lm_slot(self) -> Slot:
+        self.loads += 1
+        return self.lm_ring[self.loads % 2].take()
+
+    def new_wave(self) -> None:
+        """Every GRF slot is free again (word 0 of each GRF stays a copy scratch)."""
+        self.grf = {"grf0": 4, "grf1": 4}
+
+    def fresh(self) -> Slot:
+        """A new GRF slot of the current wave."""
+        space = min(self.grf, key=lambda s: self.grf[s])
+        at = self.grf[space]
+        if at + 4 > self.machine.grf_words:
+            raise MNCoreConversionError("convert-task-to-mncore: a task needs more values "
+                                        f"at once than the GRFs hold ({self.machine.grf_words} "
+                                        f"words each on {self.machine.name})")
+        self.grf[space] += 4
+        return space, at
+
+    def constant(self, value: float) -> Slot:
+        """An LM slot holding ``value`` in all 4 words of every PE, loaded on first use."""
+        if value not in self.constants:
+            space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
+            at = self.lm_constants[space]
+            if at + 4 > self.lm_limit:
+                raise MNCoreConversionError(
+                    f"convert-task-to-mncore: the kernel's constants do not fit in the lower "
+                    f"halves of lm0 and lm1 ({self.lm_limit} words each)")
+            self.lm_constants[space] += 4
+            self.broadcast(self.pooled([value]), (space, at))
+            self.constants[value] = (space, at)
+        return self.constants[value]
+
+    def ones_matrix(self) -> Slot:
+        """16 words of 1.0 in LM: ``mma`` with it sums a vector's 4 words."""
+        if self.ones is None:
+            space = "lm0"
+            at = self.lm_constants[space]
+            if at + 16 > self.lm_limit:
+                raise MNCoreConversionError("convert-task-to-mncore: the kernel's constants do "
+                                            f"not fit in the lower half of {space}")
+            self.lm_constants[space] += 16
+            for row in range(4):
+                self.broadcast(self.pooled([1.0]), (space, at + 4 * row))
+            self.ones = (space, at)
+        return self.ones
+
+    # --- instructions
+
+    def emit(self, op: m.InstructionOp) -> None:
+        """Append ``op``; a program past the budget stops compiling here, before the
+        emitter and the scheduler spend minutes on it."""
+        if len(self.ops) >= self.max_instructions:
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: the program needs more than "
+                f"{self.max_instructions:,} instructions; raise max_instructions or tile "
+                "smaller")
+        op.step = IntegerAttr(len(self.ops) * self.spacing, i64)
+        self.ops.append(op)
+
+    def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
+            stride: int | None = None, l2b: int | None = None) -> None:
+        self.tag += 1
+        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b))
+        self.emit(m.WaitOp(0, "", [], None, None, self.tag))
+
+    def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot, mask: Slot | None = None) -> None:
+        """One ALU instruction (``mask``: write only where it is not zero). A source in a
+        memory an earlier source already reads is first copied to a scratch word of a
+        memory no source uses (the port rules)."""
+        srcs = [*srcs, mask] if mask is not None else list(srcs)
+        used = {srcs[0][0]} if srcs else set()
+        for i in range(1, len(srcs)):
+            if srcs[i][0] in used:
+                space = next(s for s in ("grf0", "grf1", "lm0", "lm1")
+                             if s not in used and s not in (x[0] for x in srcs[i + 1:]))
+                scratch = (space, 0 if space.startswith("grf") else self.lm_scratch[space])
+                self.emit(m.AluOp(0, "fpass", [m.RefAttr(*srcs[i])], m.RefAttr(*scratch)))
+                srcs[i] = scratch
+            used.add(srcs[i][0])
+        if mask is not None:
+            *srcs, mask = srcs
+        self.emit(m.AluOp(0, kind, [m.RefAttr(*s) for s in srcs], m.RefAttr(*dst),
+                          mask=m.RefAttr(*mask) if mask is not None else None))
+
+    def broadcast(self, address: int, slot: Slot) -> None:
+        """The DRAM word at ``address`` into all 4 words of ``slot`` on every PE."""
+        stage, l1 = self.stage.take(), self.l1.take()
+        self.dma("load", m.RefAttr("dram", address), m.RefAttr(*stage), 4, 1, 0)
+        self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4))
+        self.emit(m.L1Op(0, "bcast", [m.RefAttr(*l1)], m.RefAttr(*slot)))
+
+    def load(self, addresses: np.ndarray) -> Slot:
+        """Lane ``i`` of the wave gets the DRAM word ``addresses[i]``."""
+        slot = self.lm_slot()
+        if (addresses == addresses[0]).all():
+            self.broadcast(int(addresses[0]), slot)
+            return slot
+        stage, l1 = self.stage.take(), self.l1.take()
+        for n, part in self.per_l2b(addresses):
+            for first, address, words, run, stride in descriptors(part, load=True):
+                self.dma("load", m.RefAttr("dram", address),
+                         m.RefAttr("l2bm", stage[1] + first), words, run, stride, n)
+        self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*l1), self.chunk))
+        self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(*slot)))
+        return slot
+
+    def keep(self, slot: Slot) -> Slot:
+        """A loaded value copied to GRF: load slots are reused after a ring's worth of
+        loads, so a value read across many loads must move out of them."""
+        kept = self.fresh()
+        self.alu("fpass", [slot], kept)
+        return kept
+
+    def store(self, slot: Slot, addresses: np.ndarray) -> None:
+        """Lane ``i``'s word of ``slot`` to the DRAM word ``addresses[i]``."""
+        stage, l1 = self.stage.take(), self.l1.take()
+        self.emit(m.L1Op(0, "gather", [m.RefAttr(*slot)], m.RefAttr(*l1)))
+        self.emit(m.L2Op(0, "gather", [m.RefAttr(*l1)], m.RefAttr(*stage), self.chunk))
+        for n, part in self.per_l2b(addresses):
+            for first, address, words, run, stride in descriptors(part, load=False):
+                self.dma("store", m.RefAttr("l2bm", stage[1] + first),
+                         m.RefAttr("dram", address), words, run, stride, n)
+
+    def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
+        """A wave's lanes by L2B: L2B ``n`` takes lanes ``n wave ..``; a wave that one L2B
+        holds goes to all of them (loads) or comes from L2B 0 (stores)."""
+        if len(addresses) <= self.wave:
+            return [(None, addresses)]
+        return [(n, addresses[n * self.wave:(n + 1) * self.wave])
+                for n in range(-(-len(addresses) // self.wave))]

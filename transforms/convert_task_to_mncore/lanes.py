@@ -1,0 +1,286 @@
+"""Lane kernels of convert-task-to-mncore: each output element of a task's tile is a
+*lane*; lanes run in waves of 4 words per PE over all PEs (L2B ``n`` gets its lanes by
+DMAs to it alone; a wave that fits one L2B goes to all of them, which repeat the same
+work). A lane kernel loads per-lane DRAM words, computes on the ALU and stores.
+
+Here: pointwise bodies, copies (permute, reshape, slice), reductions over time (lanes
+in parallel) or through the tree (few outputs of many elements), and gather, scatter,
+embedding and index_put, which compare each lane's index with every candidate position
+and select by write masks (a SIMD machine has no data-dependent addressing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import i1
+from xdsl.ir import SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects import task as t
+from mncore_ir.transforms.convert_task_to_mncore import scalar
+from mncore_ir.transforms.convert_task_to_mncore.common import (
+    REDUCTIONS,
+    Slot,
+    element,
+    reduced_dims,
+    shape,
+)
+from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
+from mncore_ir.transforms.convert_task_to_mncore.intervals import Interval, type_interval
+
+Lanes = Callable[[list[np.ndarray]], list[Slot]]  # absolute coordinates -> result slots
+
+
+def lanes_over(e: Emitter, tile: t.Tile, writes: Sequence[tuple[SSAValue, t.Tile]],
+               kernel: Lanes) -> None:
+    """Run ``kernel`` on waves of the lanes of ``tile`` (absolute coordinates, one
+    array per dimension) and store the slots it returns to ``writes``."""
+    n = math.prod(tile.sizes)
+    lanes = e.wave * e.machine.l2bs  # every L2B takes its own lanes
+    for w in range(-(-n // lanes)):
+        e.new_wave()
+        flat = np.arange(w * lanes, min(n, (w + 1) * lanes))
+        local = np.unravel_index(flat, tile.sizes) if tile.sizes else ()
+        coords = [o + c for o, c in zip(tile.offsets, local, strict=True)] or [
+            np.zeros(len(flat), np.int64)]
+        results = kernel(coords if tile.sizes else [])
+        for (value, out_tile), slot in zip(writes, results, strict=True):
+            e.store(slot, e.address(value, coords) if out_tile.sizes else
+                    np.full(len(flat), e.dram[value]))
+
+
+def pointwise(e: Emitter, task: t.TaskOp, body: t.BodyOp, tile: t.Tile,
+              intervals: dict[SSAValue, Interval | None], coords: list[np.ndarray]
+              ) -> list[Slot]:
+    """The body on every lane, its operands broadcast to the tile as numpy does."""
+    slots = []
+    for value, region in task.reads():
+        sizes = shape(value)
+        lead = len(tile.sizes) - len(sizes)
+        mine = [np.full_like(coords[lead + d], region.offsets[d])
+                if region.sizes[d] == 1 and tile.sizes[lead + d] != 1 else
+                coords[lead + d] - tile.offsets[lead + d] + region.offsets[d]
+                for d in range(len(sizes))]
+        count = len(coords[0]) if coords else 1
+        slots.append(e.load(e.address(value, mine) if sizes else
+                            np.full(count, e.dram[value])))
+    return scalar.compute(e, body, slots, intervals)
+
+
+def copy(e: Emitter, task: t.TaskOp, op: g.PermuteOp | g.ReshapeOp | g.SliceOp,
+         tile: t.Tile, coords: list[np.ndarray]) -> list[Slot]:
+    """A permute, reshape or slice lane: one load from the word it copies."""
+    ((value, region),) = task.reads()
+    sizes = shape(value)
+    local = [c - o for c, o in zip(coords, tile.offsets, strict=True)]
+    if isinstance(op, g.ReshapeOp):  # both bands are contiguous runs
+        flat = np.ravel_multi_index(local, tile.sizes) if local else np.zeros(1, np.int64)
+        at = e.address(value, [np.full_like(flat, o) for o in region.offsets]) + flat
+    elif isinstance(op, g.PermuteOp):
+        mine = [np.zeros_like(local[0])] * len(sizes)
+        for i, p in enumerate(op.perm.get_values()):
+            mine[p] = local[i] + region.offsets[p]
+        at = e.address(value, mine)
+    else:
+        dim = op.dim.value.data % len(sizes)
+        start, step = op.start.value.data, op.step.value.data
+        at = e.address(value, [start + step * local[d] if d == dim else
+                               local[d] + region.offsets[d] for d in range(len(sizes))])
+    return [e.load(at)]
+
+
+def reduce(e: Emitter, task: t.TaskOp, op: g.ReduceOp, coords: list[np.ndarray]
+           ) -> list[Slot]:
+    """Each lane accumulates its reduced elements, loaded one after another."""
+    ((value, region),) = task.reads()
+    sizes = shape(value)
+    dims, kept = reduced_dims(task, op)
+    count = len(coords[0]) if coords else 1
+    base = [np.full(count, region.offsets[d], np.int64) for d in range(len(sizes))]
+    for i, d in enumerate(kept):
+        if d not in dims:
+            base[d] = coords[i]
+    kind = REDUCTIONS[type(op)]
+    acc = e.fresh()
+    reduced = [sizes[d] for d in dims]
+    for r, index in enumerate(np.ndindex(*reduced)):
+        mine = list(base)
+        for d, i in zip(dims, index, strict=True):
+            mine[d] = np.full(count, i, np.int64)
+        x = e.load(e.address(value, mine))
+        e.alu(kind if r else "fpass", [acc, x] if r else [x], acc)
+    element_type = element(task.writes()[0][0])
+    if isinstance(op, g.MeanOp) and type_interval(element_type) is None:
+        e.alu("fmul", [acc, e.constant(1.0 / math.prod(reduced))], acc)
+    elif isinstance(op, g.MeanOp) and element_type != i1:  # numpy's mean, cast: truncated
+        scalar.truncated_quotient(e, acc, math.prod(reduced))
+    return [acc]
+
+
+def tree_pays(e: Emitter, task: t.TaskOp, op: g.GraphOp) -> bool:
+    """Whether a sum or mean goes through the tree: few outputs of many elements.
+    Counted in loads: lanes take ``R`` loads per wave of outputs; the tree takes
+    ``R / wave`` per output, plus about 4 for the tree and the store."""
+    if not isinstance(op, g.SumOp | g.MeanOp) or type_interval(
+            element(task.writes()[0][0])) is not None:
+        return False  # integers accumulate in lanes (exactly, then into their type)
+    ((value, _),) = task.reads()
+    sizes = shape(value)
+    reduced = math.prod(sizes[d] for d in reduced_dims(task, op)[0])
+    outputs = math.prod(task.writes()[0][1].sizes)
+    return outputs * (-(-reduced // e.wave) + 4) < reduced * -(-outputs // e.wave)
+
+
+def reduce_tree(e: Emitter, task: t.TaskOp, op: g.SumOp | g.MeanOp) -> None:
+    """A sum or mean through the tree, one output at a time: its elements spread over
+    every lane of the wave (zeros past the end) and accumulate there, the L1 and L2
+    ``reduce`` sum over PEs and L1Bs keeping the 4 words apart, and the MAU adds the 4
+    (``mma`` with a matrix of ones) after a broadcast back to the PEs."""
+    ((value, region),) = task.reads()
+    ((out, tile),) = task.writes()
+    sizes = shape(value)
+    dims, kept = reduced_dims(task, op)
+    reduced = np.indices([sizes[d] for d in dims]).reshape(len(dims), -1)
+    count = reduced.shape[1]
+    for flat in range(math.prod(tile.sizes)):
+        at = [o + c for o, c in zip(tile.offsets, np.unravel_index(flat, tile.sizes),
+                                    strict=True)]
+        mine = [np.full(count, region.offsets[d], np.int64) for d in range(len(sizes))]
+        for i, d in enumerate(kept):
+            if d not in dims:
+                mine[d] = np.full(count, at[i], np.int64)
+        for d, index in zip(dims, reduced, strict=True):
+            mine[d] = index
+        sum_tree(e, e.address(value, mine),
+                 e.address(out, [np.array([c]) for c in at]) if at else
+                 np.array([e.dram[out]]),
+                 1.0 / count if isinstance(op, g.MeanOp) else 1.0)
+
+
+def sum_tree(e: Emitter, addresses: np.ndarray, target: np.ndarray, scale: float) -> None:
+    """``scale`` times the sum of the DRAM words ``addresses``, stored to the word
+    ``target``, through the tree (see :func:`reduce_tree`)."""
+    zero, ones = e.pooled([0.0]), e.ones_matrix()
+    e.new_wave()
+    acc, vector, total = ("grf0", 4), ("grf0", 8), ("grf1", 4)
+    for first in range(0, len(addresses), e.wave):
+        chunk = np.full(e.wave, zero, np.int64)
+        part = addresses[first:first + e.wave]
+        chunk[:len(part)] = part
+        x = e.load(chunk)
+        e.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
+    l1, stage, back = e.l1.take(), e.stage.take(), e.l1.take()
+    e.emit(m.L1Op(0, "reduce", [m.RefAttr(*acc)], m.RefAttr(*l1)))
+    e.emit(m.L2Op(0, "reduce", [m.RefAttr(*l1)], m.RefAttr(*stage), 4))
+    e.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*back), 4))
+    e.emit(m.L1Op(0, "bcast", [m.RefAttr(*back)], m.RefAttr(*vector)))
+    e.emit(m.AluOp(0, "fzero", [], m.RefAttr(*total)))
+    e.emit(m.MauOp(0, "mma", [m.RefAttr(*ones), m.RefAttr(*vector),
+                              m.RefAttr(*total)], m.RefAttr(*total)))
+    if scale != 1.0:
+        e.alu("fmul", [total, e.constant(scale)], total)
+    e.store(total, target)
+
+
+def select_matching(e: Emitter, index: Slot, candidates: int,
+                    value_at: Callable[[int], Slot], acc: Slot) -> None:
+    """``acc = value_at(k)`` in the lanes whose ``index`` equals ``k``, for each
+    candidate ``k`` (a counter in GRF counts through them)."""
+    counter, match = e.fresh(), e.fresh()
+    e.alu("fzero", [], counter)
+    for k in range(candidates):
+        if k:
+            e.alu("fadd", [counter, e.constant(1.0)], counter)
+        e.alu("fcmpeq", [index, counter], match)
+        e.alu("fpass", [value_at(k)], acc, mask=match)
+
+
+def gather(e: Emitter, task: t.TaskOp, op: g.GatherOp, coords: list[np.ndarray]
+           ) -> list[Slot]:
+    """``out[c] = input[c with c[dim] = index[c]]``."""
+    (x, _), (index, _) = task.reads()
+    sizes = shape(x)
+    dim = op.dim.value.data % len(sizes)
+    where = e.keep(e.load(e.address(index, coords)))
+    acc = e.fresh()
+    e.alu("fzero", [], acc)
+
+    def candidate(k: int) -> Slot:
+        return e.load(e.address(x, [np.full_like(c, k) if d == dim else c
+                                    for d, c in enumerate(coords)]))
+
+    select_matching(e, where, sizes[dim], candidate, acc)
+    return [acc]
+
+
+def scatter(e: Emitter, task: t.TaskOp, op: g.ScatterOp, coords: list[np.ndarray]
+            ) -> list[Slot]:
+    """``out = input``, then ``out[c with c[dim] = index[c]] = value``: lane ``c`` of
+    the output takes ``value`` when some ``index[c with c[dim] = j]`` is ``c[dim]``."""
+    (x, _), (index, _), (value, _) = task.reads()
+    idx_shape = shape(index)
+    dim = op.dim.value.data % len(idx_shape)
+    acc, match = e.fresh(), e.fresh()
+    e.alu("fpass", [e.load(e.address(x, coords))], acc)
+    fill = e.keep(e.load(np.full(len(coords[0]), e.dram[value])))
+    inside = np.ones(len(coords[0]), bool)
+    for d, c in enumerate(coords):
+        if d != dim:
+            inside &= c < idx_shape[d]
+    mine = e.keep(e.load(e.table(coords[dim])))
+    outside = e.pooled([-1.0])
+    for j in range(idx_shape[dim]):
+        at = e.address(index, [np.full_like(c, j) if d == dim else np.minimum(
+            c, idx_shape[d] - 1) for d, c in enumerate(coords)])
+        where = e.load(np.where(inside, at, outside))
+        e.alu("fcmpeq", [where, mine], match)
+        e.alu("fpass", [fill], acc, mask=match)
+    return [acc]
+
+
+def embedding(e: Emitter, task: t.TaskOp, coords: list[np.ndarray]) -> list[Slot]:
+    """``out[..., d] = weight[indices[...], d]``."""
+    (weight, _), (indices, _) = task.reads()
+    rows = shape(weight)[0]
+    lead = coords[:-1]
+    where = e.keep(e.load(e.address(indices, lead) if lead else
+                          np.full(len(coords[-1]), e.dram[indices])))
+    acc = e.fresh()
+    e.alu("fzero", [], acc)
+    select_matching(e, where, rows, lambda k: e.load(e.address(
+        weight, [np.full_like(coords[-1], k), coords[-1]])), acc)
+    return [acc]
+
+
+def index_put(e: Emitter, task: t.TaskOp, op: g.IndexPutOp, coords: list[np.ndarray]
+              ) -> list[Slot]:
+    """``out = input``, then for each index position ``i``: the lanes of row
+    ``indices[i]`` take (or add, with ``accumulate``) ``values[i, ...]``, by a write
+    mask; positions in order, so a repeated row keeps the last value."""
+    (x, _), (indices, _), (values, _) = task.reads()
+    add = bool(op.accumulate.value.data)
+    index_shape, value_shape = shape(indices), shape(values)
+    lanes = len(coords[0])
+    acc, match = e.fresh(), e.fresh()
+    e.alu("fpass", [e.load(e.address(x, coords))], acc)
+    row = e.keep(e.load(e.table(coords[0])))
+    for position in np.ndindex(*index_shape):
+        where = e.load(np.full(lanes, e.address(
+            indices, [np.array([p]) for p in position])[0] if position else
+            e.dram[indices]))
+        e.alu("fcmpeq", [where, row], match)
+        full = [np.full(lanes, p) for p in position] + list(coords[1:])
+        lead = len(full) - len(value_shape)
+        value = e.load(e.address(values, [
+            np.zeros(lanes, np.int64) if n == 1 else full[lead + d]
+            for d, n in enumerate(value_shape)]) if value_shape else
+            np.full(lanes, e.dram[values]))
+        if add:
+            e.alu("fadd", [acc, value], acc, mask=match)
+        else:
+            e.alu("fpass", [value], acc, mask=match)
+    return [acc]

@@ -1,0 +1,171 @@
+"""One ``task.kernel`` as one ``mncore.program``: every buffer placed in DRAM (inputs,
+outputs and constants for the whole program, intermediates shared by liveness, then
+the constant pool), and each task lowered, in kernel order, by the kernel for the op
+it computes (dispatched on the op's class: ``task.computation``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Block, Operation, Region
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.mncore_machines import Machine
+from mncore_ir.transforms.convert_task_to_mncore import lanes, matmul, scalar, windows
+from mncore_ir.transforms.convert_task_to_mncore.common import (
+    COPIES,
+    REDUCTIONS,
+    MNCoreConversionError,
+    Slot,
+    element,
+    op_label,
+    shape,
+)
+from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
+from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
+
+#: The graph ops whose tasks are lowered (besides pointwise ``task.body``s).
+LOWERED_OPS: tuple[type[g.GraphOp], ...] = (
+    g.MatmulOp, *COPIES, *REDUCTIONS, g.GatherOp, g.ScatterOp, g.EmbeddingOp, g.IndexPutOp,
+    g.Conv2dOp, g.Conv2dBackwardOp, g.MaxPool2dOp, g.MaxPool2dBackwardOp)
+#: The task kinds lowered, as messages name them.
+LOWERED = ("elementwise", *(op_label(op) for op in LOWERED_OPS))
+#: Composites that graph-decompose expands into ops that are lowered.
+_DECOMPOSED = (g.RowOp, g.RowBackwardOp, g.LayerNormOp)
+
+
+def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
+                  max_instructions: int = MAX_INSTRUCTIONS) -> m.ProgramOp:
+    """The (unscheduled) program of ``kernel``: instructions in their order of meaning,
+    numbered one per step until ``mncore-schedule`` places them."""
+    bodies = kernel.bodies()
+    tasks = kernel.tasks()
+    computed = [t.computation(task, bodies) for task in tasks]
+    for task, op in zip(tasks, computed, strict=True):
+        if not isinstance(op, (t.BodyOp, *LOWERED_OPS)):
+            hint = (" (run graph-decompose before convert-graph-to-task: it expands row ops "
+                    "into elementwise ops and reductions)" if isinstance(op, _DECOMPOSED)
+                    else "")
+            label = op_label(op) if isinstance(op, g.GraphOp) else t.task_label(task)
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: task kind {label!r} is not lowered{hint}; "
+                f"lowered kinds: {', '.join(LOWERED)}", op or task)
+    ops = kernel.body.block.ops
+    fixed = [*kernel.inputs, *kernel.outputs,
+             *(op.result for op in ops if isinstance(op, t.ConstantOp))]
+    buffers = [op.result for op in ops if isinstance(op, t.BufferOp)]
+    for v in [*fixed, *buffers]:
+        if element(v) != f32 and not isinstance(element(v), IntegerType):
+            users = (c for task, c in zip(tasks, computed, strict=True)
+                     if v in task.operands)
+            raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} has no word "
+                                        "form (f32, integers and booleans do)",
+                                        next(users, None))
+    e = Emitter(machine, max_instructions)
+    for v in fixed:
+        e.place(v, math.prod(shape(v)))
+    intervals = Intervals(kernel)
+    e.allocate(buffers, tasks)
+    e.pool_base = e.size
+    placed: list[Operation] = [*tensors(e, kernel)]
+    placed += [m.BufferOp.create(properties={  # where the intermediates live
+        "sym_name": StringAttr(f"buffer{i}"), "at": m.RefAttr("dram", e.dram[v]),
+        "words": IntegerAttr(math.prod(shape(v)), i64)}) for i, v in enumerate(buffers)]
+    for task, op in zip(tasks, computed, strict=True):
+        assert isinstance(op, t.BodyOp | g.GraphOp)
+        if isinstance(op, g.MatmulOp):
+            intervals.task(task, op)  # refuses integers
+            matmul.lower_matmul(e, task, matmul_kernel)
+        else:
+            lower_lanes(e, intervals, task, op)
+    if e.pool:
+        typ = TensorType(f32, [len(e.pool)])
+        placed.append(m.TensorOp.create(properties={
+            "sym_name": StringAttr("constant_pool"), "role": StringAttr("constant"),
+            "at": m.RefAttr("dram", e.pool_base),
+            "value": DenseIntOrFPElementsAttr.from_list(
+                typ, np.array(e.pool, np.float32).tolist()), "type": typ}))
+    block = Block([*placed, *e.ops])
+    return m.ProgramOp(kernel.sym_name.data, machine.name, Region(block))
+
+
+def tensors(e: Emitter, kernel: t.KernelOp) -> list[m.TensorOp]:
+    """The program's inputs, outputs and constants where ``e`` placed them."""
+    out, names = [], iter(range(1 << 30))
+    for role, group in (("input", kernel.inputs), ("output", kernel.outputs)):
+        for v in group:
+            out.append(m.TensorOp.create(properties={
+                "sym_name": StringAttr(v.name_hint or f"{role}{next(names)}"),
+                "role": StringAttr(role), "at": m.RefAttr("dram", e.dram[v]),
+                "type": TensorType(element(v), shape(v))}))
+    for op in kernel.body.block.ops:
+        if isinstance(op, t.ConstantOp):
+            out.append(m.TensorOp.create(properties={
+                "sym_name": StringAttr(op.result.name_hint or f"const{next(names)}"),
+                "role": StringAttr("constant"),
+                "at": m.RefAttr("dram", e.dram[op.result]), "value": op.value,
+                "type": op.value.get_type()}))
+    return out
+
+
+def lower_lanes(e: Emitter, intervals: Intervals, task: t.TaskOp,
+                op: t.BodyOp | g.GraphOp) -> None:
+    """A task whose outputs are computed lane by lane (or, for sums of few outputs,
+    through the tree); integer outputs are brought into their types."""
+    interval = intervals.task(task, op)
+    if isinstance(op, g.SumOp | g.MeanOp) and lanes.tree_pays(e, task, op):
+        lanes.reduce_tree(e, task, op)
+        return
+    if isinstance(op, g.Conv2dBackwardOp):
+        windows.lower_conv2d_backward(e, task, op)
+        return
+    writes = task.writes()
+    tile = writes[0][1]
+    kernel = lane_kernel(e, intervals, task, op, tile)
+    element_type = element(writes[0][0])
+
+    def settled(coords: list[np.ndarray]) -> list[Slot]:
+        slots = kernel(coords)
+        if interval is not None:  # into the output's type (wrapped, or 0 and 1)
+            slots = [scalar.settle(e, slot, interval, element_type) for slot in slots]
+        return slots
+
+    lanes.lanes_over(e, tile, writes, settled)
+
+
+def lane_kernel(e: Emitter, intervals: Intervals, task: t.TaskOp, op: t.BodyOp | g.GraphOp,
+                tile: t.Tile) -> lanes.Lanes:
+    """What each wave of lanes computes, by the class of the task's op."""
+    if isinstance(op, t.BodyOp):
+        known = intervals.body(task, op)
+        return lambda c: lanes.pointwise(e, task, op, tile, known, c)
+    if isinstance(op, g.GatherOp):
+        return lambda c: lanes.gather(e, task, op, c)
+    if isinstance(op, g.ScatterOp):
+        return lambda c: lanes.scatter(e, task, op, c)
+    if isinstance(op, g.EmbeddingOp):
+        return lambda c: lanes.embedding(e, task, c)
+    if isinstance(op, g.IndexPutOp):
+        return lambda c: lanes.index_put(e, task, op, c)
+    if isinstance(op, g.Conv2dOp):
+        return lambda c: windows.conv2d(e, task, op, c)
+    if isinstance(op, g.MaxPool2dOp):
+        return lambda c: windows.max_pool2d(e, task, op, c)
+    if isinstance(op, g.MaxPool2dBackwardOp):
+        return lambda c: windows.max_pool2d_backward(e, task, c)
+    if isinstance(op, g.ReduceOp):
+        return lambda c: lanes.reduce(e, task, op, c)
+    assert isinstance(op, COPIES), op.name
+    return lambda c: lanes.copy(e, task, op, tile, c)

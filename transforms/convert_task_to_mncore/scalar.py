@@ -1,0 +1,292 @@
+"""The scalar-body compiler of convert-task-to-mncore: a ``task.body``'s graph ops as
+ALU instructions on 4-word slots (every lane at once), and the ALU sequences the
+kernels share: integers brought into their types, floors, exact integer quotients, and
+``pow`` without branches. An op that is one ALU instruction is looked up in the graph
+semantics table (``alu``).
+
+The ALU has add, multiply, min/max, compare-and-select, exp, log, reciprocal and
+reciprocal square root; anything else is composed from them here.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import IntegerType, f32, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import task as t
+from mncore_ir.dialects.graph_semantics import SEMANTICS
+from mncore_ir.dialects.graph_semantics_decompose import ERF_A, ERF_P
+from mncore_ir.transforms.convert_task_to_mncore.common import (
+    MNCoreConversionError,
+    Slot,
+    constant_values,
+)
+from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
+from mncore_ir.transforms.convert_task_to_mncore.intervals import (
+    MULTIPLIED_POWERS,
+    Interval,
+    constant_exponent,
+    type_interval,
+)
+
+#: 2**23: f32 values from here on are integers, and adding it rounds smaller ones.
+_F32_INTEGRAL = float(2**23)
+#: 1.5 * 2**23: adding and subtracting it rounds an f32 below 2**22 in magnitude to the
+#: nearest integer.
+_ROUNDER = float(3 * 2**22)
+
+
+def compute(e: Emitter, body: t.BodyOp, in_slots: list[Slot],
+            intervals: dict[SSAValue, Interval | None]) -> list[Slot]:
+    """ALU instructions for ``body``; returns the slots of the yielded values.
+    ``intervals``: what each integer result may take before it is brought into its
+    type (``Intervals.body``)."""
+    where: dict[SSAValue, Slot] = dict(zip(body.body.block.args, in_slots, strict=True))
+    for op in body.body.block.ops:
+        if isinstance(op, t.YieldOp):
+            return [where[v] for v in op.values]
+        srcs = [where[o] for o in op.operands]
+        if isinstance(op, g.ConstantOp):
+            (v,) = constant_values(op).tolist()
+            where[op.results[0]] = e.constant(float(v))
+            continue
+        dst = e.fresh()
+        if isinstance(op, g.AndOp | g.OrOp):  # logical: operands as 0 or 1 first
+            for k, operand in enumerate(op.operands):
+                if g.element_type_of(operand) != i1:
+                    truth = e.fresh()
+                    e.alu("fcmpne", [srcs[k], e.constant(0.0)], truth)
+                    srcs[k] = truth
+        spec = SEMANTICS.get(type(op))
+        if spec is not None and spec.alu is not None:  # one ALU instruction
+            e.alu(spec.alu, srcs[::-1] if spec.alu_swapped else srcs, dst)
+        else:
+            composed(e, body, op, srcs, dst)
+        interval = intervals.get(op.results[0])
+        if interval is not None:
+            settle(e, dst, interval, g.element_type_of(op.results[0]))
+        where[op.results[0]] = dst
+    raise MNCoreConversionError(f"task.body @{body.sym_name.data} has no task.yield")
+
+
+def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: Slot) -> None:
+    """A body op that is several ALU instructions."""
+    one = e.constant
+    if isinstance(op, g.DivOp):
+        inverse = e.fresh()
+        e.alu("frecip", [srcs[1]], inverse)
+        e.alu("fmul", [srcs[0], inverse], dst)
+    elif isinstance(op, g.SqrtOp):
+        inverse = e.fresh()
+        e.alu("frsqrt", srcs, inverse)
+        e.alu("frecip", [inverse], dst)
+    elif isinstance(op, g.AbsOp):
+        negative = e.fresh()
+        e.alu("fneg", srcs, negative)
+        e.alu("fmax", [srcs[0], negative], dst)
+    elif isinstance(op, g.ReluOp):
+        e.alu("fmax", [srcs[0], e.constant(0.0)], dst)
+    elif isinstance(op, g.NotOp) and g.element_type_of(op.operands[0]) == i1:
+        e.alu("fsub", [one(1.0), srcs[0]], dst)
+    elif isinstance(op, g.SigmoidOp):  # 1 / (1 + exp(-x))
+        x = e.fresh()
+        e.alu("fneg", srcs, dst)
+        e.alu("fexp", [dst], x)
+        e.alu("fadd", [x, one(1.0)], dst)
+        e.alu("frecip", [dst], dst)
+    elif isinstance(op, g.TanhOp):  # 1 - 2 / (exp(2x) + 1)
+        x = e.fresh()
+        e.alu("fadd", [srcs[0], srcs[0]], dst)
+        e.alu("fexp", [dst], x)
+        e.alu("fadd", [x, one(1.0)], dst)
+        e.alu("frecip", [dst], x)
+        e.alu("fadd", [x, x], dst)
+        e.alu("fsub", [one(1.0), dst], dst)
+    elif isinstance(op, g.ErfOp):
+        erf(e, srcs[0], dst)
+    elif isinstance(op, g.PowOp):
+        power(e, op, srcs, dst)
+    elif isinstance(op, g.ConvertOp):
+        target = g.element_type_of(op.results[0])
+        source = g.element_type_of(op.operands[0])
+        if target == i1:
+            e.alu("fcmpne", [srcs[0], e.constant(0.0)], dst)
+        elif target == f32 or isinstance(source, IntegerType):
+            e.alu("fpass", srcs, dst)  # words hold exact values
+        else:
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: {op.name} from {source} to {target} in "
+                f"task.body @{body.sym_name.data} has no ALU form (rounding)")
+    else:
+        raise MNCoreConversionError(f"convert-task-to-mncore: {op.name} in task.body "
+                                    f"@{body.sym_name.data} has no ALU form", op)
+
+
+def erf(e: Emitter, x: Slot, dst: Slot) -> None:
+    """The semantics table's erf (Abramowitz and Stegun 7.1.26 on |x|, with x's sign;
+    error below 1.5e-7), instruction for instruction, but in 5 GRF slots updated in
+    place where its decomposition would take a slot per op."""
+    ax, tt, poly, ex = e.fresh(), e.fresh(), e.fresh(), e.fresh()
+    e.alu("fneg", [x], ax)
+    e.alu("fmax", [x, ax], ax)
+    e.alu("fmul", [ax, e.constant(ERF_P)], tt)
+    e.alu("fadd", [tt, e.constant(1.0)], tt)
+    e.alu("frecip", [tt], tt)
+    e.alu("fmul", [tt, e.constant(ERF_A[4])], poly)
+    for a in reversed(ERF_A[:4]):
+        e.alu("fadd", [poly, e.constant(a)], poly)
+        e.alu("fmul", [poly, tt], poly)
+    e.alu("fmul", [ax, ax], ex)
+    e.alu("fneg", [ex], ex)
+    e.alu("fexp", [ex], ex)
+    e.alu("fmul", [poly, ex], poly)
+    e.alu("fsub", [e.constant(1.0), poly], poly)  # erf(|x|)
+    e.alu("fneg", [poly], ex)
+    e.alu("fcmplt", [x, e.constant(0.0)], tt)
+    e.alu("fsel", [tt, ex, poly], dst)
+
+
+def power(e: Emitter, op: g.PowOp, srcs: list[Slot], dst: Slot) -> None:
+    """``x ** y`` as eager: a constant exponent as PyTorch's scalar fast paths (small
+    integers by multiplication, ``0.5`` as sqrt, ``-0.5`` as rsqrt: they differ from
+    C's ``pow`` at -0.0 and -inf), any other as C's ``pow`` (:func:`general_power`)."""
+    b = constant_exponent(op)
+    if b is not None:
+        if b.is_integer() and abs(b) <= MULTIPLIED_POWERS:
+            integer_power(e, srcs[0], int(b), dst)
+            return
+        if abs(b) == 0.5:
+            e.alu("frsqrt", [srcs[0]], dst)
+            if b > 0:
+                e.alu("frecip", [dst], dst)
+            return
+    general_power(e, srcs[0], srcs[1], dst)
+
+
+def integer_power(e: Emitter, x: Slot, b: int, dst: Slot) -> None:
+    """``x ** b`` for a small integer ``b``: ``|b| - 1`` products, then a reciprocal
+    when ``b < 0`` (``x ** 0`` is 1, even for NaN)."""
+    if b == 0:
+        e.alu("fpass", [e.constant(1.0)], dst)
+        return
+    e.alu("fpass", [x], dst)
+    for _ in range(abs(b) - 1):
+        e.alu("fmul", [dst, x], dst)
+    if b < 0:
+        e.alu("frecip", [dst], dst)
+
+
+def general_power(e: Emitter, x: Slot, y: Slot, dst: Slot) -> None:
+    """``x ** y`` for an exponent known only at run time, without branches:
+    ``|x| ** y`` as exp(y log|x|); 1 where ``y == 0`` or ``|x| == 1`` (where the
+    product is 0 * inf); negated where ``x``'s sign bit is set (-0.0 too) and ``y``
+    is an odd integer; NaN (log x) where a finite ``x < 0`` meets a non-integral
+    ``y``."""
+    one, zero = e.constant(1.0), e.constant(0.0)
+    magnitude, cond, whole, scratch = e.fresh(), e.fresh(), e.fresh(), e.fresh()
+    e.alu("fneg", [x], scratch)
+    e.alu("fmax", [x, scratch], scratch)  # |x|
+    e.alu("flog", [scratch], magnitude)
+    e.alu("fmul", [magnitude, y], magnitude)
+    e.alu("fexp", [magnitude], magnitude)
+    e.alu("fcmpeq", [scratch, one], cond)
+    e.alu("fcmpeq", [y, zero], scratch)
+    e.alu("fmax", [cond, scratch], cond)
+    e.alu("fsel", [cond, one, magnitude], magnitude)
+    integral(e, y, whole, scratch)
+    e.alu("fmul", [y, e.constant(0.5)], cond)
+    integral(e, cond, cond, scratch)
+    e.alu("fcmplt", [cond, whole], cond)  # y is odd: integral, y / 2 is not
+    e.alu("frecip", [x], scratch)  # 1 / -0.0 is -inf, 1 / -inf is -0.0
+    e.alu("fmin", [x, scratch], scratch)
+    e.alu("fcmplt", [scratch, zero], scratch)  # the sign bit of x
+    e.alu("fmul", [cond, scratch], cond)
+    e.alu("fneg", [magnitude], scratch)
+    e.alu("fsel", [cond, scratch, magnitude], magnitude)
+    e.alu("fcmplt", [x, zero], cond)
+    e.alu("fcmplt", [whole, cond], cond)  # x < 0 and y is not integral
+    e.alu("fsub", [x, x], scratch)
+    e.alu("fcmpeq", [scratch, zero], scratch)  # x is finite
+    e.alu("fmul", [cond, scratch], cond)
+    e.alu("flog", [x], scratch)  # NaN where x < 0
+    e.alu("fsel", [cond, scratch, magnitude], dst)
+
+
+def integral(e: Emitter, value: Slot, dst: Slot, scratch: Slot) -> None:
+    """``dst`` = 1.0 where ``value`` is an integer (or ±inf), else 0.0; ``dst`` may
+    be ``value``. The ALU has no floor: |v| + 2**23 rounds to an integer, and
+    exactly that sum minus 2**23 gives back |v| when |v| < 2**23 is one; from 2**23
+    on every float is an integer."""
+    big = e.constant(_F32_INTEGRAL)
+    e.alu("fneg", [value], scratch)
+    e.alu("fmax", [value, scratch], scratch)  # |v|
+    e.alu("fadd", [scratch, big], dst)
+    e.alu("fsub", [dst, big], dst)
+    e.alu("fcmpeq", [dst, scratch], dst)
+    e.alu("fcmple", [big, scratch], scratch)
+    e.alu("fmax", [dst, scratch], dst)
+
+
+# --- integers in words
+
+
+def settle(e: Emitter, slot: Slot, interval: Interval, element_type: Attribute) -> Slot:
+    """Bring the integers of ``slot`` (within ``interval``) into ``element_type``'s
+    values as numpy's cast does: booleans are ``!= 0``, narrow integers wrap."""
+    full = type_interval(element_type)
+    assert full is not None
+    if full[0] <= interval[0] and interval[1] <= full[1]:
+        return slot
+    if element_type == i1:
+        e.alu("fcmpne", [slot, e.constant(0.0)], slot)
+        return slot
+    modulus = full[1] - full[0] + 1
+    assert modulus <= 2**16, "wider types hold every exact integer"
+    if full[0]:
+        e.alu("fadd", [slot, e.constant(float(-full[0]))], slot)
+    quotient, scratch = e.fresh(), e.fresh()
+    e.alu("fmul", [slot, e.constant(1.0 / modulus)], quotient)  # exact
+    floor(e, quotient, scratch)
+    e.alu("fmul", [quotient, e.constant(float(modulus))], quotient)
+    e.alu("fsub", [slot, quotient], slot)
+    if full[0]:
+        e.alu("fadd", [slot, e.constant(float(full[0]))], slot)
+    return slot
+
+
+def floor(e: Emitter, value: Slot, scratch: Slot) -> None:
+    """``value`` = floor(``value``) for ``|value| < 2**22``: adding and subtracting
+    1.5 * 2**23 rounds to the nearest integer, one less where that is above."""
+    e.alu("fadd", [value, e.constant(_ROUNDER)], scratch)
+    e.alu("fsub", [scratch, e.constant(_ROUNDER)], scratch)
+    e.alu("fcmplt", [value, scratch], value)
+    e.alu("fsub", [scratch, value], value)
+
+
+def truncated_quotient(e: Emitter, acc: Slot, n: int) -> None:
+    """``acc`` = trunc(``acc`` / ``n``) for an integer ``|acc| <= 2**24`` and ``n >=
+    1``, exactly: the rounded product by 1 / ``n`` is within 1 of ``|acc| / n``, its
+    floor is corrected by the remainder, and ``acc``'s sign put back."""
+    if n == 1:
+        return
+    size, guess, rest, flag = e.fresh(), e.fresh(), e.fresh(), e.fresh()
+    divisor, big = e.constant(float(n)), e.constant(_F32_INTEGRAL)
+    e.alu("fneg", [acc], size)
+    e.alu("fmax", [acc, size], size)
+    e.alu("fmul", [size, e.constant(1.0 / n)], guess)  # <= 2**23
+    e.alu("fadd", [guess, big], rest)  # rounded below 2**23, then its floor
+    e.alu("fsub", [rest, big], rest)
+    e.alu("fcmplt", [guess, rest], flag)
+    e.alu("fsub", [rest, flag], rest)
+    e.alu("fcmple", [big, guess], flag)  # from 2**23 on, already integral
+    e.alu("fsel", [flag, guess, rest], guess)
+    e.alu("fmul", [guess, divisor], rest)
+    e.alu("fsub", [size, rest], rest)  # the remainder, in [-n, 2n)
+    e.alu("fcmplt", [rest, e.constant(0.0)], flag)
+    e.alu("fsub", [guess, flag], guess)
+    e.alu("fcmple", [divisor, rest], flag)
+    e.alu("fadd", [guess, flag], guess)
+    e.alu("fcmplt", [acc, e.constant(0.0)], flag)
+    e.alu("fneg", [guess], rest)
+    e.alu("fsel", [flag, rest, guess], acc)
