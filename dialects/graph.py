@@ -301,6 +301,11 @@ class LogOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class Log1pOp(FloatUnaryOp):
+    name = "graph.log1p"
+
+
+@irdl_op_definition
 class SqrtOp(FloatUnaryOp):
     name = "graph.sqrt"
 
@@ -1308,7 +1313,7 @@ class FusedOp(GraphOp):
                                       f"not {op.name}")
 
 
-ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp,
+ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
                      TanhOp, SigmoidOp, ErfOp, NotOp)
 ELEMENTWISE_BINARY = (AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, AndOp, OrOp,
                       EqOp, NeOp, LtOp, LeOp, GtOp, GeOp)

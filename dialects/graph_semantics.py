@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.builder import Builder
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import graph_semantics_decompose as dec
@@ -99,6 +101,8 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
                          decompose=dec.relu),
     g.ExpOp: _pointwise("torch.exp({0})", "tl.exp({0})", "fexp", reference=_unary(np.exp)),
     g.LogOp: _pointwise("torch.log({0})", "tl.log({0})", "flog", reference=_unary(np.log)),
+    g.Log1pOp: _pointwise("torch.log1p({0})", None, reference=_unary(np.log1p),
+                          decompose=dec.log1p),
     g.SqrtOp: _pointwise("torch.sqrt({0})", "tl.sqrt({0})", reference=_unary(np.sqrt),
                          decompose=dec.sqrt),
     g.RsqrtOp: _pointwise("torch.rsqrt({0})", "1.0 / tl.sqrt({0})", "frsqrt",
@@ -241,3 +245,20 @@ def flops_per_element(op: Operation) -> float:
 def op_flops(op: Operation) -> float:
     """FLOPs of the whole op."""
     return flops_per_element(op) * sum(_elements(r) for r in op.results)
+
+
+def decomposed(op: Operation) -> tuple[Block, list[SSAValue]] | None:
+    """``op``'s decomposition built on a scratch block whose arguments stand for its
+    operands (``op``'s own IR is left as it was): the block holds the simpler ops, and
+    the values that replace its results. ``None`` where the
+    table has no decomposition. Code generators without an instruction for an op
+    compile these ops instead."""
+    entry = SEMANTICS.get(type(op))
+    if entry is None or entry.decompose is None:
+        return None
+    scratch = Block(arg_types=[o.type for o in op.operands])
+    copy = op.clone(value_mapper=dict(zip(op.operands, scratch.args, strict=True)))
+    scratch.add_op(copy)
+    results = entry.decompose(Builder(InsertPoint.before(copy)), copy)
+    scratch.erase_op(copy)
+    return scratch, results

@@ -82,6 +82,16 @@ def div(b: Builder, op: g.DivOp) -> list[SSAValue]:
     return [e(g.MulOp(op.lhs, e(g.ReciprocalOp(op.rhs))))]
 
 
+def log1p(b: Builder, op: g.Log1pOp) -> list[SSAValue]:
+    """log(u) * (x / (u - 1)) with u = 1 + x, which cancels u's rounding (Goldberg); x
+    itself where u rounds to 1, and where x is +inf (inf / inf)."""
+    e, x = _Insert(b, op.input), op.input
+    u = e(g.AddOp(x, e.scalar(1.0)))
+    general = e(g.MulOp(e(g.LogOp(u)), e(g.DivOp(x, e(g.SubOp(u, e.scalar(1.0)))))))
+    exact = e(g.OrOp(e(g.EqOp(u, e.scalar(1.0))), e(g.EqOp(x, e.scalar(math.inf)))))
+    return [e(g.WhereOp(exact, x, general))]
+
+
 def sqrt(b: Builder, op: g.SqrtOp) -> list[SSAValue]:
     """1 / rsqrt(x)"""
     e = _Insert(b, op.input)

@@ -58,7 +58,8 @@ _COMPARE = {
 }
 _UNARY = {
     aten.neg.default: g.NegOp, aten.abs.default: g.AbsOp, aten.relu.default: g.ReluOp,
-    aten.exp.default: g.ExpOp, aten.log.default: g.LogOp, aten.sqrt.default: g.SqrtOp,
+    aten.exp.default: g.ExpOp, aten.log.default: g.LogOp, aten.log1p.default: g.Log1pOp,
+    aten.sqrt.default: g.SqrtOp,
     aten.rsqrt.default: g.RsqrtOp, aten.reciprocal.default: g.ReciprocalOp,
     aten.tanh.default: g.TanhOp, aten.sigmoid.default: g.SigmoidOp, aten.erf.default: g.ErfOp,
     aten.bitwise_not.default: g.NotOp, aten.logical_not.default: g.NotOp,
@@ -268,7 +269,8 @@ def _splat(imp: FxImporter, node: fx.Node, value: Any) -> SSAValue:
 @handles(aten.full.default, aten.full_like.default, aten.scalar_tensor.default,
          aten.new_full.default)
 def _full(imp: FxImporter, node: fx.Node) -> SSAValue:
-    value = node.args[0] if node.target == aten.scalar_tensor.default else node.args[1]
+    value = (node.args[0] if node.target == aten.scalar_tensor.default
+             else node.args[2] if node.target == aten.new_full.default else node.args[1])
     return _splat(imp, node, value)
 
 

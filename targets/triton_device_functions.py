@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
-from mncore_ir.dialects.graph_semantics import SEMANTICS
+from mncore_ir.dialects.graph_semantics import SEMANTICS, decomposed
 from mncore_ir.dialects.values import constant_value
 from mncore_ir.targets.triton_descriptors import RANK, TYPES, TritonTargetError, dtype_of, pow2
 
@@ -63,19 +62,14 @@ def _emit(op: Operation, operands: Sequence[str], name: str, block: str,
     if expr is not None:
         lines.append(f"{name} = ({expr}).to({ty})")
         return name
-    entry = SEMANTICS.get(type(op))
-    if entry is None or entry.decompose is None:
-        raise TritonTargetError(f"{op.name} has no Triton form")
-    # A copy of the op on arguments of its own, so the task's IR is left as it was.
-    scratch = Block(arg_types=[o.type for o in op.operands])
-    copy = op.clone(value_mapper=dict(zip(op.operands, scratch.args, strict=True)))
-    scratch.add_op(copy)
-    (result,) = entry.decompose(Builder(InsertPoint.before(copy)), copy)
+    expansion = decomposed(op)
+    if expansion is None:
+        raise TritonTargetError(f"{op.name} has no Triton form", op)
+    scratch, (result,) = expansion
     names: dict[SSAValue, str] = dict(zip(scratch.args, operands, strict=True))
     for j, inner in enumerate(scratch.ops):
-        if inner is not copy:
-            names[inner.results[0]] = _emit(inner, [names[o] for o in inner.operands],
-                                            f"{name}_{j}", block, lines)
+        names[inner.results[0]] = _emit(inner, [names[o] for o in inner.operands],
+                                        f"{name}_{j}", block, lines)
     return names[result]
 
 

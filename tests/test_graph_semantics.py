@@ -113,6 +113,9 @@ CASES: dict[str, tuple[list[Attribute], Build, Callable[[], list[np.ndarray]]]] 
     "sigmoid": ([T], lambda a: g.SigmoidOp(a[0]), lambda: [_floats(3, 5)]),
     "div": ([T, T], lambda a: g.DivOp(a[0], a[1]), lambda: [_floats(3, 5), _floats(3, 5)]),
     "sqrt": ([T], lambda a: g.SqrtOp(a[0]), lambda: [_floats(3, 5, positive=True)]),
+    "log1p": ([T], lambda a: g.Log1pOp(a[0]), lambda: [np.concatenate(
+        [_floats(2, 5, positive=True) - 0.99,
+         np.array([[0.0, 1e-9, -1e-9, 3e-8, np.inf]], np.float32)])]),
     "abs": ([T], lambda a: g.AbsOp(a[0]), lambda: [_floats(3, 5)]),
     "abs-i64": ([I64], lambda a: g.AbsOp(a[0]), lambda: [RNG.integers(-9, 9, (3, 5))]),
     "abs-i1": ([BOOL], lambda a: g.AbsOp(a[0]), lambda: [RNG.random((3, 5)) < 0.5]),

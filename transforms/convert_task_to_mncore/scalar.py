@@ -5,7 +5,8 @@ kernels share: integers brought into their types, floors, exact integer quotient
 semantics table (``alu``).
 
 The ALU has add, multiply, min/max, compare-and-select, exp, log, reciprocal and
-reciprocal square root; anything else is composed from them here.
+reciprocal square root; a few ops have in-place sequences here (tested against the
+table's decompositions), and any other op compiles through its table decomposition.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
-from mncore_ir.dialects.graph_semantics import SEMANTICS
+from mncore_ir.dialects.graph_semantics import SEMANTICS, decomposed
 from mncore_ir.dialects.graph_semantics_decompose import ERF_A, ERF_P
 from mncore_ir.transforms.convert_task_to_mncore.common import (
     MNCoreConversionError,
@@ -52,22 +53,48 @@ def compute(e: Emitter, body: t.BodyOp, in_slots: list[Slot],
             where[op.results[0]] = e.constant(float(v))
             continue
         dst = e.fresh()
-        if isinstance(op, g.AndOp | g.OrOp):  # logical: operands as 0 or 1 first
-            for k, operand in enumerate(op.operands):
-                if g.element_type_of(operand) != i1:
-                    truth = e.fresh()
-                    e.alu("fcmpne", [srcs[k], e.constant(0.0)], truth)
-                    srcs[k] = truth
-        spec = SEMANTICS.get(type(op))
-        if spec is not None and spec.alu is not None:  # one ALU instruction
-            e.alu(spec.alu, srcs[::-1] if spec.alu_swapped else srcs, dst)
-        else:
-            composed(e, body, op, srcs, dst)
+        instructions(e, body, op, srcs, dst)
         interval = intervals.get(op.results[0])
         if interval is not None:
             settle(e, dst, interval, g.element_type_of(op.results[0]))
         where[op.results[0]] = dst
     raise MNCoreConversionError(f"task.body @{body.sym_name.data} has no task.yield")
+
+
+def instructions(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot],
+                 dst: Slot) -> None:
+    """The ALU instructions of one body op, from ``srcs`` into ``dst``."""
+    if isinstance(op, g.AndOp | g.OrOp):  # logical: operands as 0 or 1 first
+        for k, operand in enumerate(op.operands):
+            if g.element_type_of(operand) != i1:
+                truth = e.fresh()
+                e.alu("fcmpne", [srcs[k], e.constant(0.0)], truth)
+                srcs[k] = truth
+    spec = SEMANTICS.get(type(op))
+    if spec is not None and spec.alu is not None:  # one ALU instruction
+        e.alu(spec.alu, srcs[::-1] if spec.alu_swapped else srcs, dst)
+    else:
+        composed(e, body, op, srcs, dst)
+
+
+def through_table(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot],
+                  dst: Slot) -> None:
+    """An op with no ALU sequence of its own: the semantics table's decomposition."""
+    expansion = decomposed(op)
+    if expansion is None:
+        raise MNCoreConversionError(f"convert-task-to-mncore: {op.name} in task.body "
+                                    f"@{body.sym_name.data} has no ALU form", op)
+    scratch, (result,) = expansion
+    where: dict[SSAValue, Slot] = dict(zip(scratch.args, srcs, strict=True))
+    for inner in scratch.ops:
+        if isinstance(inner, g.ConstantOp):
+            (v,) = constant_values(inner).tolist()
+            where[inner.results[0]] = e.constant(float(v))
+            continue
+        where[inner.results[0]] = e.fresh()
+        instructions(e, body, inner, [where[o] for o in inner.operands],
+                     where[inner.results[0]])
+    e.alu("fpass", [where[result]], dst)
 
 
 def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: Slot) -> None:
@@ -119,8 +146,7 @@ def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: S
                 f"convert-task-to-mncore: {op.name} from {source} to {target} in "
                 f"task.body @{body.sym_name.data} has no ALU form (rounding)")
     else:
-        raise MNCoreConversionError(f"convert-task-to-mncore: {op.name} in task.body "
-                                    f"@{body.sym_name.data} has no ALU form", op)
+        through_table(e, body, op, srcs, dst)
 
 
 def erf(e: Emitter, x: Slot, dst: Slot) -> None:

@@ -13,6 +13,7 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
   %relu = graph.relu %neg : tensor<2x3xf32>
   %exp = graph.exp %x : tensor<2x3xf32>
   %log = graph.log %exp : tensor<2x3xf32>
+  %log1p = graph.log1p %x : tensor<2x3xf32>
   %sqrt = graph.sqrt %x : tensor<2x3xf32>
   %rsqrt = graph.rsqrt %x : tensor<2x3xf32>
   %recip = graph.reciprocal %x : tensor<2x3xf32>
@@ -37,6 +38,7 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
 // CHECK-NEXT:  [[RELU:%\w+]] = graph.relu [[NEG]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[EXP:%\w+]] = graph.exp [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[LOG:%\w+]] = graph.log [[EXP]] : tensor<2x3xf32>
+// CHECK-NEXT:  [[LOG1P:%\w+]] = graph.log1p [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[SQRT:%\w+]] = graph.sqrt [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[RSQRT:%\w+]] = graph.rsqrt [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[RECIP:%\w+]] = graph.reciprocal [[X]] : tensor<2x3xf32>
