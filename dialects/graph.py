@@ -222,10 +222,6 @@ class GraphOp(IRDLOperation, abc.ABC):
         IRDLOperation.__init__(self, operands=[values] if variadic else values,
                                result_types=result_types, properties=properties)
 
-    def props(self) -> dict[str, Attribute]:
-        """The properties (kept until every caller reads ``op.properties``)."""
-        return dict(self.properties)
-
     def verify_(self) -> None:
         try:
             expected = self.infer([tensor_type(o) for o in self.operands], self.properties)

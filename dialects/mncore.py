@@ -608,12 +608,19 @@ class ProgramOp(IRDLOperation):
                 _check_dimensions(op, machine)
             if isinstance(op, TensorOp | BufferOp):
                 self._check_bounds(op, [(op.at, _extent(op))], machine)
-        for op in self.instructions():
-            try:
-                op.verify_()
-            except VerifyException as error:
-                raise OpVerifyException(op, str(error)) from None
-        self._check_issue(machine)
+        try:
+            self._check_issue(machine)
+        except Exception:
+            # The instructions were not all valid, or the program breaks a rule. xDSL
+            # verifies nested ops first, so a valid program pays for its instructions'
+            # checks once; the tools verify a program before its ops, so an error is
+            # blamed on its instruction first, as if they had been checked first.
+            for op in self.instructions():
+                try:
+                    op.verify_()
+                except VerifyException as error:
+                    raise OpVerifyException(op, str(error)) from None
+            raise
 
     @staticmethod
     def _check_bounds(op: IRDLOperation, refs: Sequence[tuple[RefAttr, int]],

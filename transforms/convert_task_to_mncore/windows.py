@@ -21,7 +21,7 @@ from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
 from mncore_ir.transforms.convert_task_to_mncore.lanes import lanes_over, sum_tree
 
 
-def props(op: g.WindowOp) -> tuple[list[int], list[int], list[int], int]:
+def geometry(op: g.WindowOp) -> tuple[list[int], list[int], list[int], int]:
     """stride, padding, dilation and groups of a window op."""
     stride, padding, dilation = (list(a.get_values())
                                  for a in (op.stride, op.padding, op.dilation))
@@ -47,7 +47,7 @@ def backward(at: np.ndarray, k: int, stride: int, pad: int, dil: int, size: int
 def conv2d(b: Emitter, task: t.TaskOp, op: g.Conv2dOp, c: list[np.ndarray]) -> list[Slot]:
     """``y[n, o, i, j] = bias[o] + sum x[n, g C' + ci, ...] w[o, ci, ky, kx]``."""
     (x, _), (w, _), (bias, _) = task.reads()
-    stride, pad, dil, groups = props(op)
+    stride, pad, dil, groups = geometry(op)
     _, _, height, width = shape(x)
     outs, per_group, kh, kw = shape(w)
     n, o, i, j = c
@@ -73,7 +73,7 @@ def conv2d_grad_input(b: Emitter, task: t.TaskOp, op: g.Conv2dBackwardOp,
     """``dx[n, ch, h, v] = sum dy[n, o, i, j] w[o, ch - g C', ky, kx]`` over the outputs
     ``(i, j)`` whose window element ``(ky, kx)`` is ``(h, v)``."""
     (grad, _), _, (w, _) = task.reads()
-    stride, pad, dil, groups = props(op)
+    stride, pad, dil, groups = geometry(op)
     outs, per_group, kh, kw = shape(w)
     _, _, out_h, out_w = shape(grad)
     n, ch, h, v = c
@@ -99,7 +99,7 @@ def conv2d_grad_weight(b: Emitter, task: t.TaskOp, op: g.Conv2dBackwardOp, c: li
                        ) -> list[Slot]:
     """``dw[o, ci, ky, kx] = sum dy[n, o, i, j] x[n, g C' + ci, ...]`` over ``n, i, j``."""
     (grad, _), (x, _), (w, _) = task.reads()
-    stride, pad, dil, groups = props(op)
+    stride, pad, dil, groups = geometry(op)
     batch, _, height, width = shape(x)
     outs, per_group, _, _ = shape(w)
     _, _, out_h, out_w = shape(grad)
@@ -140,7 +140,7 @@ def max_pool2d(b: Emitter, task: t.TaskOp, op: g.MaxPool2dOp, c: list[np.ndarray
                ) -> list[Slot]:
     """The window's maximum and the flat ``h W + v`` index of its first occurrence."""
     ((x, _),) = task.reads()
-    stride, pad, dil, _ = props(op)
+    stride, pad, dil, _ = geometry(op)
     kh, kw = (int(v) for v in op.kernel.get_values())
     _, _, height, width = shape(x)
     n, ch, i, j = c
