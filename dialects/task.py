@@ -113,7 +113,7 @@ from mncore_ir.dialects.task_regions import (
 from mncore_ir.dialects.task_regions import Tile as Tile
 from mncore_ir.dialects.task_regions import covered_once as covered_once
 from mncore_ir.dialects.task_regions import first_miscounted as first_miscounted
-from mncore_ir.dialects.values import find_function
+from mncore_ir.dialects.values import find_function, paused_gc
 
 #: The task level runs on the megakernel simulator and Triton: the graph's element types.
 TASK_TYPES = SupportedElementTypes("task", GRAPH_ELEMENT_TYPES, static_shapes=True)
@@ -453,6 +453,7 @@ class KernelOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
 
+    @paused_gc()  # what it decodes per task is no garbage until it returns
     def verify_(self) -> None:
         block = self.body.block
         types = [*self.function_type.inputs.data, *self.function_type.outputs.data]

@@ -1,10 +1,14 @@
 """Python values of IR things: the numpy dtype of an element type, the array of a dense
 literal, the bytes of a shaped type, and finding a module's entry function. Every
-executor and lowering reads IR values through these."""
+executor and lowering reads IR values through these; ``paused_gc`` serves the code that
+makes or checks tens of thousands of them."""
 
 from __future__ import annotations
 
+import gc
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -70,3 +74,19 @@ def find_function(module: ModuleOp, name: str | None = None,
 def _symbol(op: Operation) -> str | None:
     name = op.properties.get("sym_name") or op.attributes.get("sym_name")
     return name.data if isinstance(name, StringAttr) else None
+
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: a kernel is a few objects per task, none
+    garbage while it is made or verified, and each full collection meanwhile would
+    traverse them all (and the rest of the heap): half a pass's time for tens of
+    thousands of tasks."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

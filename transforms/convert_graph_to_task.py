@@ -29,10 +29,8 @@ describes; producers with the same set of consumers then share one event.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -53,6 +51,7 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.task import Tile
 from mncore_ir.dialects.task_regions import RegionTypes
+from mncore_ir.dialects.values import paused_gc
 from mncore_ir.transforms.convert_graph_to_task_bodies import Bodies, is_scalar_constant
 from mncore_ir.transforms.convert_graph_to_task_tiles import (
     AccessGroup,
@@ -165,21 +164,6 @@ class ConvertGraphToTaskPass(ModulePass):
             with paused_gc():
                 kernel = KernelBuilder(self, func).build()
             Rewriter.replace_op(func, kernel)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: a kernel is a few objects per task,
-    none garbage before the pass ends, and each full collection while they are made
-    would traverse them all (and the rest of the heap): half the pass's time for tens
-    of thousands of tasks."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class KernelBuilder:
