@@ -90,6 +90,19 @@ def test_mncore_native_sequence_matches_the_decomposition(name: str) -> None:
     np.testing.assert_allclose(native, reference, rtol=2e-6, atol=2e-6)
 
 
+def test_mncore_native_not_matches_the_decomposition() -> None:
+    source = """
+    func.func @main(%b: tensor<5x7xi1>) -> tensor<5x7xi1> {
+      %y = graph.not %b : tensor<5x7xi1>
+      func.return %y : tensor<5x7xi1>
+    }"""
+    args = [np.random.default_rng(5).random((5, 7)) < 0.5]
+    native = simulate_program(find_program(lowered(source, TO_TINY, False)), args)[0][0]
+    decomposed = simulate_program(find_program(lowered(source, TO_TINY, True)), args)[0][0]
+    np.testing.assert_array_equal(native, decomposed)
+    np.testing.assert_array_equal(native, ~args[0])
+
+
 @pytest.mark.parametrize("source", [unary("gelu", ' approximate "none"'),
                                     unary("gelu", ' approximate "tanh"'),
                                     gelu_backward("none"), gelu_backward("tanh")],
