@@ -62,7 +62,6 @@ _UNARY = {
     aten.sqrt.default: g.SqrtOp,
     aten.rsqrt.default: g.RsqrtOp, aten.reciprocal.default: g.ReciprocalOp,
     aten.tanh.default: g.TanhOp, aten.sigmoid.default: g.SigmoidOp, aten.erf.default: g.ErfOp,
-    aten.bitwise_not.default: g.NotOp, aten.logical_not.default: g.NotOp,
 }
 
 
@@ -99,6 +98,29 @@ for _t in _COMPARE:
     HANDLERS[_t] = _compare
 for _t in _UNARY:
     HANDLERS[_t] = _unary
+
+
+@handles(aten.logical_not.default)
+def _logical_not(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A boolean's negation; any other value is compared with zero (torch's result is
+    boolean whatever the input)."""
+    x = node.args[0]
+    if imp.meta(x).dtype == torch.bool:
+        return imp.insert(g.NotOp(imp.value(x)))
+    return imp.insert(g.EqOp(imp.value(x), imp.as_type(0, imp.meta(x).dtype)))
+
+
+@handles(aten.bitwise_not.default)
+def _bitwise_not(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A boolean's negation; an integer's complement, ``-x - 1`` in two's complement
+    (wrapping as the integer types do)."""
+    x, dtype = node.args[0], imp.meta(node).dtype
+    if dtype == torch.bool:
+        return imp.insert(g.NotOp(imp.value(x)))
+    if dtype.is_floating_point:
+        raise unsupported(node, f"bitwise_not of {dtype} is not defined")
+    negated = imp.insert(g.NegOp(imp.value(x)))
+    return imp.insert(g.SubOp(negated, imp.as_type(1, dtype)))
 
 
 @handles(aten.where.self)
