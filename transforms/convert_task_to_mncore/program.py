@@ -85,11 +85,16 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         "words": IntegerAttr(math.prod(shape(v)), i64)}) for i, v in enumerate(buffers)]
     for task, op in zip(tasks, computed, strict=True):
         assert isinstance(op, t.BodyOp | g.GraphOp)
-        if isinstance(op, g.MatmulOp):
-            intervals.task(task, op)  # refuses integers
-            matmul.lower_matmul(e, task, matmul_kernel)
-        else:
-            lower_lanes(e, intervals, task, op)
+        try:
+            if isinstance(op, g.MatmulOp):
+                intervals.task(task, op)  # refuses integers
+                matmul.lower_matmul(e, task, matmul_kernel)
+            else:
+                lower_lanes(e, intervals, task, op)
+        except MNCoreConversionError as error:
+            if error.op is None:  # the emitter knows no task: blame this one's op
+                error.op = op
+            raise
     if e.pool:
         typ = TensorType(f32, [len(e.pool)])
         placed.append(m.TensorOp.create(properties={
