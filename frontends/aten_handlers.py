@@ -171,6 +171,12 @@ def _identity(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.value(node.args[0])
 
 
+@handles(aten.lift_fresh.default)
+def _lift_fresh(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A fresh constant as a tensor (what ``make_fx`` records as ``lift_fresh_copy``)."""
+    return imp.value(node.args[0])
+
+
 @handles(aten.view.default, aten.view_copy.default, aten._unsafe_view.default,
          aten.reshape.default, aten.squeeze.dims, aten.squeeze.dim, aten.squeeze.default,
          aten.unsqueeze.default, aten.unsqueeze_copy.default, aten.squeeze_copy.dims)

@@ -99,14 +99,16 @@ Handler = Callable[["FxImporter", fx.Node], Any]
 
 
 class FxImporter:
-    """Builds one ``func.func`` from an FX graph, node by node."""
+    """Builds one ``func.func`` from an FX graph, node by node. A bare ``fx.Graph``
+    will do (its nodes' ``meta["val"]`` give shapes): the lazy runtime builds one
+    straight from its trace, with no ``GraphModule`` code generation."""
 
-    def __init__(self, gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor],
+    def __init__(self, gm: fx.GraphModule | fx.Graph, example_inputs: Sequence[torch.Tensor],
                  func_name: str, arg_names: Sequence[str] | None,
                  handlers: Mapping[Any, Handler]) -> None:
-        self.gm = gm
+        self.graph = gm if isinstance(gm, fx.Graph) else gm.graph
         self.handlers = handlers
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(example_inputs):
             raise FxImportError(f"the graph has {len(placeholders)} inputs but "
                                f"{len(example_inputs)} example inputs were given")
@@ -127,7 +129,7 @@ class FxImporter:
 
     def run(self) -> FuncOp:
         outputs: list[SSAValue] = []
-        for node in self.gm.graph.nodes:
+        for node in self.graph.nodes:
             self.node = node
             if node.op == "placeholder":
                 continue

@@ -1,6 +1,7 @@
 """Cutting a traced graph at its outputs, hashing its structure, and compiling it through
 the FX importer and the device's pipeline, with an in-memory and an optional on-disk
-cache (``MNCORE_CACHE_DIR``)."""
+cache (``MNCORE_CACHE_DIR``). The trace is imported as recorded: its ops are importable
+(torch's decompositions ran at record time) and its shapes were inferred then."""
 
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from mncore_ir.frontends.fx import (
     source_position,
     user_frame,
 )
+from mncore_ir.frontends.lazy_ops import importable
+from mncore_ir.frontends.lazy_templates import Template
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -164,20 +167,46 @@ def replay(graph: TraceGraph, leaves: Sequence[Any],
     return arg
 
 
-def to_fx(graph: TraceGraph) -> fx.GraphModule:
-    """The trace as an FX graph of ATen calls, with each node's user source line."""
+def fx_graph(graph: TraceGraph) -> fx.Graph:
+    """The trace as an FX graph of ATen calls, node for node: each keeps its user source
+    line and its record-time output metadata as ``meta["val"]``, what the importer's
+    handlers read (no shapes are inferred again)."""
     g = fx.Graph()
 
-    def call(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> fx.Node:
-        fx_node = g.call_function(node.op, args, kwargs)
-        fx_node.meta["stack_trace"] = _stack_trace(node.where)
+    def call(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        stack_trace = _stack_trace(node.where)
+        if type(node.op) is Template:  # its nodes, each at the template node's line
+            return node.op.expand(args, lambda step, a: aten_call(step[0], a, step[2],
+                                                                  step[3], stack_trace), item)
+        return aten_call(node.op, args, kwargs, node.meta, stack_trace)
+
+    def aten_call(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], meta: Any,
+                  stack_trace: str) -> fx.Node:
+        fx_node = g.call_function(op, args, kwargs)
+        fx_node.meta["val"] = meta
+        fx_node.meta["stack_trace"] = stack_trace
         return fx_node
 
-    placeholders = [g.placeholder(f"in{i}") for i in range(len(graph.inputs))]
-    arg = replay(graph, placeholders, call,
-                 lambda n, i: g.call_function(operator.getitem, (n, i)))
+    def item(multi: Any, index: int) -> fx.Node:
+        if type(multi) is tuple:  # the results of an expanded template
+            return multi[index]
+        fx_node = g.call_function(operator.getitem, (multi, index))
+        fx_node.meta["val"] = multi.meta["val"][index]
+        return fx_node
+
+    placeholders = []
+    for i, meta in enumerate(input_metas(graph)):
+        placeholder = g.placeholder(f"in{i}")
+        placeholder.meta["val"] = meta
+        placeholders.append(placeholder)
+    arg = replay(graph, placeholders, call, item)
     g.output(tuple(arg(v) for v in graph.outputs))
-    return fx.GraphModule(torch.nn.Module(), g)
+    return g
+
+
+def to_fx(graph: TraceGraph) -> fx.GraphModule:
+    """:func:`fx_graph` as a module, for :func:`to_core_aten`'s re-trace."""
+    return fx.GraphModule(torch.nn.Module(), fx_graph(graph))
 
 
 def _stack_trace(where: str) -> str:
@@ -190,6 +219,24 @@ def _stack_trace(where: str) -> str:
 def example_inputs(graph: TraceGraph) -> list[torch.Tensor]:
     return [torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, DeviceData)
             else torch.zeros((), dtype=x.dtype) for x in graph.inputs]
+
+
+def input_metas(graph: TraceGraph) -> list[torch.Tensor]:
+    """The inputs as meta tensors (a hoisted scalar is a 0-d tensor)."""
+    return [torch.empty(x.shape if isinstance(x, DeviceData) else (), dtype=x.dtype,
+                        device="meta") for x in graph.inputs]
+
+
+def needs_retrace(graph: TraceGraph) -> bool:
+    """Whether the trace holds an op to import through the ``make_fx`` re-trace
+    (:func:`to_core_aten`), which decomposes or rewrites it. Record time decomposes the
+    ops that pass through dispatch; what is left: view ops recorded when a chain of
+    views is materialized (``LazyTensor.value``, writes through views), which bypass
+    dispatch (``_reshape_alias``); an op whose decomposition failed on lazy tensors
+    (one that needs a value), recorded whole; and an op with no handler, which the
+    re-trace may make importable or else the importer names at its line."""
+    return not all(node.op.importable if type(node.op) is Template else importable(node.op)
+                   for node in graph.nodes)
 
 
 class _AtNode(Exception):
@@ -227,7 +274,7 @@ def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.Gra
     return make_fx(replay, decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
 
 
-def import_graph(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> ModuleOp:
+def import_graph(gm: fx.GraphModule | fx.Graph, examples: Sequence[torch.Tensor]) -> ModuleOp:
     """The core-ATen graph as ``func.func @main``; a failure names the node's line."""
     importer = FxImporter(gm, examples, "main", [f"in{i}" for i in range(len(examples))],
                           HANDLERS)
@@ -288,7 +335,11 @@ def _directory(variable: str) -> str | None:
 
 
 class GraphCompiler:
-    """Compiles traced graphs for one device, caching by structural hash."""
+    """Compiles traced graphs for one device, caching by structural hash. ``retrace``
+    sends every graph through the ``make_fx`` re-trace (what :func:`needs_retrace`
+    asks for), to compare the two paths."""
+
+    retrace = False
 
     def __init__(self, device: Device, metrics: Any) -> None:
         self.device = device
@@ -330,8 +381,12 @@ class GraphCompiler:
         path = self._path(graph.key)
         entry = self._load(path) if path else None
         if entry is None:
-            examples = example_inputs(graph)
-            module = import_graph(to_core_aten(to_fx(graph), examples), examples)
+            if self.retrace or needs_retrace(graph):
+                self.metrics.counters["ReTrace"] += 1
+                examples = example_inputs(graph)
+                module = import_graph(to_core_aten(to_fx(graph), examples), examples)
+            else:
+                module = import_graph(fx_graph(graph), input_metas(graph))
             apply_pipeline(module, self.device.pipeline, self.ctx)
             ir = str(module)
             if path:

@@ -5,6 +5,7 @@ view op for writing through views."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,6 +21,7 @@ from mncore_ir.frontends.lazy_tensor import (
     LazyStorage,
     LazyTensor,
     Node,
+    Placeholder,
     Value,
     ViewStep,
 )
@@ -47,13 +49,40 @@ def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOver
 RECORD, VIEW, INPLACE, DECOMPOSE, ALPHA, ADDC, FALLBACK, UNSUPPORTED, OUT = (
     "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported", "out")
 FACTORY, COPY = "factory", "copy"
+#: An op torch decomposes to core ATen: its decomposition runs on the lazy tensors, so
+#: the trace holds the ops the importer takes, with shapes inferred once.
+CORE = "core"
 PLANS: dict[torch._ops.OpOverload, str] = {}
+_COMPOSITE: dict[torch._ops.OpOverload, Callable[..., Any] | None] = {}
+
+
+def core_decomposition(func: torch._ops.OpOverload) -> Callable[..., Any] | None:
+    """How ``make_fx`` decomposes ``func``: its entry in ``DECOMPOSITIONS`` (read each
+    time: the table may change), else, for an op the importer has no handler for, its
+    ``CompositeImplicitAutograd`` kernel (an op a decomposition calls reaches dispatch
+    without having run it); None for an op kept whole."""
+    found = DECOMPOSITIONS.get(func)
+    if found is None and func not in IMPORTABLE:
+        if func not in _COMPOSITE:
+            _COMPOSITE[func] = func.decompose if torch._C._dispatch_has_kernel_for_dispatch_key(
+                func.name(), "CompositeImplicitAutograd") else None
+        found = _COMPOSITE[func]
+    return found
+
+
+def importable(func: torch._ops.OpOverload) -> bool:
+    """Whether the trace may be imported holding ``func`` with no ``make_fx`` re-trace:
+    the importer has a handler for it, and the re-trace would keep it whole or it is a
+    view op (moving data, its handler and its decomposition agree)."""
+    return func in IMPORTABLE and (func.is_view or core_decomposition(func) is None)
 
 
 def plan_of(func: torch._ops.OpOverload) -> str:
     """How ``dispatch`` handles ``func``, decided once per op."""
     if func in TRACE_DECOMPOSITIONS:
         plan = DECOMPOSE
+    elif func not in DECOMPOSITIONS and core_decomposition(func) is not None:
+        plan = CORE  # a composite op: only a decomposition calls one below autograd
     elif func in (aten.add_.Tensor, aten.add.Tensor, aten.sub.Tensor, aten.sub_.Tensor):
         plan = ALPHA
     elif func in (aten.addcmul_.default, aten.addcmul.default, aten.addcdiv_.default,
@@ -71,7 +100,9 @@ def plan_of(func: torch._ops.OpOverload) -> str:
         plan = VIEW
     elif func._schema.is_mutable:
         plan = INPLACE
-    elif func in IMPORTABLE or func in DECOMPOSITIONS:
+    elif func in DECOMPOSITIONS:
+        plan = CORE
+    elif func in IMPORTABLE:
         plan = RECORD
     else:
         plan = FALLBACK
@@ -222,8 +253,11 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
         for i, p in enumerate(args[0]):
             inverse[p % len(inverse)] = i
         node_op, node_args = aten.permute.default, (new, inverse)
-    elif packet is aten.select:
-        node_op, node_args = aten.select_scatter.default, (base, new, *args)
+    elif packet is aten.select:  # select_scatter, in ops the importer takes
+        dim, index = args[0] % meta.dim(), args[1] % meta.shape[args[0]]
+        column = Node(aten.unsqueeze.default, (new, dim), {},
+                      lt.infer_meta(aten.unsqueeze.default, (_value_meta(new), dim), {}))
+        node_op, node_args = aten.slice_scatter.default, (base, column, dim, index, index + 1)
     elif packet is aten.slice:
         node_op, node_args = aten.slice_scatter.default, (base, new, *args)
     else:
@@ -234,7 +268,7 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
 
 
 def _value_meta(v: Any) -> Any:
-    if isinstance(v, Node | Item):
+    if isinstance(v, Node | Item | Placeholder):
         return v.meta
     if isinstance(v, DeviceData):
         return torch.empty(v.shape, dtype=v.dtype, device="meta")

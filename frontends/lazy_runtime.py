@@ -115,6 +115,7 @@ class Runtime(Tracer):
         (under the policy, except for CPU fallbacks, which are counted instead)."""
         if not isinstance(tensor, LazyTensor):
             return tensor
+        self._pure("a value is read")
         if threading.current_thread() is threading.main_thread():
             self._raise_deferred()
         storage = tensor._storage_

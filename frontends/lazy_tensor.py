@@ -103,6 +103,17 @@ class Item:
     meta: Any = None
 
 
+@dataclass(eq=False, slots=True)
+class Placeholder:
+    """What a decomposition's input holds while it is captured as a template
+    (``lazy_templates``): it keys and shapes as the value it stands for, and ``data``
+    says whether that value is a device buffer."""
+
+    key: Any
+    meta: torch.Tensor
+    data: bool
+
+
 Value = Node | Item | DeviceData
 
 
@@ -166,10 +177,11 @@ def meta_key(x: Any) -> Any:
 def node_key(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A node's structure: the op, its constant arguments (positional and keyword) by
     type and value, and its graph values by signature."""
-    return (op, tuple(_value_key(a) for a in args), meta_key(tuple(sorted(kwargs.items()))))
+    return (op, tuple(value_key(a) for a in args), meta_key(tuple(sorted(kwargs.items()))))
 
 
-def _value_key(v: Any) -> Any:
+def value_key(v: Any) -> Any:
+    """A graph value (or constant argument) as part of a node's key."""
     if isinstance(v, Node | Item):
         m = v.meta
         return (tuple(m.shape), m.stride(), m.dtype)
@@ -177,8 +189,10 @@ def _value_key(v: Any) -> Any:
         return (v.shape, v.dtype)
     if isinstance(v, Scalar):  # the value is a graph input; its dtype is structure
         return ("S", v.dtype)
+    if isinstance(v, Placeholder):
+        return v.key
     if isinstance(v, list | tuple):
-        return tuple(_value_key(x) for x in v)
+        return tuple(value_key(x) for x in v)
     return meta_key(v)
 
 
@@ -388,6 +402,17 @@ def from_cpu(tensor: torch.Tensor) -> LazyTensor:
     """Transfer a host tensor to the device (a copy: later host writes do not show)."""
     data = tensor.detach().contiguous().clone()
     return wrap(DeviceData(data.shape, data.dtype, data), _meta_like(data))
+
+
+_SCALAR_METAS: dict[torch.dtype, torch.Tensor] = {}
+
+
+def scalar_meta(dtype: torch.dtype) -> torch.Tensor:
+    """A 0-d meta tensor of ``dtype`` (one per dtype: tensors key on its identity)."""
+    meta = _SCALAR_METAS.get(dtype)
+    if meta is None:
+        meta = _SCALAR_METAS[dtype] = torch.empty((), dtype=dtype, device="meta")
+    return meta
 
 
 def _meta_like(t: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ from mncore_ir.frontends.lazy_ops import (
     ALPHA,
     BAKED,
     COPY,
+    CORE,
     DECOMPOSE,
     FACTORY,
     INPLACE,
@@ -31,6 +32,7 @@ from mncore_ir.frontends.lazy_ops import (
     SCALAR_DTYPES,
     UNSUPPORTED,
     VIEW,
+    core_decomposition,
     functional_variant,
     hoist_target,
     leaves_device,
@@ -42,7 +44,10 @@ from mncore_ir.frontends.lazy_ops import (
     scalar_dtype,
     scatter_view,
 )
+from mncore_ir.frontends.lazy_templates import LIMIT as TEMPLATE_LIMIT
+from mncore_ir.frontends.lazy_templates import NotPure, Template, capture, signature
 from mncore_ir.frontends.lazy_tensor import (
+    DeviceData,
     Item,
     LazyError,
     LazyStorage,
@@ -55,6 +60,7 @@ from mncore_ir.frontends.lazy_tensor import (
 from mncore_ir.frontends.lazy_worker import Metrics
 
 aten = torch.ops.aten
+_MISSING = object()
 
 
 class Tracer(abc.ABC):
@@ -66,6 +72,8 @@ class Tracer(abc.ABC):
         self.metrics = metrics
         self.pending: list[weakref.ref[LazyStorage]] = []
         self.deferred: Exception | None = None
+        self.capturing = 0  # > 0 while a decomposition is captured as a template
+        self.templates: dict[Any, Template | None] = {}
 
     @abc.abstractmethod
     def read(self, tensor: Any, fallback: bool = False) -> torch.Tensor:
@@ -85,6 +93,8 @@ class Tracer(abc.ABC):
             return self._record(func, args, kwargs)
         if plan is VIEW:
             return self._view(func, args, kwargs)
+        if plan is CORE:  # torch's decomposition, traced op by op
+            return self._record_core(func, args, kwargs)
         if plan is INPLACE:
             return self._inplace(func, args, kwargs)
         if plan is DECOMPOSE:  # ops whose schema hides a mutation
@@ -158,7 +168,10 @@ class Tracer(abc.ABC):
                  kwargs: dict[str, Any]) -> Any:
         """A factory made on the host and moved to the device. A ``*_like`` or ``new_*``
         factory reads only its ``self``'s metadata, so ``self`` is not synced; other
-        tensors (``linspace``'s ends) are read."""
+        tensors (``linspace``'s ends) are read. A seeded random factory draws anew at
+        each call, so no template may keep its numbers."""
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            self._pure(f"{func} draws random numbers")
         self.metrics.counters[f"HostFactory::{func}"] += 1
         names = [a.name for a in func._schema.arguments]
 
@@ -287,14 +300,74 @@ class Tracer(abc.ABC):
               kwargs: dict[str, Any]) -> Any:
         base = args[0]
         if not isinstance(base, LazyTensor):
-            return self._record(func, args, kwargs)
+            return self._record_core(func, args, kwargs)
         meta = lt.infer_meta(func, (base.meta(), *args[1:]), kwargs)
         step = ViewStep(func, tuple(args[1:]), tuple(sorted(kwargs.items())), base.meta())
         views = (*base._views, step)
         if isinstance(meta, torch.Tensor):
             return LazyTensor(base._storage_, views, meta)
         # several views (split, unbind): record them as ordinary ops on a copy
-        return self._record(func, args, kwargs)
+        return self._record_core(func, args, kwargs)
+
+    def _record_core(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> Any:
+        """Trace ``func``'s decomposition to core ATen, if torch has one, else record
+        ``func``: through the template of the call's signature (captured at its first
+        call), else by running the decomposition. A decomposition that fails on lazy
+        tensors (one that needs a value, or is broken) records ``func`` whole: its meta
+        kernel still checks the call, and the compile re-traces it with ``make_fx``,
+        which reports the failure at its line."""
+        hoisted = self._hoist_scalars(func, args)
+        if hoisted is not None:
+            func, args = hoisted
+        decomposition = core_decomposition(func)
+        if decomposition is None:
+            return self._record(func, args, kwargs)
+        called = signature(args, kwargs)
+        if called is not None:
+            key = (func, decomposition, called[0])
+            template = self.templates.get(key, _MISSING)
+            if template is _MISSING:
+                template = capture(self, func, decomposition, args, kwargs, called[1])
+                self.metrics.counters["TemplateCaptures" if template is not None
+                                      else f"NoTemplate::{func}"] += 1
+                if len(self.templates) < TEMPLATE_LIMIT:
+                    self.templates[key] = template
+            if template is not None:
+                return template.record(self, called[1])
+        try:
+            return decomposition(*args, **kwargs)
+        except NotPure:
+            raise  # inside another capture: that one gives up
+        except Exception:
+            return self._record(func, args, kwargs)
+
+    def _hoist_scalars(self, func: torch._ops.OpOverload, args: tuple[Any, ...]
+                       ) -> tuple[torch._ops.OpOverload, tuple[Any, ...]] | None:
+        """``func``'s Tensor overload with each hoistable Python number as a 0-d device
+        buffer, as :meth:`_new_node` hoists them: before a decomposition, which would
+        otherwise bake the number into its nodes (a new graph per learning rate)."""
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if first is None:
+            return None
+        hoisted = None
+        for i, a in enumerate(args):
+            if (type(a) is not float and type(a) is not int) or a in BAKED:
+                continue
+            target = hoist_target(func, i)
+            if target is None:
+                continue
+            func, hoisted = target, hoisted or list(args)
+            dtype = SCALAR_DTYPES.get((first.dtype, type(a))) or scalar_dtype(
+                first.dtype, type(a))
+            hoisted[i] = lt.wrap(DeviceData((), dtype, torch.tensor(a, dtype=dtype)),
+                                 lt.scalar_meta(dtype))
+        return None if hoisted is None else (func, tuple(hoisted))
+
+    def _pure(self, what: str) -> None:
+        """Refuse ``what`` inside a capture: a template cannot stand for it."""
+        if self.capturing:
+            raise NotPure(what)
 
     def _inplace(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
@@ -314,6 +387,11 @@ class Tracer(abc.ABC):
                     return target
                 src = lt.from_cpu(src)
             node = self._new_node(aten.copy.default, (target, src), {})
+        elif core_decomposition(functional) is not None:  # decomposed: the new value
+            result = self.dispatch(functional, args, kwargs)
+            self._write(target, (result if isinstance(result, LazyTensor)
+                                 else lt.from_cpu(result)).value())
+            return target
         else:
             node = self._new_node(functional, args, kwargs)
         self._write(target, node)
@@ -341,6 +419,7 @@ class Tracer(abc.ABC):
     def _fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
         """Run an op the compiler cannot take eagerly on the host, counted."""
+        self._pure(f"{func} runs on the host")
         self.metrics.counters[f"CpuFallback::{func}"] += 1
         host_args, host_kwargs = pytree.tree_map(
             lambda x: self.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
@@ -367,7 +446,10 @@ class Tracer(abc.ABC):
     def defer(self, error: Exception, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
         """Remember ``error`` for the next sync or read; return zeros shaped like the
-        op's outputs so the caller can go on."""
+        op's outputs so the caller can go on. Inside a capture the error is the
+        capture's, which gives up."""
+        if self.capturing:
+            raise error
         if self.deferred is None:
             self.deferred = error
         meta = lt.infer_meta(func, args, kwargs)
