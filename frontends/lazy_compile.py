@@ -32,6 +32,7 @@ from mncore_ir.frontends.fx import (
     FxImporter,
     FxImportError,
     describe_position,
+    import_fx,
     source_position,
     user_frame,
 )
@@ -344,7 +345,7 @@ class GraphCompiler:
     def __init__(self, device: Device, metrics: Any) -> None:
         self.device = device
         self.metrics = metrics
-        self.cache: dict[tuple[Any, ...], CompiledGraph] = {}
+        self.cache: dict[Any, CompiledGraph] = {}  # by trace structure or FX key
         self.cache_dir = _directory("MNCORE_CACHE_DIR")
         self.dump_dir = _directory("MNCORE_DUMP_DIR")
         self.debug = os.environ.get("MNCORE_DEBUG", "") not in ("", "0")
@@ -378,15 +379,22 @@ class GraphCompiler:
         return compiled
 
     def _compile(self, graph: TraceGraph) -> CompiledGraph:
-        path = self._path(graph.key)
-        entry = self._load(path) if path else None
-        if entry is None:
+        def imported() -> ModuleOp:
             if self.retrace or needs_retrace(graph):
                 self.metrics.counters["ReTrace"] += 1
                 examples = example_inputs(graph)
-                module = import_graph(to_core_aten(to_fx(graph), examples), examples)
-            else:
-                module = import_graph(fx_graph(graph), input_metas(graph))
+                return import_graph(to_core_aten(to_fx(graph), examples), examples)
+            return import_graph(fx_graph(graph), input_metas(graph))
+
+        return self._lowered(graph.key, imported)
+
+    def _lowered(self, key: str, imported: Callable[[], ModuleOp]) -> CompiledGraph:
+        """The executable of the graph ``imported()`` gives, from the on-disk cache
+        when it holds ``key``, else lowered by the device's pipeline (and stored)."""
+        path = self._path(key)
+        entry = self._load(path) if path else None
+        if entry is None:
+            module = imported()
             apply_pipeline(module, self.device.pipeline, self.ctx)
             ir = str(module)
             if path:
@@ -395,7 +403,30 @@ class GraphCompiler:
         else:
             ir, module = entry
             self.metrics.counters["DiskCachedCompile"] += 1
-        return CompiledGraph(graph.key, ir, self.device.executable(module))
+        return CompiledGraph(key, ir, self.device.executable(module))
+
+    def compile_fx(self, gm: fx.GraphModule, examples: Sequence[Any], name: str
+                   ) -> CompiledGraph:
+        """A core-ATen FX graph's executable (what ``torch.compile`` hands the device),
+        cached with the traced steps: keyed by its code and its inputs' signatures.
+        Failures are the importer's, naming the user's line."""
+        signature = [(tuple(x.shape), x.stride(), x.dtype) if isinstance(x, torch.Tensor)
+                     else repr(x) for x in examples]
+        text = f"{gm.code}{signature!r}{COMPILER_VERSION}"
+        key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.metrics.counters["CachedCompile"] += 1
+            return cached
+        start = time.perf_counter()
+        compiled = self._lowered(key, lambda: import_fx(gm, examples, name))
+        self.cache[key] = compiled
+        self.metrics.time("CompileTime", time.perf_counter() - start)
+        if self.dump_dir:
+            os.makedirs(self.dump_dir, exist_ok=True)
+            with open(os.path.join(self.dump_dir, f"{key}.graph.mlir"), "w") as f:
+                f.write(compiled.ir)
+        return compiled
 
     def _diagnose(self, graph: TraceGraph, error: Exception) -> LazyError:
         """The user's error for a failed compile, at the best source line known: the FX

@@ -51,6 +51,7 @@ class Runtime(Tracer):
         self.compiler = GraphCompiler(device, self.metrics)
         self.worker = Worker(self.metrics)
         self.last: tuple[TraceGraph, CompiledGraph] | None = None  # the latest graph run
+        self.guard_failures_seen: set[str] = set()  # Dynamo's, counted (frontends/dynamo)
 
     def _raise_deferred(self) -> None:
         if self.deferred is not None:

@@ -1,0 +1,148 @@
+"""``torch.compile(fn, backend="mncore")`` (``frontends/dynamo.py``): graphs Dynamo
+captures run on the chosen device and match eager, inference and training; guard
+failures, recompiles and eager fallbacks are counted; the compile cache is shared."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torch_mncore
+
+DEVICES = ["cpu", "interp", "task", "triton", "mncore"]
+# Dynamo, tracing the optimizer, touches torch.jit (its warning, not this code's)
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo() -> Any:
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _mlp(widths: tuple[int, ...] = (8, 16, 4)) -> nn.Module:
+    layers: list[nn.Module] = []
+    for a, b in zip(widths, widths[1:], strict=False):
+        layers += [nn.Linear(a, b), nn.GELU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def _step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
+          y: torch.Tensor) -> torch.Tensor:
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inference_matches_eager(device: str) -> None:
+    torch_mncore.init(device)
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    model = _mlp()
+    compiled = torch.compile(model, backend="mncore")
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(4, 8)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    counters = torch_mncore.counters()
+    assert counters["DynamoCompiles"] == 1, counters  # the second call: guards only
+    assert not [k for k in counters if k.startswith("DynamoFallback")], counters
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+def test_training_steps_match_eager(device: str) -> None:
+    """Forward, backward (AOTAutograd) and the optimizer's step, three times, against
+    eager; the optimizer's first step differs (its state is created), which Dynamo
+    notices by a guard and recompiles once, with the reason counted."""
+    torch_mncore.init(device)
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    ours, theirs = _mlp(), _mlp()
+    theirs.load_state_dict(ours.state_dict())
+    make: Callable[[Any], torch.optim.Optimizer] = lambda p: torch.optim.SGD(  # noqa: E731
+        p, lr=0.1, momentum=0.9)
+    our_opt, their_opt = make(ours.parameters()), make(theirs.parameters())
+    compiled = torch.compile(_step, backend="mncore")
+    for _ in range(3):
+        x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
+        torch.testing.assert_close(compiled(ours, our_opt, x, y),
+                                   _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    counters = torch_mncore.counters()
+    assert counters["DynamoCompiles"] >= 3, counters  # forward, backward, optimizer
+    failures = [k for k in counters if k.startswith("DynamoGuardFailure::")]
+    assert any("self.state" in k for k in failures), counters
+    assert not [k for k in counters if k.startswith("DynamoFallback")], counters
+
+
+def test_a_graph_the_device_cannot_take_runs_eagerly() -> None:
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x * 2, dim=0) + 1
+
+    x = torch.randn(5, 3)
+    with pytest.warns(UserWarning, match="runs eagerly on the host"):
+        out = torch.compile(fn, backend="mncore")(x)
+    torch.testing.assert_close(out, fn(x))
+    assert [k for k in torch_mncore.counters() if k.startswith("DynamoFallback::")]
+
+
+def test_new_shapes_recompile_and_say_why() -> None:
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    model = _mlp()
+    compiled = torch.compile(model, backend="mncore", dynamic=False)
+    with torch.no_grad():
+        for batch in (2, 3, 2):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    counters = torch_mncore.counters()
+    assert counters["DynamoCompiles"] == 2, counters
+    assert any("size mismatch" in k for k in counters if k.startswith("DynamoGuardFailure")), (
+        counters)
+
+
+def test_the_second_process_finds_the_graph_in_the_disk_cache(tmp_path: Any) -> None:
+    script = ("import torch, torch_mncore\n"
+              "torch_mncore.init('interp')\n"
+              "f = torch.compile(lambda x: torch.tanh(x) * 3 + x.sum(), backend='mncore')\n"
+              "x = torch.arange(6.0)\n"
+              "torch.testing.assert_close(f(x), torch.tanh(x) * 3 + x.sum())\n"
+              "print(sorted(torch_mncore.counters()))\n")
+    env = {**os.environ, "MNCORE_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout for _ in range(2)]
+    assert "'UncachedCompile'" in runs[0]
+    assert "'DiskCachedCompile'" in runs[1] and "'UncachedCompile'" not in runs[1], runs
+
+
+def test_a_recapture_compiles_from_the_device_cache() -> None:
+    """After Dynamo forgets its graphs (``torch._dynamo.reset()``), capturing again gives
+    the same graph, which the runtime's compile cache serves."""
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    model = _mlp()
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        torch.compile(model, backend="mncore")(x)
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(model, backend="mncore")(x), model(x))
+    counters = torch_mncore.counters()
+    assert counters["DynamoCompiles"] == 2 and counters["UncachedCompile"] == 1, counters
+    assert counters["CachedCompile"] == 1, counters
