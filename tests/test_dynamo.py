@@ -4,6 +4,7 @@ failures, recompiles and eager fallbacks are counted; the compile cache is share
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -32,7 +33,7 @@ def fresh_dynamo() -> Any:
 
 def _mlp(widths: tuple[int, ...] = (8, 16, 4)) -> nn.Module:
     layers: list[nn.Module] = []
-    for a, b in zip(widths, widths[1:], strict=False):
+    for a, b in itertools.pairwise(widths):
         layers += [nn.Linear(a, b), nn.GELU()]
     return nn.Sequential(*layers[:-1])
 
