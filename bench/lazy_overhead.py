@@ -1,12 +1,14 @@
 """What lazy tracing costs (torch_mncore on the cpu device), all figures from one process.
 
-(a) trace cost per op of a 2,000-op elementwise chain, against eager PyTorch per op and
-    against a wrapper subclass that does nothing (the floor of Python dispatch);
+(a) trace cost per op of a 2,000-op elementwise chain, against eager PyTorch per op,
+    a wrapper subclass that does nothing (the floor of Python dispatch) and PyTorch's
+    C++ lazy-tensor core (``torch._lazy``);
 (b) the seed's table for a model whose execution and tracing take similar time: step
     time and device idle fraction, synchronous, asynchronous without the gate, and
     asynchronous with the gate (tracing waits until the worker has prepared its inputs);
-(c) the seed's MLP width sweep (4 layers, batch 64): the lazy loop's step time divided
-    by calling the compiled executable directly on new inputs (no tracing).
+(c) the seed's MLP width sweep (4 layers, batch 64): the lazy loop's and
+    ``torch.compile(backend="mncore")``'s step times divided by calling the compiled
+    executable directly on new inputs (no tracing).
 """
 
 from __future__ import annotations
@@ -67,9 +69,26 @@ def trace_cost(repeats: int) -> None:
     torch_mncore.sync(wait=True)  # compile once
     trace = best(repeats, lambda: chain(lazy)) / CHAIN
     torch_mncore.sync(wait=True)
+    theirs = torch_lazy_trace_cost(repeats)
     print(f"    eager {1e6 * eager:6.2f} us/op   no-op subclass {1e6 * floor:6.2f} us/op   "
-          f"lazy trace {1e6 * trace:6.2f} us/op   (trace / eager {trace / eager:.1f}x, "
-          f"trace / floor {trace / floor:.1f}x)")
+          f"torch._lazy {1e6 * theirs:6.2f} us/op   lazy trace {1e6 * trace:6.2f} us/op")
+    print(f"    trace / eager {trace / eager:.1f}x, trace / floor {trace / floor:.1f}x, "
+          f"trace / torch._lazy {trace / theirs:.2f}x")
+
+
+def torch_lazy_trace_cost(repeats: int) -> float:
+    """PyTorch's own C++ lazy-tensor core (``torch._lazy``, TorchScript backend: what
+    torch_xla is built on), tracing the same chain: seconds per op."""
+    import torch._lazy
+    import torch._lazy.ts_backend
+
+    torch._lazy.ts_backend.init()
+    x = torch.randn(16, 16).to("lazy")
+    chain(x)
+    torch._lazy.mark_step()
+    cost = best(repeats, lambda: chain(x)) / CHAIN
+    torch._lazy.mark_step()
+    return cost
 
 
 def mlp(width: int, layers: int = 4, classes: int = 10) -> nn.Module:
@@ -147,19 +166,46 @@ def direct_step(width: int, steps: int, batch: int = 64) -> float:
     return statistics.mean(times)
 
 
+def compiled_loop(width: int, steps: int, batch: int = 64) -> float:
+    """Mean step time of ``torch.compile(step, backend="mncore")`` on host tensors (the
+    same model and optimizer): Dynamo's guards, then the device's graphs (forward,
+    backward, the optimizer's step)."""
+    model = mlp(width)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
+            for _ in range(steps + 3)]
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> None:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    compiled = torch.compile(step, backend="mncore")
+    for x, y in data[:3]:  # capture, compile (the optimizer's second step recompiles)
+        compiled(x, y)
+    start = time.perf_counter()
+    for x, y in data[3:]:
+        compiled(x, y)
+    return (time.perf_counter() - start) / steps
+
+
 def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
-    print("(c) lazy loop vs the compiled executable called directly (4 layers, batch 64); "
-          f"medians of {rounds} alternating rounds")
+    print("(c) lazy loop and torch.compile(backend='mncore') vs the compiled executable "
+          f"called directly (4 layers, batch 64); medians of {rounds} alternating rounds")
     torch_mncore.init("cpu", implicit_sync="error")
     for width in widths:
         n = steps if width < 2048 else max(3, steps // 10)
-        lazy_times, direct_times = [], []
+        lazy_times, direct_times, compiled_times = [], [], []
         for _ in range(rounds):
             lazy_times.append(lazy_loop(width, n)[0])
             direct_times.append(direct_step(width, n))
+            compiled_times.append(compiled_loop(width, n))
         lazy, direct = statistics.median(lazy_times), statistics.median(direct_times)
-        print(f"    w={width:5d}  lazy {1e3 * lazy:9.2f} ms  direct {1e3 * direct:9.2f} ms  "
-              f"ratio {lazy / direct:5.2f}x")
+        compiled = statistics.median(compiled_times)
+        print(f"    w={width:5d}  lazy {1e3 * lazy:9.2f} ms  torch.compile "
+              f"{1e3 * compiled:9.2f} ms  direct {1e3 * direct:9.2f} ms  lazy/direct "
+              f"{lazy / direct:5.2f}x  compile/direct {compiled / direct:5.2f}x")
 
 
 def main() -> None:

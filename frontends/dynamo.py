@@ -26,6 +26,19 @@ from mncore_ir.frontends.lazy_runtime import Runtime, runtime
 aten = torch.ops.aten
 
 
+def _skip_the_lazy_runtime() -> None:
+    """Dynamo must not trace the lazy runtime's own code (a lazy tensor's dispatch, its
+    shape inference): calls into it run as they are, so ``.mncore()`` tensors under
+    ``torch.compile`` are traced lazily, as without it."""
+    from torch._dynamo import trace_rules
+
+    for package in ("mncore_ir.frontends", "torch_mncore"):
+        trace_rules.add(package)
+
+
+_skip_the_lazy_runtime()
+
+
 def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
     """The Dynamo backend: AOTAutograd with core-ATen decompositions, its forward,
     backward and inference graphs compiled for the runtime's device."""

@@ -147,3 +147,21 @@ def test_a_recapture_compiles_from_the_device_cache() -> None:
     counters = torch_mncore.counters()
     assert counters["DynamoCompiles"] == 2 and counters["UncachedCompile"] == 1, counters
     assert counters["CachedCompile"] == 1, counters
+
+
+def test_lazy_tensors_under_torch_compile_are_traced_lazily() -> None:
+    """Dynamo does not trace the lazy runtime: with ``.mncore()`` tensors the function
+    runs as lazy ops (one step at sync), with no eager fallback."""
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    model = _mlp()
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        expected = model(x)
+        model.mncore()
+        out = torch.compile(model, backend="mncore")(x.mncore())
+    torch_mncore.sync()
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-6)
+    counters = torch_mncore.counters()
+    assert counters["Executions"] == 1 and counters["TracedOps"] > 0, counters
+    assert not [k for k in counters if k.startswith(("Dynamo", "CpuFallback"))], counters
