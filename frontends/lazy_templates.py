@@ -99,7 +99,7 @@ class Template:
     ``key`` names the template's structure in graph keys: templates that differ only
     in the values of hoisted scalars share it, as their graphs do."""
 
-    op: torch._ops.OpOverload
+    op: Any  # the ATen op decomposed, or the name of an assume_pure function
     inputs: tuple[Any, ...]
     scalars: tuple[Scalar, ...]
     constants: tuple[DeviceData, ...]
@@ -127,7 +127,7 @@ class Template:
 
     @property
     def __name__(self) -> str:  # what FX and messages print for a node's op
-        return f"template_{self.op.__name__}"
+        return f"template_{getattr(self.op, '__name__', self.op)}"
 
     def record(self, recorder: Recorder, values: Sequence[Value]) -> Any:
         """The decomposition's outputs for inputs holding ``values``: one node at the
@@ -241,7 +241,7 @@ def _is_data(value: Value) -> bool:
 # ---------------------------------------------------------------------- capture
 
 
-def capture(recorder: Recorder, op: torch._ops.OpOverload, decomposition: Callable[..., Any],
+def capture(recorder: Recorder, op: Any, decomposition: Callable[..., Any],
             args: tuple[Any, ...], kwargs: dict[str, Any], values: Sequence[Value]
             ) -> Template | None:
     """Run ``decomposition`` on placeholders standing for ``values`` and keep what it
@@ -260,6 +260,7 @@ def capture(recorder: Recorder, op: torch._ops.OpOverload, decomposition: Callab
         return LazyTensor(storage, (), x.meta())
 
     stand_ins = pytree.tree_map(stand_in, (args, kwargs))
+    first_input = lt.created()
     pending = len(recorder.pending)
     recorder.capturing += 1
     try:
@@ -273,11 +274,17 @@ def capture(recorder: Recorder, op: torch._ops.OpOverload, decomposition: Callab
         return None  # the decomposition wrote into an input
     inputs = {id(s) for s in storages.values()}
     leaves, spec = pytree.tree_flatten(out)
-    for leaf in leaves:
-        if isinstance(leaf, torch.Tensor) and (
-                type(leaf) is not LazyTensor or leaf._views or id(leaf._storage_) in inputs):
-            return None  # a host tensor, or a view or alias of an input
-    return _compile(op, holders, leaves, spec)
+    tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    if any(type(t) is not LazyTensor or id(t._storage_) in inputs for t in tensors):
+        return None  # a host tensor, or an alias of an input
+    viewed = [t for t in tensors if t._views]
+    if len({id(t._storage_) for t in tensors}) < len(tensors) and viewed:
+        return None  # outputs that alias each other through a view
+    # a view of the decomposition's own value (a gradient made by a transpose) is
+    # private to it: the output is a new tensor holding the view's value
+    leaves = [lt.wrap(leaf.value(), leaf.meta()) if type(leaf) is LazyTensor and leaf._views
+              else leaf for leaf in leaves]
+    return _compile(op, holders, leaves, spec, first_input)
 
 
 def _meta_of(value: Value) -> torch.Tensor:
@@ -286,10 +293,13 @@ def _meta_of(value: Value) -> torch.Tensor:
     return value.meta
 
 
-def _compile(op: torch._ops.OpOverload, holders: list[Placeholder], leaves: list[Any],
-             spec: pytree.TreeSpec) -> Template | None:
+def _compile(op: Any, holders: list[Placeholder], leaves: list[Any],
+             spec: pytree.TreeSpec, first_input: int) -> Template | None:
     """The nodes the outputs depend on, in topological order (iteratively:
-    decompositions can be long), numbered after the node's arguments."""
+    decompositions can be long), numbered after the node's arguments. A graph input
+    older than the capture (``serial < first_input``: a parameter an ``assume_pure``
+    function reads from outside, its value now) would be frozen into the template:
+    none is kept then."""
     nodes: list[Node] = []
     scalars: dict[int, Scalar] = {}
     constants: dict[int, DeviceData] = {}
@@ -304,6 +314,8 @@ def _compile(op: torch._ops.OpOverload, holders: list[Placeholder], leaves: list
         elif kind is list or kind is tuple:
             stack.extend((y, False) for y in x)
             continue
+        if (kind is Scalar or kind is DeviceData) and x.serial < first_input:
+            return None  # state read from outside the arguments
         if kind is Scalar:
             scalars.setdefault(id(x), x)
         elif kind is DeviceData:

@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
@@ -33,10 +33,19 @@ _DEVICE: torch.device | None = None  # set by ensure_backend, after the rename
 # ---------------------------------------------------------------------- graph values
 
 
+#: Numbers graph inputs (buffers and hoisted scalars) by creation.
+_CREATED = itertools.count()
+
+
+def created() -> int:
+    """The serial the next graph input will have."""
+    return next(_CREATED)
+
+
 class DeviceData:
     """A device buffer: a CPU tensor here, possibly still being computed (a future)."""
 
-    __slots__ = ("__weakref__", "_future", "_tensor", "dtype", "shape")
+    __slots__ = ("__weakref__", "_future", "_tensor", "dtype", "serial", "shape")
 
     live: weakref.WeakSet[DeviceData] = weakref.WeakSet()
 
@@ -46,6 +55,7 @@ class DeviceData:
         self.dtype = dtype
         self._tensor = tensor
         self._future = future
+        self.serial = next(_CREATED)  # which graph inputs a template capture made
         DeviceData.live.add(self)
 
     @property
@@ -75,6 +85,7 @@ class Scalar:
 
     value: float | int
     dtype: torch.dtype
+    serial: int = field(default_factory=lambda: next(_CREATED))
 
 
 @dataclass(eq=False, slots=True)

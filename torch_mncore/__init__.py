@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from mncore_ir.frontends import lazy_runtime as _rt
+from mncore_ir.frontends.lazy_pure import assume_pure
 from mncore_ir.frontends.lazy_runtime import (
     DEVICES,
     ImplicitSyncError,
@@ -85,6 +86,7 @@ __all__ = [
     "DEVICES",
     "ImplicitSyncError",
     "LazyError",
+    "assume_pure",
     "counters",
     "init",
     "init_cpu",

@@ -1,0 +1,111 @@
+"""``torch_mncore.assume_pure`` (``frontends/lazy_pure.py``): a pure function is traced
+once per signature and recorded as one node; forward and gradients match eager; what a
+template cannot stand for runs op by op, still right."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mncore
+from mncore_ir.frontends import lazy_runtime
+
+
+@pytest.fixture(autouse=True)
+def device() -> None:
+    torch_mncore.init("cpu", implicit_sync="error")
+    torch_mncore.reset_metrics()
+
+
+def block(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    h = F.gelu(F.linear(x, w, b))
+    return F.layer_norm(h, (h.shape[-1],)) * 2
+
+
+pure_block = torch_mncore.assume_pure(block)
+
+
+def _train(fn: Any, steps: int = 3) -> tuple[list[torch.Tensor], list[dict[str, int]]]:
+    """Forward and backward through ``fn`` on the device and on the host, compared."""
+    torch.manual_seed(0)
+    w, b = torch.randn(16, 8, requires_grad=True), torch.randn(16, requires_grad=True)
+    lw, lb = (t.detach().mncore().requires_grad_() for t in (w, b))
+    counters, grads = [], []
+    for _ in range(steps):
+        torch_mncore.reset_metrics()
+        x = torch.randn(4, 8)
+        out = fn(x.mncore(), lw, lb)
+        (out * out).sum().backward()
+        torch_mncore.sync()
+        expected = block(x, w, b)
+        (expected * expected).sum().backward()
+        torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(lw.grad.cpu(), w.grad, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(lb.grad.cpu(), b.grad, rtol=1e-4, atol=1e-5)
+        counters.append(torch_mncore.counters())
+        grads.append(lw.grad.cpu())
+    return grads, counters
+
+
+def test_forward_and_gradients_match_eager_and_trace_once() -> None:
+    _, pure = _train(pure_block)
+    graph, _ = lazy_runtime.runtime().last  # the call's forward and backward: a node each
+    assert sum(isinstance(getattr(n.op, "op", None), str) for n in graph.nodes) == 2
+    _, plain = _train(block)
+    assert pure[0]["PureCaptures"] == 2  # the forward and the backward template
+    assert all("PureCaptures" not in c for c in pure[1:]), pure
+    assert all(p["TracedOps"] < q["TracedOps"] for p, q in zip(pure[1:], plain[1:],
+                                                               strict=True))
+
+
+def test_structures_and_constants() -> None:
+    @torch_mncore.assume_pure
+    def scaled(x: torch.Tensor, scale: float, *, shift: torch.Tensor) -> dict[str, Any]:
+        return {"out": x * scale + shift, "pair": (x.sum(), shift.exp())}
+
+    x, shift = torch.randn(3, 4), torch.randn(4)
+    results = [scaled(x.mncore(), scale, shift=shift.mncore()) for scale in (0.5, 2.0, 0.5)]
+    torch_mncore.sync()
+    for scale, got in zip((0.5, 2.0, 0.5), results, strict=True):
+        torch.testing.assert_close(got["out"].cpu(), x * scale + shift)
+        torch.testing.assert_close(got["pair"][0].cpu(), x.sum())
+        torch.testing.assert_close(got["pair"][1].cpu(), shift.exp())
+    assert torch_mncore.counters()["PureCaptures"] == 2  # one per scale
+
+
+def test_on_host_tensors_the_function_just_runs() -> None:
+    x, w, b = torch.randn(2, 8), torch.randn(16, 8), torch.randn(16)
+    torch.testing.assert_close(pure_block(x, w, b), block(x, w, b))
+    assert "PureCaptures" not in torch_mncore.counters()
+
+
+def test_what_a_template_cannot_stand_for_runs_op_by_op() -> None:
+    """Reading a value, and reading a tensor that is not an argument (it changes
+    between calls: a template would freeze its value), are traced op by op."""
+    weight = torch.ones(4).mncore()
+
+    @torch_mncore.assume_pure
+    def reads_outside(x: torch.Tensor) -> torch.Tensor:
+        return x * weight
+
+    torch_mncore.set_implicit_sync("silent")
+
+    @torch_mncore.assume_pure
+    def reads_a_value(x: torch.Tensor) -> torch.Tensor:
+        return x * float(x.sum())
+
+    x = torch.arange(4.0)
+    first = reads_outside(x.mncore())
+    weight.mul_(3)
+    second = reads_outside(x.mncore())
+    read = reads_a_value(x.mncore())
+    torch_mncore.sync()
+    torch.testing.assert_close(first.cpu(), x)
+    torch.testing.assert_close(second.cpu(), x * 3)
+    torch.testing.assert_close(read.cpu(), x * 6)
+    counters = torch_mncore.counters()
+    assert any(k.startswith("NotPure::") and "reads_outside" in k for k in counters), counters
+    assert any(k.startswith("NotPure::") and "reads_a_value" in k for k in counters), counters
