@@ -109,3 +109,18 @@ def test_what_a_template_cannot_stand_for_runs_op_by_op() -> None:
     counters = torch_mncore.counters()
     assert any(k.startswith("NotPure::") and "reads_outside" in k for k in counters), counters
     assert any(k.startswith("NotPure::") and "reads_a_value" in k for k in counters), counters
+
+
+def test_the_three_ways_example_agrees_with_eager() -> None:
+    """examples/three_ways.py: lazy, assume_pure and torch.compile end on eager's loss."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, os.path.join(root, "examples", "three_ways.py"),
+                          "--steps", "5", "--width", "16"], capture_output=True, text=True,
+                         check=True).stdout
+    losses = [line.split("last loss")[1].strip() for line in out.splitlines()
+              if "last loss" in line]
+    assert len(losses) == 4 and len(set(losses)) == 1, out
