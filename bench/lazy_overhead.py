@@ -101,18 +101,35 @@ def mlp(width: int, layers: int = 4, classes: int = 10) -> nn.Module:
     return nn.Sequential(*mods)
 
 
-def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float]:
-    """Mean step time of the lazy training loop, and the device's idle fraction."""
-    model = mlp(width).mncore()
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def training(width: int, count: int, batch: int, lazy: bool
+             ) -> tuple[Callable[[torch.Tensor, torch.Tensor], None], list[Batch]]:
+    """The MLP's SGD-momentum training step (on the device when ``lazy``: it moves each
+    batch there) and ``count`` batches of host data."""
+    model = mlp(width).mncore() if lazy else mlp(width)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     g = torch.Generator().manual_seed(0)
     data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
-            for _ in range(steps + 3)]
+            for _ in range(count)]
 
     def step(x: torch.Tensor, y: torch.Tensor) -> None:
         optimizer.zero_grad()
-        F.cross_entropy(model(x.mncore()), y.mncore()).backward()
+        if lazy:
+            x, y = x.mncore(), y.mncore()
+        F.cross_entropy(model(x), y).backward()
         optimizer.step()
+
+    return step, data
+
+
+def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float]:
+    """Mean step time of the lazy training loop, and the device's idle fraction."""
+    train, data = training(width, steps + 3, batch, lazy=True)
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> None:
+        train(x, y)
         torch_mncore.sync()
 
     for x, y in data[:3]:  # compile and warm up
@@ -170,17 +187,7 @@ def compiled_loop(width: int, steps: int, batch: int = 64) -> float:
     """Mean step time of ``torch.compile(step, backend="mncore")`` on host tensors (the
     same model and optimizer): Dynamo's guards, then the device's graphs (forward,
     backward, the optimizer's step)."""
-    model = mlp(width)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    g = torch.Generator().manual_seed(0)
-    data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
-            for _ in range(steps + 3)]
-
-    def step(x: torch.Tensor, y: torch.Tensor) -> None:
-        optimizer.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        optimizer.step()
-
+    step, data = training(width, steps + 3, batch, lazy=False)
     compiled = torch.compile(step, backend="mncore")
     for x, y in data[:3]:  # capture, compile (the optimizer's second step recompiles)
         compiled(x, y)

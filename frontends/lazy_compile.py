@@ -1,7 +1,12 @@
 """Cutting a traced graph at its outputs, hashing its structure, and compiling it through
 the FX importer and the device's pipeline, with an in-memory and an optional on-disk
 cache (``MNCORE_CACHE_DIR``). The trace is imported as recorded: its ops are importable
-(torch's decompositions ran at record time) and its shapes were inferred then."""
+(torch's decompositions ran at record time) and its shapes were inferred then.
+
+What a compile leaves to look at: ``MNCORE_DUMP_DIR`` gets each step's final IR and,
+under ``passes/``, its IR after every pass with the user's source lines as locations;
+``MNCORE_DEBUG`` says what is compiled and why; a compile that runs past 2 s shows its
+phases (``MNCORE_PROGRESS=0`` silences them); :func:`name_inputs` names graph inputs."""
 
 from __future__ import annotations
 
@@ -13,8 +18,9 @@ import re
 import sys
 import time
 import warnings
+import weakref
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +48,22 @@ from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
     LazyError,
+    LazyStorage,
+    LazyTensor,
     Node,
     Scalar,
     describe_location,
 )
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import Device, apply_pipeline, make_context
+from mncore_ir.pipeline import (
+    CompileProgress,
+    Device,
+    PassDumps,
+    PassObserver,
+    apply_pipeline,
+    count_ops,
+    make_context,
+)
 
 COMPILER_VERSION = "mncore-ir 0.1.0 graph-v2"
 
@@ -275,10 +291,74 @@ def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.Gra
     return make_fx(replay, decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
 
 
-def import_graph(gm: fx.GraphModule | fx.Graph, examples: Sequence[torch.Tensor]) -> ModuleOp:
-    """The core-ATen graph as ``func.func @main``; a failure names the node's line."""
-    importer = FxImporter(gm, examples, "main", [f"in{i}" for i in range(len(examples))],
-                          HANDLERS)
+# ---------------------------------------------------------------------- input names
+
+#: The names :func:`name_inputs` gave, by the storage of the named tensor (it outlives
+#: the buffers it holds), and by each buffer a named tensor was seen to hold.
+_NAMED_STORAGES: weakref.WeakKeyDictionary[LazyStorage, str] = weakref.WeakKeyDictionary()
+_NAMED_BUFFERS: weakref.WeakKeyDictionary[DeviceData, str] = weakref.WeakKeyDictionary()
+
+
+def name_inputs(named: Iterable[tuple[str, torch.Tensor]]) -> None:
+    """Name device tensors (``module.named_parameters()`` after ``.mncore()``) as graph
+    inputs: a step's ``func.func @main`` then reads ``%model.0.weight`` where it would
+    read ``%in3``, in dumps and the IR. The graph's cache key does not change. A view of
+    part of a buffer is skipped (the graph reads the whole); one of all of it (what a
+    ``Parameter`` is: a ``detach``) names it. The name follows the tensor to the buffers
+    it holds when a step is compiled or :func:`note_named_buffers` is called; an input
+    with no name known stays ``inN``."""
+    for name, tensor in named:
+        if not isinstance(tensor, LazyTensor):
+            raise LazyError(f"name_inputs: {name!r} is on {tensor.device}, not the mncore "
+                            "device: name tensors after moving them (.mncore())")
+        if _whole(tensor):
+            _NAMED_STORAGES[tensor._storage_] = name
+    note_named_buffers()
+
+
+def _whole(tensor: LazyTensor) -> bool:
+    """Whether ``tensor`` sees all of its storage's value, element for element (same
+    shape, strides and dtype as the base of its views: a view of all of it)."""
+    if not tensor._views:
+        return True
+    base = tensor._views[0].base_meta
+    return (tensor.shape, tensor.stride(), tensor.dtype) == (base.shape, base.stride(),
+                                                              base.dtype)
+
+
+def note_named_buffers() -> None:
+    """Remember the buffer each named tensor holds now. A step that updates a parameter
+    holds its new value, not the buffer the graph reads, when it is compiled: calling
+    this after ``sync()`` gives the new buffers (they are the next step's inputs) their
+    names. Costs nothing while no tensor is named."""
+    if not _NAMED_STORAGES:
+        return
+    for storage, name in _NAMED_STORAGES.items():  # guarded against collection
+        value = storage.value
+        if type(value) is DeviceData:
+            _NAMED_BUFFERS[value] = name
+
+
+def input_names(graph: TraceGraph) -> list[str]:
+    """The step's argument names: a named buffer's name (once per graph), else ``inN``."""
+    note_named_buffers()
+    names = [f"in{i}" for i in range(len(graph.inputs))]
+    if _NAMED_BUFFERS:
+        used: set[str] = set()
+        for i, x in enumerate(graph.inputs):
+            name = _NAMED_BUFFERS.get(x) if isinstance(x, DeviceData) else None
+            if name is not None and name not in used:
+                names[i] = name
+                used.add(name)
+    return names
+
+
+def import_graph(gm: fx.GraphModule | fx.Graph, examples: Sequence[torch.Tensor],
+                 names: Sequence[str] | None = None) -> ModuleOp:
+    """The core-ATen graph as ``func.func @main`` with arguments ``names`` (default
+    ``inN``); a failure names the node's line."""
+    names = list(names) if names is not None else [f"in{i}" for i in range(len(examples))]
+    importer = FxImporter(gm, examples, "main", names, HANDLERS)
     try:
         return ModuleOp([importer.run()])
     except Exception as error:
@@ -349,6 +429,7 @@ class GraphCompiler:
         self.cache_dir = _directory("MNCORE_CACHE_DIR")
         self.dump_dir = _directory("MNCORE_DUMP_DIR")
         self.debug = os.environ.get("MNCORE_DEBUG", "") not in ("", "0")
+        self.progress = os.environ.get("MNCORE_PROGRESS", "") != "0"
         self.compiles_at: Counter[str] = Counter()
         self.ctx = make_context()
 
@@ -363,8 +444,12 @@ class GraphCompiler:
             self.metrics.counters["CachedCompile"] += 1
             return cached
         start = time.perf_counter()
+        if self.debug:
+            print(f"[mncore] compiling {graph.key} because of {reason}: "
+                  f"{len(graph.nodes)} ops, {len(graph.inputs)} inputs, "
+                  f"{len(graph.outputs)} outputs", file=sys.stderr)
         try:
-            compiled = self._compile(graph)
+            compiled = self._compile(graph, start)
         except Exception as error:
             raise self._diagnose(graph, error) from (
                 error.cause if isinstance(error, _AtNode) else error)
@@ -378,32 +463,48 @@ class GraphCompiler:
                 f.write(compiled.ir)
         return compiled
 
-    def _compile(self, graph: TraceGraph) -> CompiledGraph:
+    def _compile(self, graph: TraceGraph, start: float) -> CompiledGraph:
         def imported() -> ModuleOp:
+            names = input_names(graph)
             if self.retrace or needs_retrace(graph):
                 self.metrics.counters["ReTrace"] += 1
                 examples = example_inputs(graph)
-                return import_graph(to_core_aten(to_fx(graph), examples), examples)
-            return import_graph(fx_graph(graph), input_metas(graph))
+                return import_graph(to_core_aten(to_fx(graph), examples), examples, names)
+            return import_graph(fx_graph(graph), input_metas(graph), names)
 
-        return self._lowered(graph.key, imported)
+        return self._lowered(graph.key, imported, len(graph.nodes), start)
 
-    def _lowered(self, key: str, imported: Callable[[], ModuleOp]) -> CompiledGraph:
-        """The executable of the graph ``imported()`` gives, from the on-disk cache
-        when it holds ``key``, else lowered by the device's pipeline (and stored)."""
+    def _lowered(self, key: str, imported: Callable[[], ModuleOp], ops: int, start: float
+                 ) -> CompiledGraph:
+        """The executable of the graph ``imported()`` gives (of ``ops`` traced ops), from
+        the on-disk cache when it holds ``key``, else lowered by the device's pipeline
+        (and stored), dumped after each pass with ``MNCORE_DUMP_DIR``."""
+        progress = CompileProgress(f"[mncore] compiling {key}", start, self.progress)
         path = self._path(key)
-        entry = self._load(path) if path else None
-        if entry is None:
-            module = imported()
-            apply_pipeline(module, self.device.pipeline, self.ctx)
-            ir = str(module)
-            if path:
-                self._store(path, ir)
-            self.metrics.counters["UncachedCompile"] += 1
-        else:
-            ir, module = entry
-            self.metrics.counters["DiskCachedCompile"] += 1
-        return CompiledGraph(key, ir, self.device.executable(module))
+        try:
+            progress.phase(0, "import", lambda: ops)
+            entry = self._load(path) if path else None
+            if entry is None:
+                module = imported()
+                observers: list[PassObserver] = [progress]
+                if self.dump_dir:
+                    observers.append(PassDumps(os.path.join(self.dump_dir, "passes"), key))
+                apply_pipeline(module, self.device.pipeline, self.ctx, observers=observers)
+                ir = str(module)
+                if path:
+                    self._store(path, ir)
+                self.metrics.counters["UncachedCompile"] += 1
+            else:
+                ir, module = entry
+                self.metrics.counters["DiskCachedCompile"] += 1
+            progress.phase(progress.total - 1 if progress.total else 1, "executable",
+                           lambda: count_ops(module))
+            compiled = CompiledGraph(key, ir, self.device.executable(module))
+        except BaseException:
+            progress.close()
+            raise
+        progress.close(lambda: count_ops(module))
+        return compiled
 
     def compile_fx(self, gm: fx.GraphModule, examples: Sequence[Any], name: str
                    ) -> CompiledGraph:
@@ -419,9 +520,17 @@ class GraphCompiler:
             self.metrics.counters["CachedCompile"] += 1
             return cached
         start = time.perf_counter()
-        compiled = self._lowered(key, lambda: import_fx(gm, examples, name))
+        ops = sum(1 for node in gm.graph.nodes if node.op == "call_function")
+        if self.debug:
+            print(f"[mncore] compiling {key} because of torch.compile ({name}): {ops} ops, "
+                  f"{len(examples)} inputs", file=sys.stderr)
+        compiled = self._lowered(key, lambda: import_fx(gm, examples, name), ops, start)
         self.cache[key] = compiled
-        self.metrics.time("CompileTime", time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        self.metrics.time("CompileTime", seconds)
+        if self.debug:
+            print(f"[mncore] compile {key}: {ops} ops, {len(examples)} inputs, {seconds:.3f} s;"
+                  f" cause: torch.compile ({name})", file=sys.stderr)
         if self.dump_dir:
             os.makedirs(self.dump_dir, exist_ok=True)
             with open(os.path.join(self.dump_dir, f"{key}.graph.mlir"), "w") as f:

@@ -17,8 +17,14 @@ from typing import Any
 
 import torch
 
+from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler, TraceGraph
+from mncore_ir.frontends.lazy_compile import (
+    CompiledGraph,
+    GraphCompiler,
+    TraceGraph,
+    note_named_buffers,
+)
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, LazyStorage, LazyTensor
 from mncore_ir.frontends.lazy_trace import Tracer
 from mncore_ir.frontends.lazy_worker import Job, Metrics, Worker
@@ -70,14 +76,20 @@ class Runtime(Tracer):
         outputs = sorted((s for s in live.values() if not isinstance(s.value, DeviceData)),
                          key=lambda s: s.serial)
         self.pending = []
+        profile = lazy_profile.ACTIVE
         if outputs:
             if reason is None:
                 reason = f"sync() at {lt.describe_location(lt.user_location())}"
+            if profile is not None:
+                profile.end_trace(start, self.metrics.traced_ops)
             try:
                 graph = self.compiler.cut([s.value for s in outputs])
-                compiled = self.compiler.compile(graph, reason)
+                compiled = (self.compiler.compile(graph, reason) if profile is None
+                            else self._compile_profiled(profile, graph, reason))
             except Exception as error:
                 _fail(outputs, error)
+                if profile is not None:
+                    self._profile_sync(profile, start, reason, error=str(error))
                 raise
             buffers = [DeviceData(tuple(v.meta.shape), v.meta.dtype,
                                   future=None) for v in graph.outputs]
@@ -86,6 +98,7 @@ class Runtime(Tracer):
                 b._future = future
             for storage, buffer in zip(outputs, buffers, strict=True):
                 storage.set(buffer)
+            note_named_buffers()  # named parameters' new buffers: the next step's inputs
             job = Job(compiled, graph, buffers, future)
             self.last = (graph, compiled)
             self.metrics.counters["Executions"] += 1
@@ -96,9 +109,43 @@ class Runtime(Tracer):
                 self.worker._run(job)
         if wait:
             self.wait()
+        if profile is not None and outputs:
+            self._profile_sync(profile, start, reason, graph=graph.key, ops=len(graph.nodes))
+
+    def _compile_profiled(self, profile: lazy_profile.Profile, graph: TraceGraph,
+                          reason: str) -> CompiledGraph:
+        """``compiler.compile``, recorded with the graph's key and size and whether the
+        in-memory cache had it (``cached``) or the disk cache (``disk_cached``)."""
+        counts = self.metrics.counters
+        before = counts["CachedCompile"], counts["DiskCachedCompile"]
+        start = time.perf_counter()
+        args: dict[str, Any] = {"graph": graph.key, "ops": len(graph.nodes)}
+        try:
+            with profile.compiling():
+                compiled = self.compiler.compile(graph, reason)
+            args["cached"] = counts["CachedCompile"] > before[0]
+            args["disk_cached"] = counts["DiskCachedCompile"] > before[1]
+            return compiled
+        except Exception as error:
+            args["error"] = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise
+        finally:
+            profile.complete("compile", "compile", start, time.perf_counter(), **args)
+
+    def _profile_sync(self, profile: lazy_profile.Profile, start: float, reason: str | None,
+                      **args: Any) -> None:
+        end = time.perf_counter()
+        profile.complete("sync", "host", start, end, reason=reason, **args)
+        profile.begin_trace(end, self.metrics.traced_ops)
 
     def wait(self) -> None:
-        self.worker.wait_all()
+        profile = lazy_profile.ACTIVE
+        if profile is None:
+            self.worker.wait_all()
+        else:
+            start = time.perf_counter()
+            self.worker.wait_all()
+            profile.complete("wait_device_ops", "wait", start, time.perf_counter())
         self._raise_deferred()
         self._raise_step_errors()
 
@@ -128,8 +175,16 @@ class Runtime(Tracer):
                 self._implicit_sync()
         data = storage.value
         assert isinstance(data, DeviceData), "sync() left a traced tensor without a buffer"
+        profile = lazy_profile.ACTIVE
         try:
-            value = data.tensor()
+            if profile is None or data.ready:
+                value = data.tensor()
+            else:  # the user's thread waits for the execution that computes it
+                start = time.perf_counter()
+                try:
+                    value = data.tensor()
+                finally:
+                    profile.complete("read_wait", "wait", start, time.perf_counter())
         except Exception as error:
             self.worker._last = None  # delivered here, not again at the next sync
             if isinstance(error, LazyError):
@@ -217,3 +272,10 @@ def _fail(outputs: list[LazyStorage], error: Exception) -> None:
         meta = storage.value.meta
         storage.set(DeviceData(tuple(meta.shape), meta.dtype, future=failed))
 
+
+def drain() -> None:
+    """Wait for the graphs submitted so far, without raising their errors (the next
+    sync or read does): a profile ends with their executions in it."""
+    current = lt.current()
+    if isinstance(current, Runtime):
+        current.worker.wait_all()

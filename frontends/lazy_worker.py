@@ -8,47 +8,127 @@ import contextlib
 import threading
 import time
 from collections import Counter, defaultdict, deque
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.lazy_compile import CompiledGraph, TraceGraph, replay
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, Node, Scalar
 
 # ---------------------------------------------------------------------- metrics
 
+#: The counters ``short_metrics_report()`` shows, as torch_xla's short report does its
+#: own: how much was traced, compiled, run and synced behind the user's back.
+SHORT_COUNTERS = ("TracedOps", "CachedCompile", "UncachedCompile", "Executions",
+                  "ImplicitSyncs")
+#: Timers ``short_metrics_report()`` shows (those that have samples).
+SHORT_TIMERS = ("CompileTime", "ExecuteTime")
+
 
 @dataclass
 class Metrics:
-    """What ``torch_mncore.counters()`` and ``metrics_report()`` show."""
+    """What ``torch_mncore.counters()``, ``metrics_report()`` and the torch_xla-style
+    ``metric_data()`` show. Timers are sampled in seconds, each sample with the wall
+    time it was taken at; the worker and the data loader's thread add samples too, so
+    they go in under a lock."""
 
     counters: Counter[str] = field(default_factory=Counter)
     times: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     traced_ops: int = 0  # a plain int: it is counted per op
+    stamps: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def snapshot(self) -> dict[str, int]:
-        return {"TracedOps": self.traced_ops, **self.counters} if self.traced_ops else dict(
-            self.counters)
+        with self.lock:
+            counters = dict(self.counters)
+        return {"TracedOps": self.traced_ops, **counters} if self.traced_ops else counters
 
     def clear(self) -> None:
-        self.counters.clear()
-        self.times.clear()
+        with self.lock:
+            self.counters.clear()
+            self.times.clear()
+            self.stamps.clear()
         self.traced_ops = 0
 
+    def count(self, counts: Counter[str] | dict[str, int]) -> None:
+        """Add ``counts`` from another thread than the tracing one."""
+        with self.lock:
+            self.counters.update(counts)
+
     def time(self, name: str, seconds: float) -> None:
-        self.times[name].append(seconds)
+        with self.lock:
+            self.times[name].append(seconds)
+            self.stamps[name].append(time.time())
+        profile = lazy_profile.ACTIVE
+        if profile is not None:
+            profile.timer(name, seconds)
+
+    def timers(self) -> dict[str, list[float]]:
+        """A copy of every timer's samples, by name."""
+        with self.lock:
+            return {k: list(v) for k, v in self.times.items() if v}
+
+    def data(self, name: str) -> tuple[int, float, list[tuple[float, float]]]:
+        """torch_xla's ``metric_data``: (sample count, their sum in seconds, the samples
+        as (wall time, seconds)). An unknown name is a ``LazyError`` listing the known."""
+        with self.lock:
+            values, stamps = list(self.times.get(name, ())), list(self.stamps.get(name, ()))
+        if not values:
+            known = ", ".join(sorted(self.timers())) or "none yet"
+            raise LazyError(f"no metric named {name!r}; the metrics recorded so far are: "
+                            f"{known} (counters are read with counter_value)")
+        return len(values), sum(values), list(zip(stamps, values, strict=True))
 
     def report(self) -> str:
         lines = ["Counters:"]
         lines += [f"  {k}: {v}" for k, v in sorted(self.snapshot().items())]
-        lines.append("Timers (count, total s, mean ms):")
-        for k, v in sorted(self.times.items()):
-            lines.append(f"  {k}: {len(v)}, {sum(v):.4f}, {1e3 * sum(v) / len(v):.3f}")
+        lines.append("Timers:")
+        lines += [f"  {k}: {_timer_line(v)}" for k, v in sorted(self.timers().items())]
         lines.append(f"Live device buffers: {len(DeviceData.live)}")
         return "\n".join(lines)
+
+    def short_report(self, counter_names: Sequence[str] | None = None,
+                     metric_names: Sequence[str] | None = None) -> str:
+        """The lines that say whether a loop runs well: ``counter_names`` (by default
+        :data:`SHORT_COUNTERS`, at 0 when never counted, and every ``CpuFallback::``
+        op) and ``metric_names`` (by default :data:`SHORT_TIMERS`, those with samples)."""
+        counters = self.snapshot()
+        if counter_names is None:
+            names = [*SHORT_COUNTERS, *sorted(k for k in counters if k.startswith("CpuFallback"))]
+        else:
+            names = list(counter_names)
+        lines = [f"{name}: {counters.get(name, 0)}" for name in names]
+        timers = self.timers()
+        for name in SHORT_TIMERS if metric_names is None else metric_names:
+            if name in timers:
+                lines.append(f"{name}: {_timer_line(timers[name])}")
+            elif metric_names is not None:
+                lines.append(f"{name}: no samples")
+        return "\n".join(lines)
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``samples``, interpolating linearly between
+    the two nearest ranks (numpy's default method)."""
+    if not samples:
+        raise ValueError("percentile of no samples")
+    ordered = sorted(samples)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _timer_line(samples: Sequence[float]) -> str:
+    total = sum(samples)
+    quantiles = ", ".join(f"p{q} {1e3 * percentile(samples, q):.3f} ms" for q in (50, 90, 99))
+    return (f"count {len(samples)}, total {total:.4f} s, mean "
+            f"{1e3 * total / len(samples):.3f} ms, {quantiles}")
 
 
 # ---------------------------------------------------------------------- execution jobs
@@ -111,7 +191,12 @@ class Worker:
             self._last = job.future
             self._cond.notify()
         if gate:
+            profile = lazy_profile.ACTIVE
+            start = time.perf_counter() if profile is not None else 0.0
             job.prepared.wait()
+            if profile is not None:
+                profile.complete("gate", "wait", start, time.perf_counter(),
+                                 graph=job.graph.key)
 
     def wait_all(self) -> None:
         last = self._last
@@ -141,28 +226,50 @@ class Worker:
             self._run(job)
 
     def _run(self, job: Job) -> None:
+        profile = lazy_profile.ACTIVE
+        start = time.perf_counter()
+        begin = end = 0.0  # set when the run begins and ends
         try:
-            start = time.perf_counter()
             args = [scalar_tensor(x) if isinstance(x, Scalar) else x.tensor()
                     for x in job.graph.inputs]
             job.prepared.set()
             begin = time.perf_counter()
             try:
                 results = job.compiled.run(args)
-                self.busy.append((begin, time.perf_counter()))
+                end = time.perf_counter()
+                self.busy.append((begin, end))
                 take_counts = getattr(job.compiled.run, "take_counts", None)
                 if take_counts is not None:  # a simulator's steps and cycles
-                    self.metrics.counters.update(take_counts())
+                    self.metrics.count(take_counts())
             except Exception as error:
                 raise LazyError(f"graph execution failed: {diagnose(job.graph, args, error)}"
                                 ) from error
             for buffer, result in zip(job.outputs, results, strict=True):
                 buffer.fill(result)
             self.metrics.time("ExecuteTime", time.perf_counter() - start)
+            if profile is not None:
+                _profile_execution(profile, job, start, begin, end)
             job.future.set_result(None)
         except BaseException as error:
             job.prepared.set()
+            if profile is not None:
+                _profile_execution(profile, job, start, begin, end, error)
             job.future.set_exception(error)
+
+
+def _profile_execution(profile: lazy_profile.Profile, job: Job, start: float, begin: float,
+                       end: float, error: BaseException | None = None) -> None:
+    """The execution as an event on this thread, with its input gathering and its run
+    inside it (``begin``/``end`` 0: it failed before the run began or ended)."""
+    now = time.perf_counter()
+    graph = job.graph
+    args: dict[str, Any] = {"graph": graph.key, "ops": len(graph.nodes)}
+    if error is not None:
+        args["error"] = str(error).splitlines()[0] if str(error) else type(error).__name__
+    profile.complete("inputs", "device", start, begin or now)
+    if begin:
+        profile.complete("run", "device", begin, end or now)
+    profile.complete("execute", "device", start, now, **args)
 
 
 def scalar_tensor(s: Scalar) -> torch.Tensor:

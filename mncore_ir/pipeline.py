@@ -1,16 +1,22 @@
 """The Python compile API: the devices (each with its named pass pipeline and its
-executable factory) and applying pass pipelines to modules."""
+executable factory), applying pass pipelines to modules, and watching one run: the IR
+after each pass (with source locations) and a long compile's progress."""
 
 from __future__ import annotations
 
+import io
 import os
-from collections.abc import Callable
+import sys
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from mncore_ir import executables
@@ -104,19 +110,29 @@ def make_context() -> Context:
     return ctx
 
 
+class PassObserver(Protocol):
+    """Told of each pass :func:`apply_passes` runs (``index`` of ``count``): dumps and
+    progress watch a pipeline through it, and a run without one pays nothing."""
+
+    def before_pass(self, index: int, count: int, name: str, module: ModuleOp) -> None: ...
+
+    def after_pass(self, index: int, count: int, name: str, module: ModuleOp) -> None: ...
+
+
 def apply_pipeline(module: ModuleOp, spec: str, ctx: Context | None = None,
-                   verify: bool = True) -> ModuleOp:
+                   verify: bool = True, observers: Sequence[PassObserver] = ()) -> ModuleOp:
     """Run ``spec`` (``mncore-opt -p`` syntax) on ``module`` in place. With ``verify``,
     the IR is verified and its SSA dominance checked before the first pass and after
     each one, so a pass that leaves invalid IR is named (:class:`InvalidIRError`); an
-    internal error in a pass is a :class:`PassError` naming it."""
+    internal error in a pass is a :class:`PassError` naming it. ``observers`` see each
+    pass start and end (the end before verification: a dump shows invalid IR too)."""
 
     def callback(previous: ModulePass | None, mod: ModuleOp, _next: object) -> None:
         if verify:
             check_ir(mod, previous)
 
     pipeline = PassPipeline.parse_spec(get_all_passes(), spec, callback)
-    apply_passes(pipeline, ctx or make_context(), module)
+    apply_passes(pipeline, ctx or make_context(), module, observers)
     return module
 
 
@@ -162,17 +178,136 @@ def check_ir(module: ModuleOp, after: ModulePass | None = None) -> None:
         raise PassError(name, error) from error
 
 
-def apply_passes(pipeline: PassPipeline, ctx: Context, module: ModuleOp) -> None:
+def apply_passes(pipeline: PassPipeline, ctx: Context, module: ModuleOp,
+                 observers: Sequence[PassObserver] = ()) -> None:
     """``pipeline.apply`` (the same callbacks between passes), except that an exception
-    that is not a diagnostic is re-raised as a :class:`PassError` naming its pass."""
+    that is not a diagnostic is re-raised as a :class:`PassError` naming its pass;
+    ``observers`` are told of each pass before it runs and after (before the callback)."""
     passes = pipeline.passes
     callback = pipeline.callback or (lambda *_: None)
     callback(None, module, passes[0] if passes else None)
     for index, module_pass in enumerate(passes):
+        for observer in observers:
+            observer.before_pass(index, len(passes), module_pass.name, module)
         try:
             module_pass.apply(ctx, module)
         except DiagnosticException:
             raise
         except Exception as error:
             raise PassError(module_pass.name, error) from error
+        for observer in observers:
+            observer.after_pass(index, len(passes), module_pass.name, module)
         callback(module_pass, module, passes[index + 1] if index + 1 < len(passes) else None)
+
+
+# ---------------------------------------------------------------------- watching a run
+
+
+def ir_level(module: ModuleOp) -> str:
+    """``graph``, ``task`` or ``mncore``: the level of the IR ``module`` holds, by the
+    dialect of its top-level ops (``func.func`` of graph ops, ``task.kernel``,
+    ``mncore.program``)."""
+    dialects = {op.name.split(".", 1)[0] for op in module.ops}
+    return next((level for level in ("mncore", "task") if level in dialects), "graph")
+
+
+def module_text(module: ModuleOp, locations: bool = False) -> str:
+    """``module`` as text; with ``locations``, each op's known source location as MLIR's
+    ``--mlir-print-debuginfo`` prints it (``loc("train.py":12:1)``). Unknown ones are
+    left out: that is what the parser assumes without one, and custom formats that take
+    block arguments (``task.kernel``'s results) do not read a location after them."""
+    if not locations:
+        return str(module)
+    stream = io.StringIO()
+    Printer(stream, print_debuginfo=True).print_op(module)
+    return stream.getvalue().replace(" loc(unknown)", "")
+
+
+@dataclass
+class PassDumps:
+    """A :class:`PassObserver` that writes the IR, with source locations, before the
+    first pass and after each: ``<directory>/<prefix>.<NN>-<pass>.<level>.mlir``, ``NN``
+    counting passes from 01 (``00-input`` is the pipeline's input) and ``level`` what
+    :func:`ir_level` says of the IR then."""
+
+    directory: str
+    prefix: str
+
+    def before_pass(self, index: int, count: int, name: str, module: ModuleOp) -> None:
+        if index == 0:
+            self.write(0, "input", module)
+
+    def after_pass(self, index: int, count: int, name: str, module: ModuleOp) -> None:
+        self.write(index + 1, name, module)
+
+    def write(self, number: int, name: str, module: ModuleOp) -> str:
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory,
+                            f"{self.prefix}.{number:02d}-{name}.{ir_level(module)}.mlir")
+        with open(path, "w") as f:
+            f.write(module_text(module, locations=True))
+        return path
+
+
+#: Seconds a compile runs before :class:`CompileProgress` shows anything.
+PROGRESS_AFTER_S = 2.0
+
+
+class CompileProgress:
+    """A long compile's phases on stderr, as a ``tqdm`` bar: nothing for a compile that
+    ends within :data:`PROGRESS_AFTER_S`; after that, one update at each phase change
+    (the import, each pass, the executable's build), never on a timer that would fill a
+    log. Each update says the phase, the op count and the time so far. As a
+    :class:`PassObserver`, each pass is a phase: ``1 + count + 1`` in all."""
+
+    def __init__(self, label: str, start: float | None = None, enabled: bool = True) -> None:
+        self.label = label
+        self.start = time.perf_counter() if start is None else start
+        self.enabled = enabled
+        self.total: int | None = None
+        self.bar: Any = None
+
+    def phase(self, position: int, name: str, ops: Callable[[], int]) -> None:
+        """Phase ``position`` (from 0), ``name``, begins; ``ops()`` counts the ops, and is
+        called only when the update is shown."""
+        elapsed = time.perf_counter() - self.start
+        if self.bar is None and (not self.enabled or elapsed < PROGRESS_AFTER_S):
+            return
+        postfix = f"{name}, {ops()} ops, {elapsed:.1f} s"
+        if self.bar is None:
+            from tqdm import tqdm  # only for a long compile: importing it takes 50 ms
+
+            # shown at once, as it is; tqdm's monitor thread leaves a bar with
+            # miniters=1 alone, so nothing is printed between phases
+            self.bar = tqdm(desc=self.label, total=self.total, initial=position,
+                            postfix=postfix, file=sys.stderr, leave=True, mininterval=0,
+                            miniters=1, dynamic_ncols=False,
+                            bar_format="{desc}: phase {n_fmt}/{total_fmt}{postfix}")
+            return
+        self.bar.total = self.total
+        self.bar.n = position
+        self.bar.set_postfix_str(postfix)  # and shows it
+
+    def close(self, ops: Callable[[], int] | None = None) -> None:
+        """End the bar, if one is shown; with ``ops``, the compile is done (else it
+        failed, and the bar stays at the phase that did)."""
+        if self.bar is None:
+            return
+        if ops is not None:
+            self.bar.n = self.bar.total if self.bar.total is not None else self.bar.n + 1
+            elapsed = time.perf_counter() - self.start
+            self.bar.set_postfix_str(f"done, {ops()} ops, {elapsed:.1f} s", refresh=False)
+        self.bar.close()  # shows it, and ends the line
+        self.bar = None
+
+    def before_pass(self, index: int, count: int, name: str, module: ModuleOp) -> None:
+        self.total = count + 2
+        self.phase(index + 1, f"pass {name}", lambda: count_ops(module))
+
+    def after_pass(self, index: int, count: int, name: str, module: ModuleOp) -> None:
+        return None
+
+
+def count_ops(module: ModuleOp) -> int:
+    """The ops nested in ``module`` (not counting it)."""
+    return sum(1 for _ in module.walk()) - 1

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
+from mncore_ir.frontends import lazy_profile as _profile
 from mncore_ir.frontends import lazy_runtime as _rt
+from mncore_ir.frontends.lazy_compile import name_inputs as _name_inputs
+from mncore_ir.frontends.lazy_loader import DeviceLoader
 from mncore_ir.frontends.lazy_pure import assume_pure
 from mncore_ir.frontends.lazy_runtime import (
     DEVICES,
@@ -29,6 +33,8 @@ from mncore_ir.frontends.lazy_runtime import (
     LazyError,
 )
 from mncore_ir.frontends.lazy_tensor import DEVICE_NAME as _DEVICE_NAME
+from mncore_ir.frontends.lazy_tensor import LazyTensor as _LazyTensor
+from mncore_ir.frontends.lazy_tensor import current as _current_runtime
 from mncore_ir.frontends.lazy_tensor import ensure_backend as _ensure_backend
 
 # The device must exist before autograd's engine first runs: it sizes its per-device
@@ -60,7 +66,16 @@ def _module_mncore(self: _M, device: int | torch.device | None = None) -> _M:
     """Move all parameters and buffers to the ``mncore`` device, in place, keeping
     parameter identity as ``.to("cuda")`` does."""
     with _swapping_parameters():
-        return self._apply(lambda t: t.mncore(device))
+        moved = self._apply(lambda t: t.mncore(device))
+    _name_module(moved)
+    return moved
+
+
+def _name_module(module: nn.Module) -> None:
+    """Name the module's tensors as graph inputs (``model.0.weight``: dumps read so)."""
+    _name_inputs((f"model.{name}", t) for name, t in (*module.named_parameters(),
+                                                       *module.named_buffers())
+                 if isinstance(t, _LazyTensor))
 
 
 # torch's own method (not a wrapper of an earlier import of this module)
@@ -74,7 +89,9 @@ def _module_to(self: _M, *args: Any, **kwargs: Any) -> _M:
     if device is None or device.type != _DEVICE_NAME:
         return _TORCH_MODULE_TO(self, *args, **kwargs)
     with _swapping_parameters():
-        return _TORCH_MODULE_TO(self, *args, **kwargs)
+        moved = _TORCH_MODULE_TO(self, *args, **kwargs)
+    _name_module(moved)
+    return moved
 
 
 # torch's classes do not declare these attributes: set them as attributes, not fields
@@ -84,17 +101,25 @@ setattr(nn.Module, "to", _module_to)  # noqa: B010
 
 __all__ = [
     "DEVICES",
+    "DeviceLoader",
     "ImplicitSyncError",
     "LazyError",
     "assume_pure",
+    "counter_names",
+    "counter_value",
     "counters",
     "init",
     "init_cpu",
     "init_cuda",
     "init_mncore",
+    "metric_data",
+    "metric_names",
     "metrics_report",
+    "optimizer_step",
+    "profile",
     "reset_metrics",
     "set_implicit_sync",
+    "short_metrics_report",
     "sync",
     "wait_device_ops",
 ]
@@ -151,13 +176,75 @@ def set_implicit_sync(policy: str) -> None:
     _rt.runtime().implicit_sync = policy
 
 
+# ---------------------------------------------------------------------- metrics
+# torch_xla.debug.metrics' functions, over the runtime's counters and timers
+
+
 def metrics_report() -> str:
+    """Every counter, every timer (samples, total, mean, 50/90/99th percentiles) and the
+    live device buffers."""
     return _rt.runtime().metrics.report()
+
+
+def short_metrics_report(counter_names: Sequence[str] | None = None,
+                         metric_names: Sequence[str] | None = None) -> str:
+    """The few lines that say whether a loop runs well: ops traced, compiles cached and
+    not, executions, implicit syncs, CPU fallbacks by op, compile and execute times; or
+    the counters and timers named."""
+    return _rt.runtime().metrics.short_report(counter_names, metric_names)
 
 
 def counters() -> dict[str, int]:
     return _rt.runtime().metrics.snapshot()
 
 
+def counter_names() -> list[str]:
+    """The counters counted so far (since ``reset_metrics()``)."""
+    return sorted(counters())
+
+
+def counter_value(name: str) -> int | None:
+    """A counter's value; ``None`` if it has not been counted (as torch_xla)."""
+    return counters().get(name)
+
+
+def metric_names() -> list[str]:
+    """The timers that have samples: ``CompileTime``, ``SyncTime``, ``ExecuteTime``,
+    ``TransferToDeviceTime`` (``DeviceLoader``)."""
+    return sorted(_rt.runtime().metrics.timers())
+
+
+def metric_data(name: str) -> tuple[int, float, list[tuple[float, float]]]:
+    """A timer's (sample count, total seconds, samples as (wall time, seconds)); a
+    ``LazyError`` listing the timers when ``name`` has no samples."""
+    return _rt.runtime().metrics.data(name)
+
+
 def reset_metrics() -> None:
     _rt.runtime().metrics.clear()
+
+
+# ---------------------------------------------------------------------- training helpers
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer, barrier: bool = False,
+                   optimizer_args: dict[str, Any] | None = None) -> Any:
+    """``optimizer.step(**optimizer_args)``, then with ``barrier`` a ``sync()`` (as
+    ``xm.optimizer_step``); returns what the step returns (the loss of a closure)."""
+    result = optimizer.step(**(optimizer_args or {}))
+    if barrier:
+        sync()
+    return result
+
+
+@contextlib.contextmanager
+def profile(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Record what the runtime does inside the block — each step's tracing, syncs,
+    compiles (graph key, op count, cached or not), the worker's executions, the waits
+    of the user's thread — and write it to ``path`` as Chrome trace JSON for Perfetto
+    (ui.perfetto.dev) when the block ends, also by an exception. The graphs submitted
+    by then are waited for, so their executions are in it."""
+    current = _current_runtime()
+    traced_ops = current.metrics.traced_ops if isinstance(current, _rt.Runtime) else None
+    with _profile.recording(path, drain=_rt.drain, traced_ops=traced_ops):
+        yield
