@@ -20,7 +20,7 @@ import torch
 from torch import fx
 from torch._functorch.aot_autograd import make_boxed_func
 
-from mncore_ir.frontends.fx import DECOMPOSITIONS
+from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
 
 aten = torch.ops.aten
@@ -50,8 +50,21 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
     backend = aot_autograd(fw_compiler=_compiler(active, "forward"),
                            bw_compiler=_compiler(active, "backward"),
                            inference_compiler=_compiler(active, "inference"),
-                           decompositions=DECOMPOSITIONS)
+                           decompositions=_decompositions())
     return backend(gm, example_inputs, **kwargs)
+
+
+def _decompositions() -> dict[Any, Any]:
+    """The importer's core-ATen decompositions, and batch norm's: AOTAutograd hands
+    over its functional forms (``_native_batch_norm_legit_functional``, whose running
+    statistics are outputs), which the lazy path never records (it decomposes batch norm
+    while tracing) and the importer has no handler for."""
+    from torch._decomp import get_decompositions
+
+    batch_norm = get_decompositions([
+        aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit,
+        aten._native_batch_norm_legit_no_training, aten.native_batch_norm])
+    return {**DECOMPOSITIONS, **{op: f for op, f in batch_norm.items() if op not in HANDLERS}}
 
 
 def _count_guard_failures(active: Runtime) -> None:
@@ -78,7 +91,7 @@ def _compiler(active: Runtime, kind: str) -> Callable[[fx.GraphModule, Sequence[
             compiled = active.compiler.compile_fx(gm, example_inputs, f"dynamo_{kind}")
         except Exception as error:
             why = str(error).splitlines()[0] if str(error) else type(error).__name__
-            return _eager(active, gm, why)
+            return _eager(active, gm, why, kept, count)
         active.metrics.counters["DynamoCompiles"] += 1
         run_graph = compiled.run
 
@@ -100,11 +113,23 @@ def _compiler(active: Runtime, kind: str) -> Callable[[fx.GraphModule, Sequence[
     return compile_graph
 
 
-def _eager(active: Runtime, gm: fx.GraphModule, why: str) -> Any:
+def _eager(active: Runtime, gm: fx.GraphModule, why: str, kept: Sequence[int] | None = None,
+           count: int = 0) -> Any:
+    """``gm`` run eagerly (counted, with a warning); with ``kept``, its outputs are those
+    at these positions of ``count`` (the ``None`` outputs put back)."""
     active.metrics.counters[f"DynamoFallback::{why}"] += 1
     warnings.warn(f"torch.compile(backend='mncore'): a graph runs eagerly on the host: "
                   f"{why}", stacklevel=2)
-    return make_boxed_func(gm.forward)
+    if kept is None:
+        return make_boxed_func(gm.forward)
+
+    def run(*args: Any) -> list[Any]:
+        results: list[Any] = [None] * count
+        for i, r in zip(kept, gm(*args), strict=True):
+            results[i] = r
+        return results
+
+    return make_boxed_func(run)
 
 
 def _without_none_outputs(gm: fx.GraphModule) -> tuple[list[int], int]:

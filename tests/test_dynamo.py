@@ -8,6 +8,7 @@ import itertools
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -165,3 +166,39 @@ def test_lazy_tensors_under_torch_compile_are_traced_lazily() -> None:
     counters = torch_mncore.counters()
     assert counters["Executions"] == 1 and counters["TracedOps"] > 0, counters
     assert not [k for k in counters if k.startswith(("Dynamo", "CpuFallback"))], counters
+
+
+def _forward_backward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    out = module(x)
+    (out**2).mean().backward()
+    return out
+
+
+@pytest.mark.parametrize("make, shape, compiled_fully", [
+    # batch norm's functional form (running statistics as outputs), decomposed
+    (lambda: nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                           nn.AdaptiveAvgPool2d(1)), (2, 3, 8, 8), True),
+    # torch.nn's own layer: a backward graph with None outputs that the device cannot
+    # take (any.dim, SDPA's backward) runs eagerly with its outputs where AOTAutograd
+    # expects them
+    (lambda: nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True),
+     (2, 5, 16), False),
+])
+def test_torch_nn_layers_train_as_in_eager(make: Callable[[], nn.Module],
+                                           shape: tuple[int, ...], compiled_fully: bool) -> None:
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    ours, theirs = make(), make()
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(*shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the eager fallback's own warning
+        got = _forward_backward(torch.compile(ours, backend="mncore"), x)
+    torch.testing.assert_close(got, _forward_backward(theirs, x), rtol=1e-4, atol=1e-5)
+    for (name, a), b in zip(ours.named_parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5, msg=name)
+    for a, b in zip(ours.buffers(), theirs.buffers(), strict=True):
+        torch.testing.assert_close(a, b)  # running statistics
+    fallbacks = [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]
+    assert (not fallbacks) == compiled_fully, fallbacks
