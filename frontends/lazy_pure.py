@@ -1,7 +1,7 @@
 """``assume_pure(fn)``, as torch_xla's: ``fn`` is traced once per input signature into a
 template (``lazy_templates``), and every later call on lazy tensors records one node,
 not ``fn``'s ops. Its gradient is a second template, the vector-Jacobian product of
-``fn`` (which recomputes ``fn``'s forward; the pipeline's CSE merges it with the
+``fn`` (it recomputes ``fn``'s forward, which the pipeline's CSE may merge with the
 forward node's ops when both are in one step).
 
 ``fn`` must be a function of its arguments: no reads of values, no random numbers, no

@@ -85,7 +85,7 @@ class Scalar:
 
     value: float | int
     dtype: torch.dtype
-    serial: int = field(default_factory=lambda: next(_CREATED))
+    serial: int = field(default_factory=_CREATED.__next__)
 
 
 @dataclass(eq=False, slots=True)

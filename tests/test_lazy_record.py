@@ -17,6 +17,7 @@ from mncore_ir.frontends import lazy_compile, lazy_runtime
 from mncore_ir.frontends.fx import HANDLERS
 from mncore_ir.frontends.lazy_templates import Template
 from mncore_ir.testing.model_zoo import CNN, GPT, MLP
+from tests.test_lazy import train
 
 aten = torch.ops.aten
 
@@ -51,36 +52,14 @@ def _recorded_ops() -> set[Any]:
     return ops
 
 
-def _train(model: nn.Module, make_optimizer: Callable[[Any], torch.optim.Optimizer],
-           batches: list[tuple[torch.Tensor, torch.Tensor]],
-           loss_fn: Callable[..., torch.Tensor], lazy: bool
-           ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    if lazy:
-        model = model.mncore()
-    optimizer = make_optimizer(model.parameters())
-    losses = []
-    for x, y in batches:
-        if lazy:
-            x, y = x.mncore(), y.mncore()
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        if lazy:
-            torch_mncore.sync()
-        losses.append(loss.detach().cpu())
-    return losses, [t.detach().cpu() for t in [*model.parameters(), *model.buffers()]]
-
-
 def _matches_eager(base: nn.Module, make_optimizer: Callable[[Any], torch.optim.Optimizer],
                    batches: list[tuple[torch.Tensor, torch.Tensor]],
                    loss_fn: Callable[..., torch.Tensor]) -> None:
     names = [n for n, _ in base.named_parameters()] + [n for n, _ in base.named_buffers()]
-    eager = _train(copy.deepcopy(base), make_optimizer, batches, loss_fn, lazy=False)
+    eager = train(copy.deepcopy(base), make_optimizer, batches, loss_fn, lazy=False)
     torch_mncore.reset_metrics()
-    lazy = _train(copy.deepcopy(base), make_optimizer, batches, loss_fn, lazy=True)
-    torch.testing.assert_close(torch.stack(lazy[0]), torch.stack(eager[0]),
-                               rtol=1e-5, atol=1e-6)
+    lazy = train(copy.deepcopy(base), make_optimizer, batches, loss_fn, lazy=True)
+    torch.testing.assert_close(lazy[0], eager[0], rtol=1e-5, atol=1e-6)
     for name, ours, theirs in zip(names, lazy[1], eager[1], strict=True):
         if name.endswith("qkv.bias"):  # the key bias: zero gradient, AdamW's noise
             d = ours.shape[0] // 3   # (as tests/test_lazy.py compares it)
@@ -171,7 +150,6 @@ def test_the_re_trace_gives_the_same_losses(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setattr(lazy_compile.GraphCompiler, "retrace", retrace)
         torch_mncore.init("cpu", implicit_sync="error")  # a fresh compile cache
         torch.manual_seed(0)
-        results.append(_train(MLP((32, 64, 10)), lambda p: torch.optim.Adam(p, lr=1e-3),
+        results.append(train(MLP((32, 64, 10)), lambda p: torch.optim.Adam(p, lr=1e-3),
                               _classes((16, 32), 2), F.cross_entropy, lazy=True)[0])
-    torch.testing.assert_close(torch.stack(results[0]), torch.stack(results[1]),
-                               rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(results[0], results[1], rtol=1e-6, atol=1e-6)
