@@ -270,6 +270,8 @@ def _split(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
 @handles(operator.getitem)
 def _getitem(imp: FxImporter, node: fx.Node) -> SSAValue:
     value = imp.env[node.args[0]][node.args[1]]
+    if not isinstance(value, SSAValue | None):
+        raise FxImportError(f"{node.name} reads a value that is not on the device")
     if value is None and not node.users:
         return None
     if value is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from mncore_ir.dialects import graph as g
@@ -98,6 +98,14 @@ def _input_type(t: Any, name: str) -> TensorType:
 Handler = Callable[["FxImporter", fx.Node], Any]
 
 
+class Unavailable:
+    """What a value is to a tolerant import when the device cannot hold it (a node
+    that failed with a result of a dtype the device lacks, or such an input)."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 class FxImporter:
     """Builds one ``func.func`` from an FX graph, node by node. A bare ``fx.Graph``
     will do (its nodes' ``meta["val"]`` give shapes): the lazy runtime builds one
@@ -105,7 +113,8 @@ class FxImporter:
 
     def __init__(self, gm: fx.GraphModule | fx.Graph, example_inputs: Sequence[torch.Tensor],
                  func_name: str, arg_names: Sequence[str] | None,
-                 handlers: Mapping[Any, Handler]) -> None:
+                 handlers: Mapping[Any, Handler], tolerant: bool = False,
+                 element_types: Collection[Attribute] | None = None) -> None:
         self.graph = gm if isinstance(gm, fx.Graph) else gm.graph
         self.handlers = handlers
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
@@ -113,7 +122,28 @@ class FxImporter:
             raise FxImportError(f"the graph has {len(placeholders)} inputs but "
                                f"{len(example_inputs)} example inputs were given")
         names = list(arg_names or [n.name for n in placeholders])
-        types = [_input_type(t, name) for t, name in zip(example_inputs, names, strict=True)]
+        #: With ``tolerant``, a node that cannot be imported is a failure, not an error:
+        #: its results become new arguments of the function (or :class:`Unavailable`)
+        #: and the import goes on, so one pass finds every node the device cannot take.
+        self.tolerant = tolerant
+        #: The element types the device holds (None: all): a node reading or making
+        #: another is a failure of a tolerant import.
+        self.element_types = element_types
+        self.failures: dict[fx.Node, Exception] = {}
+        #: The node each inserted op was imported from (by name), so that a later error
+        #: blaming an op can be traced to the nodes that made it.
+        self.origins: dict[Operation, str] = {}
+        types = []
+        for node, t, name in zip(placeholders, example_inputs, names, strict=True):
+            try:
+                typ = _input_type(t, name)
+                self._check_types(node, [t])
+                types.append(typ)
+            except FxImportError as error:
+                if not tolerant:
+                    raise
+                self.failures[node] = error
+                types.append(g.tensor(getattr(t, "shape", ()), g.ELEMENT_TYPES["float32"]))
         self.block = Block(arg_types=types)
         # every op inserted is located at the user's line of the node being imported
         self.builder = Builder(InsertPoint.at_end(self.block),
@@ -123,7 +153,8 @@ class FxImporter:
         self.env: dict[fx.Node, Any] = {}
         for node, arg, name in zip(placeholders, self.block.args, names, strict=True):
             arg.name_hint = sanitize(name)
-            self.env[node] = arg
+            self.env[node] = (Unavailable(str(self.failures[node])) if node in self.failures
+                              else arg)
         self.func_name = func_name
         self.node: fx.Node | None = None
 
@@ -134,19 +165,54 @@ class FxImporter:
             if node.op == "placeholder":
                 continue
             if node.op == "output":
-                outputs = [self.value(v) for v in pytree.tree_leaves(node.args[0])]
+                outputs = [self.value(v) for v in pytree.tree_leaves(node.args[0])
+                           if not self.tolerant or isinstance(self.env.get(v), SSAValue)]
                 continue
-            if node.op != "call_function":
-                raise unsupported(node, f"FX node kind {node.op!r} ({node.name}) is not supported")
-            self.location = self._location_of(node)
-            handler = self.handlers.get(node.target)
-            if handler is None:
-                raise unsupported(node, f"unsupported ATen op {node.target}")
-            self.env[node] = handler(self, node)
+            try:
+                self.env[node] = self._import(node)
+            except Exception as error:
+                if not self.tolerant:
+                    raise
+                self.failures[node] = error
+                self.env[node] = self._stand_in(node.meta.get("val"), str(error))
         self.builder.insert(ReturnOp(*outputs))
         ftype = FunctionType.from_lists([a.type for a in self.block.args],
                                         [o.type for o in outputs])
         return FuncOp(self.func_name, ftype, Region(self.block))
+
+    def _import(self, node: fx.Node) -> Any:
+        if node.op != "call_function":
+            raise unsupported(node, f"FX node kind {node.op!r} ({node.name}) is not supported")
+        self.location = self._location_of(node)
+        handler = self.handlers.get(node.target)
+        if handler is None:
+            raise unsupported(node, f"unsupported ATen op {node.target}")
+        if self.element_types is not None:
+            self._check_types(node, [node.meta.get("val"), *node.all_input_nodes])
+        return handler(self, node)
+
+    def _check_types(self, node: fx.Node, values: Sequence[Any]) -> None:
+        """Refuse ``node`` when one of ``values`` (tensors or nodes) has an element
+        type the device does not hold."""
+        if self.element_types is None:
+            return
+        for value in pytree.tree_leaves([v.meta.get("val") if isinstance(v, fx.Node) else v
+                                         for v in values]):
+            if isinstance(value, torch.Tensor) and (
+                    TORCH_TO_ELEMENT.get(value.dtype) not in self.element_types):
+                raise unsupported(node, f"the device holds no {value.dtype}")
+
+    def _stand_in(self, meta: Any, why: str) -> Any:
+        """A new function argument of ``meta``'s type (per tensor of a tuple), or
+        :class:`Unavailable` where the device has no such type."""
+        if isinstance(meta, list | tuple):
+            return tuple(self._stand_in(m, why) for m in meta)
+        if not isinstance(meta, torch.Tensor):
+            return None
+        if meta.dtype not in TORCH_TO_ELEMENT:
+            return Unavailable(why)
+        return self.block.insert_arg(g.tensor(meta.shape, TORCH_TO_ELEMENT[meta.dtype]),
+                                     len(self.block.args))
 
     # ------------------------------------------------------------------ helpers
 
@@ -154,6 +220,8 @@ class FxImporter:
         if not isinstance(arg, fx.Node):
             raise FxImportError(f"expected a tensor, got {arg!r} in {self.node}")
         v = self.env[arg]
+        if isinstance(v, Unavailable):
+            raise FxImportError(f"{arg.name} is not on the device: {v.why}")
         if not isinstance(v, SSAValue):
             raise FxImportError(f"{arg.name} is not a single tensor")
         return v
@@ -179,6 +247,8 @@ class FxImporter:
 
     def _locate(self, op: Operation) -> None:
         op.location = self.location
+        if self.node is not None:
+            self.origins[op] = self.node.name
 
     def _location_of(self, node: fx.Node) -> LocationAttr:
         """The node's user source position as a location (one per stack trace)."""

@@ -43,6 +43,16 @@ from mncore_ir.frontends.fx import (
     user_frame,
 )
 from mncore_ir.frontends.lazy_ops import importable
+from mncore_ir.frontends.lazy_partition import (
+    HostOp,
+    OnDevice,
+    PartsRun,
+    blamed_nodes,
+    host_op,
+    placeholders,
+    returns_one,
+    split,
+)
 from mncore_ir.frontends.lazy_templates import Template
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
@@ -354,16 +364,42 @@ def input_names(graph: TraceGraph) -> list[str]:
 
 
 def import_graph(gm: fx.GraphModule | fx.Graph, examples: Sequence[torch.Tensor],
-                 names: Sequence[str] | None = None) -> ModuleOp:
+                 names: Sequence[str] | None = None, tolerant: bool = False,
+                 origins: dict[Operation, str] | None = None,
+                 element_types: Sequence[Any] | None = None) -> ModuleOp:
     """The core-ATen graph as ``func.func @main`` with arguments ``names`` (default
-    ``inN``); a failure names the node's line."""
+    ``inN``); a failure names the node's line. ``tolerant``: the nodes the importer
+    cannot take are a :class:`_Split` (all of them, with why), not an error.
+    ``origins`` is filled with the node (name) each op was imported from; a tolerant
+    import refuses the nodes that read or make another element type than
+    ``element_types`` (the device's)."""
     names = list(names) if names is not None else [f"in{i}" for i in range(len(examples))]
-    importer = FxImporter(gm, examples, "main", names, HANDLERS)
+    importer = FxImporter(gm, examples, "main", names, HANDLERS, tolerant=tolerant,
+                          element_types=element_types if tolerant else None)
+    if origins is not None:
+        importer.origins = origins
     try:
-        return ModuleOp([importer.run()])
+        module = ModuleOp([importer.run()])
     except Exception as error:
         node = importer.node
         raise _AtNode(node.meta.get("stack_trace") if node else None, error) from error
+    if importer.failures:
+        raise _Split(importer.graph, list(examples), names,
+                     {node.name: error for node, error in importer.failures.items()})
+    return module
+
+
+class _Split(Exception):
+    """The step's graph holds nodes the device cannot take (``failures``: why, by
+    node name): it is compiled in parts (:mod:`~mncore_ir.frontends.lazy_partition`)."""
+
+    def __init__(self, graph: fx.Graph, metas: list[Any], names: list[str],
+                 failures: dict[str, BaseException]) -> None:
+        super().__init__(f"{len(failures)} nodes the device cannot take")
+        self.graph = graph
+        self.metas = metas
+        self.names = names
+        self.failures = failures
 
 
 def _message(error: Exception) -> str:
@@ -418,12 +454,14 @@ def _directory(variable: str) -> str | None:
 class GraphCompiler:
     """Compiles traced graphs for one device, caching by structural hash. ``retrace``
     sends every graph through the ``make_fx`` re-trace (what :func:`needs_retrace`
-    asks for), to compare the two paths."""
+    asks for), to compare the two paths. With ``host_fallback`` what the device cannot
+    take runs on the host (in parts, or the whole step), else it is a ``LazyError``."""
 
     retrace = False
 
-    def __init__(self, device: Device, metrics: Any) -> None:
+    def __init__(self, device: Device, metrics: Any, host_fallback: bool = True) -> None:
         self.device = device
+        self.host_fallback = host_fallback
         self.metrics = metrics
         self.cache: dict[Any, CompiledGraph] = {}  # by trace structure or FX key
         self.cache_dir = _directory("MNCORE_CACHE_DIR")
@@ -449,10 +487,16 @@ class GraphCompiler:
                   f"{len(graph.nodes)} ops, {len(graph.inputs)} inputs, "
                   f"{len(graph.outputs)} outputs", file=sys.stderr)
         try:
-            compiled = self._compile(graph, start)
+            try:
+                compiled = self._compile(graph, start)
+            except _Split as parts:
+                compiled = self._compile_parts(graph.key, parts, start)
         except Exception as error:
-            raise self._diagnose(graph, error) from (
-                error.cause if isinstance(error, _AtNode) else error)
+            cause = error.cause if isinstance(error, _AtNode) else error
+            diagnosis = self._diagnose(graph, error)
+            if not self.host_fallback:
+                raise diagnosis from cause
+            compiled = self._on_host(graph, diagnosis)
         self.cache[graph.structure] = compiled
         seconds = time.perf_counter() - start
         self.metrics.time("CompileTime", seconds)
@@ -464,15 +508,122 @@ class GraphCompiler:
         return compiled
 
     def _compile(self, graph: TraceGraph, start: float) -> CompiledGraph:
+        imports: dict[str, Any] = {}
+
         def imported() -> ModuleOp:
             names = input_names(graph)
+            tolerant = self.host_fallback
             if self.retrace or needs_retrace(graph):
                 self.metrics.counters["ReTrace"] += 1
-                examples = example_inputs(graph)
-                return import_graph(to_core_aten(to_fx(graph), examples), examples, names)
-            return import_graph(fx_graph(graph), input_metas(graph), names)
+                metas = example_inputs(graph)
+                fx_g = to_core_aten(to_fx(graph), metas).graph
+            else:
+                metas, fx_g = input_metas(graph), fx_graph(graph)
+            imports.update(graph=fx_g, metas=metas, names=names, origins={})
+            return import_graph(fx_g, metas, names, tolerant, imports["origins"],
+                                self.device.element_types)
 
-        return self._lowered(graph.key, imported, len(graph.nodes), start)
+        try:
+            return self._lowered(graph.key, imported, len(graph.nodes), start)
+        except _Split:
+            raise
+        except Exception as error:  # the pipeline's: in parts when it blames nodes
+            blamed = blamed_nodes(error, imports.get("origins", {}))
+            if not self.host_fallback or not blamed:
+                raise
+            raise _Split(imports["graph"], imports["metas"], imports["names"],
+                         dict.fromkeys(blamed, error)) from error
+
+    #: How many times a step's parts are cut again after a part's pipeline blamed nodes.
+    SPLITS = 8
+
+    def _compile_parts(self, key: str, parts: _Split, start: float) -> CompiledGraph:
+        """The step in parts: each part the device takes compiled, the rest run
+        eagerly. A part whose pipeline fails blaming nodes is cut again without them;
+        one whose failure blames none runs on the host (with a warning)."""
+        named = dict(zip((p.name for p in parts.graph.nodes if p.op == "placeholder"),
+                         parts.names, strict=True))
+        failures = dict(parts.failures)
+        for _ in range(self.SPLITS):
+            cut_up = split(parts.graph, failures)
+            runs, irs, host = [], [], list(cut_up.host)
+            for name in cut_up.device:
+                part = getattr(cut_up.module, name)
+                try:
+                    compiled = self._compile_part(part, named, start)
+                except Exception as error:
+                    blamed = blamed_nodes(error, getattr(error, "origins", {}))
+                    why = self._message_at(error)
+                    if blamed - set(failures):
+                        failures.update(dict.fromkeys(blamed, error))
+                        break  # cut again without them
+                    warnings.warn(f"the {self.device.name} device cannot compile part of "
+                                  f"this step: {why}; that part runs on the host",
+                                  stacklevel=2)
+                    host += [host_op(n, why) for n in part.graph.nodes
+                             if n.op == "call_function" and n.target is not operator.getitem]
+                    continue
+                setattr(cut_up.module, name, OnDevice(compiled.run, returns_one(part)))
+                runs.append(compiled.run)
+                irs.append(f"// {name}\n{compiled.ir}")
+            else:
+                break
+        self.metrics.counters["SplitCompiles"] += 1
+        self._report_host(host)
+        header = "".join(f"// on the host: {op.describe()}\n" for op in host)
+        return CompiledGraph(key, header + "\n".join(irs),
+                             PartsRun(cut_up.module, [op.op for op in host], runs))
+
+    def _compile_part(self, part: fx.GraphModule, named: dict[str, str], start: float
+                      ) -> CompiledGraph:
+        """One device part's executable, cached by its code and inputs like a graph
+        ``torch.compile`` hands over; a failure carries the ops' ``origins``."""
+        inputs = placeholders(part)
+        metas = [p.meta["val"] for p in inputs]
+        names = [named.get(p.name, p.name) for p in inputs]
+        signature = [(tuple(m.shape), m.dtype) for m in metas]
+        text = f"{part.code}{signature!r}{COMPILER_VERSION}"
+        key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        origins: dict[Operation, str] = {}
+        ops = sum(1 for n in part.graph.nodes if n.op == "call_function")
+        try:
+            compiled = self._lowered(key, lambda: import_graph(part.graph, metas, names,
+                                                               origins=origins), ops, start)
+        except Exception as error:
+            error.origins = origins  # type: ignore[attr-defined]
+            raise
+        self.cache[key] = compiled
+        return compiled
+
+    def _on_host(self, graph: TraceGraph, diagnosis: LazyError) -> CompiledGraph:
+        """The whole step, eagerly on the host: what the device could not compile at
+        all (one warning, saying why)."""
+        warnings.warn(f"{diagnosis}; the step runs on the host", stacklevel=3)
+        module = fx.GraphModule(torch.nn.Module(), fx_graph(graph))
+        host = [host_op(n, str(diagnosis)) for n in module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem]
+        self._report_host(host)
+        return CompiledGraph(graph.key, "".join(f"// on the host: {op.describe()}\n"
+                                                for op in host),
+                             PartsRun(module, [op.op for op in host], []))
+
+    def _report_host(self, host: Sequence[HostOp]) -> None:
+        if self.debug:
+            for op in host:
+                print(f"[mncore] on the host: {op.describe()}", file=sys.stderr)
+
+    def _message_at(self, error: Exception) -> str:
+        """``error``'s message with the user's line it blames, when it names one."""
+        line = ""
+        if isinstance(error, _AtNode):
+            line = user_frame(error.stack_trace)
+            error = error.cause
+        line = line if line and line != "<unknown source line>" else blamed_line(error)
+        message = _message(error)
+        return f"{message} (at {line})" if line and line not in message else message
 
     def _lowered(self, key: str, imported: Callable[[], ModuleOp], ops: int, start: float
                  ) -> CompiledGraph:

@@ -44,7 +44,8 @@ class Runtime(Tracer):
     """Per-process state: the device, the trace, the compile cache and the worker."""
 
     def __init__(self, device: Device, implicit_sync: str | None = None,
-                 asynchronous: bool = True, gate: bool = True) -> None:
+                 asynchronous: bool = True, gate: bool = True,
+                 host_fallback: bool = True) -> None:
         lt.ensure_backend()
         super().__init__(Metrics())
         self.device = device
@@ -54,7 +55,7 @@ class Runtime(Tracer):
                             f"not {self.implicit_sync!r}")
         self.asynchronous = asynchronous
         self.gate = gate
-        self.compiler = GraphCompiler(device, self.metrics)
+        self.compiler = GraphCompiler(device, self.metrics, host_fallback)
         self.worker = Worker(self.metrics)
         self.last: tuple[TraceGraph, CompiledGraph] | None = None  # the latest graph run
         self.guard_failures_seen: set[str] = set()  # Dynamo's, counted (frontends/dynamo)
@@ -227,7 +228,7 @@ def runtime() -> Runtime:
 
 
 def init(name: str = "cpu", implicit_sync: str | None = None, asynchronous: bool = True,
-         gate: bool = True) -> Runtime:
+         gate: bool = True, host_fallback: bool = True) -> Runtime:
     """Start the runtime for the device ``name``. A runtime already running first runs
     what was traced on its device and waits for it, so every tensor keeps its value
     across the switch (its buffer is then an input of the new device's graphs)."""
@@ -235,7 +236,7 @@ def init(name: str = "cpu", implicit_sync: str | None = None, asynchronous: bool
         chosen = device(name)
     except ValueError as error:  # an unknown device, or machine for it
         raise LazyError(str(error)) from None
-    new = Runtime(chosen, implicit_sync, asynchronous, gate)
+    new = Runtime(chosen, implicit_sync, asynchronous, gate, host_fallback)
     old = lt.current()
     if isinstance(old, Runtime):
         try:

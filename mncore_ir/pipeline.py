@@ -14,12 +14,13 @@ from typing import Any, Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from mncore_ir import executables
+from mncore_ir.dialects.element_types import MNCORE_ELEMENT_TYPES
 from mncore_ir.dominance import DominanceError, check_dominance
 from mncore_ir.executables import Executable
 from mncore_ir.registry import get_all_dialects, get_all_passes
@@ -34,15 +35,17 @@ MACHINE = "$MNCORE_MACHINE"
 @dataclass(frozen=True)
 class Device:
     """Where a compiled graph runs: the pass pipeline (``mncore-opt -p`` syntax) that
-    lowers an imported graph for it, the factory of its executable, and the tag of its
-    compile-cache entries. In ``pipeline`` and ``cache_tag``, :data:`MACHINE` stands for
-    the machine :func:`device` binds (``$MNCORE_MACHINE``)."""
+    lowers an imported graph for it, the factory of its executable, the tag of its
+    compile-cache entries, and the element types it holds (None: every graph type). In
+    ``pipeline`` and ``cache_tag``, :data:`MACHINE` stands for the machine
+    :func:`device` binds (``$MNCORE_MACHINE``)."""
 
     name: str
     summary: str
     pipeline: str
     executable: Callable[[ModuleOp], Executable]
     cache_tag: str
+    element_types: tuple[Attribute, ...] | None = None
 
     @property
     def machine_dependent(self) -> bool:
@@ -65,7 +68,7 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
            f"{GRAPH_PIPELINE},convert-graph-to-task,"
            f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",
-           executables.cycle_simulator, f"mncore-{MACHINE}"),
+           executables.cycle_simulator, f"mncore-{MACHINE}", MNCORE_ELEMENT_TYPES),
 )}
 
 

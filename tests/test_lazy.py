@@ -277,7 +277,7 @@ def test_unknown_devices_and_machines_say_so(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_mncore_device_names_the_line_it_cannot_compile() -> None:
-    torch_mncore.init("mncore", implicit_sync="silent")
+    torch_mncore.init("mncore", implicit_sync="silent", host_fallback=False)
     x = torch.randn(4, dtype=torch.float64).mncore()
     out = x * 2  # a word holds one f32 value: f64 has no word form
     with pytest.raises(torch_mncore.LazyError, match=r"the mncore device cannot compile this "

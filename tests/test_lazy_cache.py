@@ -324,7 +324,29 @@ def masked_loss(p: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return loss
 
 
-def test_boolean_mask_loss_is_a_lazy_error_at_the_users_line() -> None:
+def strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No host fallback: what the device cannot compile is an error."""
+    monkeypatch.setattr(lazy_runtime.runtime().compiler, "host_fallback", False)
+
+
+def test_boolean_mask_loss_runs_its_index_put_on_the_host() -> None:
+    """What the device cannot compile (the mask's index_put, from autograd) runs on the
+    host in its part of the step: the gradient is eager's."""
+    p_host = torch.randn(6, requires_grad=True)
+    y_host = torch.tensor([1.0, -1.0, 2.0, -3.0, 0.5, 0.0])
+    expected = masked_loss(p_host, y_host)
+    p = p_host.detach().mncore().requires_grad_()
+    before = torch_mncore.counter_value("CpuFallback::aten.index_put.default") or 0
+    loss = masked_loss(p, y_host.mncore())
+    torch_mncore.sync()
+    assert torch.allclose(loss.cpu(), expected)
+    assert torch.allclose(p.grad.cpu(), p_host.grad)
+    assert (torch_mncore.counter_value("CpuFallback::aten.index_put.default") or 0) > before
+
+
+def test_boolean_mask_loss_is_a_lazy_error_at_the_users_line(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    strict(monkeypatch)
     p = torch.randn(6).mncore().requires_grad_()
     y = torch.tensor([1.0, -1.0, 2.0, -3.0, 0.5, 0.0]).mncore()
     masked_loss(p, y)
@@ -348,6 +370,7 @@ def test_any_exception_while_compiling_names_the_failing_node(
         raise KeyError("no such thing")
 
     monkeypatch.setitem(fx.HANDLERS, torch.ops.aten.tanh.default, broken)
+    strict(monkeypatch)
     x = torch.randn(3).mncore()
     y = x + 1
     z = torch.tanh(y)  # the op that fails
@@ -370,6 +393,7 @@ def test_an_executable_that_cannot_be_built_is_a_lazy_error(
 
     compiler = lazy_runtime.runtime().compiler
     monkeypatch.setattr(compiler, "device", replace(compiler.device, executable=refuse))
+    strict(monkeypatch)
     x = torch.randn(3).mncore()
     y = x * 5
     with pytest.raises(torch_mncore.LazyError, match=r"^the cpu device cannot compile this "
@@ -389,6 +413,7 @@ def test_a_failing_decomposition_names_its_line(monkeypatch: pytest.MonkeyPatch)
         raise RuntimeError("decomposition failed")
 
     monkeypatch.setitem(lazy_compile.DECOMPOSITIONS, torch.ops.aten.tanh.default, broken)
+    strict(monkeypatch)
     x = torch.randn(3).mncore()
     w = x * 2
     y = torch.tanh(w)

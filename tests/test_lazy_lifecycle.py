@@ -142,7 +142,7 @@ def test_reinit_runs_pending_traces_on_the_old_device() -> None:
 def test_reinit_reports_a_step_that_fails_on_the_old_device() -> None:
     """The pending step cannot compile for the tiny machine (f64): init() says so and
     keeps the device; its tensors keep the error; a second init() switches."""
-    torch_mncore.init("mncore", implicit_sync="error")
+    torch_mncore.init("mncore", implicit_sync="error", host_fallback=False)
     out = torch.ones(4, dtype=torch.float64).mncore() * 2
     with pytest.raises(torch_mncore.LazyError,
                        match=r"(?s)torch_mncore.init\('cpu'\) at .*test_lazy_lifecycle.py:\d+: "
@@ -161,7 +161,7 @@ def test_reinit_reports_a_step_that_fails_on_the_old_device() -> None:
 def test_a_step_that_fails_to_compile_keeps_its_error() -> None:
     """Reading a tensor of a step whose compilation failed repeats the diagnosis (it
     used to be a bare AssertionError)."""
-    torch_mncore.init("mncore", implicit_sync="silent")
+    torch_mncore.init("mncore", implicit_sync="silent", host_fallback=False)
     out = torch.ones(4, dtype=torch.float64).mncore() * 2
     with pytest.raises(torch_mncore.LazyError, match="cannot compile this step"):
         torch_mncore.sync()

@@ -126,7 +126,7 @@ __all__ = [
 
 
 def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bool = True,
-         gate: bool = True) -> None:
+         gate: bool = True, host_fallback: bool = True) -> None:
     """Select the device that runs compiled graphs.
 
     ``device``: ``"cpu"`` (generated torch CPU code, the default), ``"interp"`` (the
@@ -138,13 +138,17 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     ``"silent"``.
     ``asynchronous=False`` runs each graph inside ``sync()``; ``gate=False`` lets tracing
     resume before the worker has prepared its inputs (for measurements).
+    ``host_fallback``: what the device cannot compile (an op, a form of one, a dtype)
+    runs eagerly on the host, in the parts of the step it needs, counted as
+    ``CpuFallback::<op>``; ``False`` makes it a :class:`LazyError` naming the op and
+    line instead (``MNCORE_DEBUG=1`` lists the host ops and why).
 
     Call it before anything else uses the device: ``sync()``, ``.mncore()`` and the rest
     raise :class:`LazyError` until then. Calling it again switches device: what was
     traced is first run on the old device and waited for, so tensors keep their values;
     if that fails, the error is raised and the device is not switched.
     """
-    _rt.init(device, implicit_sync, asynchronous, gate)
+    _rt.init(device, implicit_sync, asynchronous, gate, host_fallback)
 
 
 def init_cpu(**options: Any) -> None:

@@ -1,0 +1,137 @@
+"""The host fallback at compile time: what a device cannot take (an op the importer
+lacks, a form of one it refuses, a dtype the device lacks, a node its pipeline blames)
+runs eagerly on the host in its part of the step; the rest stays compiled. Numbers
+match eager on every device; fallbacks are counted per op and explained."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mncore
+from mncore_ir.frontends import lazy_runtime
+from mncore_ir.transforms import convert_graph_to_task
+
+DEVICES = ["cpu", "interp", "task", "triton", "mncore"]
+
+
+@pytest.fixture
+def device(request: pytest.FixtureRequest) -> Iterator[str]:
+    torch_mncore.init(request.param, implicit_sync="silent")
+    yield request.param
+    torch_mncore.init("cpu")
+
+
+def fallbacks() -> dict[str, int]:
+    return {k: v for k, v in torch_mncore.counters().items() if k.startswith("CpuFallback::")}
+
+
+def last_ir() -> str:
+    return lazy_runtime.runtime().last[1].ir
+
+
+def conv_block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    h = x * 2 + 1
+    y = F.conv1d(h, w)  # 1-d: the importer takes only 2-d convolutions
+    return torch.tanh(y).sum(dim=1)
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_a_refused_op_runs_on_the_host_between_device_parts(device: str) -> None:
+    x, w = torch.randn(2, 3, 6), torch.randn(4, 3, 3)
+    expected = conv_block(x, w)
+    for step in range(2):  # compiled, then from the cache: counted at every run
+        out = conv_block(x.mncore(), w.mncore())
+        torch_mncore.sync()
+        assert torch.allclose(out.cpu(), expected, atol=1e-5)
+        assert fallbacks() == {"CpuFallback::aten.convolution.default": step + 1}
+    ir = last_ir()
+    assert "// on the host: aten.convolution.default at " in ir
+    assert "only 2-D, non-transposed convolutions are supported" in ir
+    assert ir.count("// device_part_") == 2, ir  # before and after the convolution
+
+
+def test_mncore_device_runs_f64_on_the_host_and_f32_on_the_machine() -> None:
+    torch_mncore.init("mncore", implicit_sync="silent")
+    a, b = torch.randn(4), torch.randn(4, dtype=torch.float64)
+    y = (a.mncore() * 3).exp()
+    z = (b.mncore() * 2).sum()
+    torch_mncore.sync()
+    assert torch.allclose(y.cpu(), (a * 3).exp())
+    assert z.cpu().dtype == torch.float64 and torch.allclose(z.cpu(), (b * 2).sum())
+    assert fallbacks() == {"CpuFallback::aten.mul.Tensor": 1,
+                           "CpuFallback::aten.sum.dim_IntList": 1}
+    assert torch_mncore.counter_value("MNCoreRuns") == 1
+    assert "the device holds no torch.float64" in last_ir()
+    torch_mncore.init("cpu")
+
+
+def test_mncore_debug_lists_the_host_ops_with_why_and_line(
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MNCORE_DEBUG", "1")
+    torch_mncore.init("cpu", implicit_sync="silent")
+    out = conv_block(torch.randn(1, 3, 5).mncore(), torch.randn(2, 3, 2).mncore())
+    torch_mncore.sync()
+    del out
+    err = capfd.readouterr().err
+    assert ("[mncore] on the host: aten.convolution.default at "
+            f"{__file__}:") in err, err
+    assert "y = F.conv1d(h, w)  # 1-d" in err
+    assert ": only 2-D, non-transposed convolutions are supported" in err
+    torch_mncore.init("cpu")
+
+
+def test_a_node_the_pipeline_blames_runs_on_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """convert-graph-to-task made to refuse graph.tanh (as a lowering refuses a form it
+    lacks, blaming the op): that node goes to the host, its neighbours stay compiled."""
+    lower = convert_graph_to_task.KernelBuilder.lower
+
+    def refuse_tanh(self: Any, op: Any) -> None:
+        tanh = next((o for o in op.walk() if o.name == "graph.tanh"), None)  # maybe fused
+        if tanh is not None:
+            raise convert_graph_to_task.TaskConversionError("no tanh today", tanh)
+        lower(self, op)
+
+    monkeypatch.setattr(convert_graph_to_task.KernelBuilder, "lower", refuse_tanh)
+    torch_mncore.init("task", implicit_sync="silent")
+    x = torch.randn(5, 3)
+    out = (torch.tanh(x.mncore() * 2) + 1).sum(dim=0)
+    torch_mncore.sync()
+    assert torch.allclose(out.cpu(), (torch.tanh(x * 2) + 1).sum(dim=0), atol=1e-5)
+    assert fallbacks() == {"CpuFallback::aten.tanh.default": 1}
+    assert "no tanh today" in last_ir()
+    torch_mncore.init("cpu")
+
+
+def test_without_host_fallback_the_refused_op_is_an_error_at_its_line() -> None:
+    torch_mncore.init("cpu", implicit_sync="silent", host_fallback=False)
+    out = conv_block(torch.randn(1, 3, 5).mncore(), torch.randn(2, 3, 2).mncore())
+    with pytest.raises(torch_mncore.LazyError,
+                       match=r"the cpu device cannot compile this step: only 2-D, "
+                             r"non-transposed convolutions are supported at .*"
+                             r"test_lazy_host_fallback.py:\d+: y = F.conv1d\(h, w\)"):
+        torch_mncore.sync()
+    del out
+    torch_mncore.init("cpu")
+
+
+def test_a_step_that_cannot_compile_at_all_runs_on_the_host_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    compiler = lazy_runtime.runtime().compiler
+
+    def refuse(module: Any) -> Any:
+        raise ValueError("no executable today")
+
+    from dataclasses import replace
+    monkeypatch.setattr(compiler, "device", replace(compiler.device, executable=refuse))
+    x = torch.randn(3)
+    y = x.mncore() * 5
+    with pytest.warns(UserWarning, match=r"the cpu device cannot compile this step: "
+                      r"ValueError: no executable today .*; the step runs on the host"):
+        torch_mncore.sync()
+    assert torch.equal(y.cpu(), x * 5)
+    assert fallbacks() == {"CpuFallback::aten.mul.Tensor": 1}

@@ -1,0 +1,48 @@
+"""PyTorch's OpInfo database through the lazy device, against eager: every op with
+float32 samples (and bfloat16 where it has them) on the ``cpu`` and ``interp`` devices,
+with OpInfo's own skips and tolerances (``tests/opinfo.py``). The ops known to fail are
+listed with their reasons in ``tests/opinfo_expected.py``; an op on that list that
+passes fails the test, so the list stays honest."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests import opinfo
+from tests.opinfo_expected import EXPECTED_FAILURES
+
+OPS = opinfo.float32_ops()
+BF16_OPS = [op for op in OPS if torch.bfloat16 in op.supported_dtypes("cpu")]
+PASSING = (opinfo.COMPILED, opinfo.HOST, opinfo.SKIPPED)
+
+
+@pytest.fixture(scope="module", params=["cpu", "interp"])
+def device(request: pytest.FixtureRequest) -> str:
+    import torch_mncore
+
+    torch_mncore.init(request.param, implicit_sync="silent")
+    yield request.param
+    torch_mncore.init("cpu")
+
+
+def check(result: opinfo.OpResult, device: str, dtype: torch.dtype) -> None:
+    key = f"{result.name}@{str(dtype).removeprefix('torch.')}"
+    expected = EXPECTED_FAILURES.get(key)
+    if expected is None:
+        assert result.outcome in PASSING, f"{key} on {device}: {result.outcome}: " \
+            f"{result.message}"
+    else:
+        assert result.outcome not in PASSING, (
+            f"{key} passes on {device} now: remove it from tests/opinfo_expected.py "
+            f"(listed as: {expected})")
+
+
+@pytest.mark.parametrize("op", OPS, ids=opinfo.op_name)
+def test_float32(device: str, op: opinfo.OpInfo) -> None:
+    check(opinfo.run_op(op, torch.float32, samples=3, repeats=2), device, torch.float32)
+
+
+@pytest.mark.parametrize("op", BF16_OPS, ids=opinfo.op_name)
+def test_bfloat16(device: str, op: opinfo.OpInfo) -> None:
+    check(opinfo.run_op(op, torch.bfloat16, samples=1), device, torch.bfloat16)
