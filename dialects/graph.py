@@ -580,7 +580,7 @@ class ReduceOp(GraphOp, abc.ABC):
     result = result_def(TensorType)
     dims = prop_def(DenseArrayBase[I64])
     keepdim = prop_def(BoolAttr, default_value=BoolAttr.from_bool(False))
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
     assembly_format = (
         "$input `dims` `=` qualified($dims) (`keepdim` `=` $keepdim^)? attr-dict"
         " `:` type($input) `->` type($result)"

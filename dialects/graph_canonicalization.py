@@ -108,6 +108,15 @@ class ArithmeticIdentity(RewritePattern):
             _replace_by(rewriter, op, op.rhs)
 
 
+class ScalarReduction(RewritePattern):
+    """A sum, mean or max of a 0-d tensor (PyTorch lets it name dimension 0) is the
+    tensor itself, when the result keeps its type."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, g.ReduceOp) and g.shape_of(op.input) == ():
+            _replace_by(rewriter, op, op.input)
+
+
 def _is_identity(value: SSAValue, identity: int, zero_sign: float | None) -> bool:
     """Whether ``value`` is a splat of ``identity``; a float zero must have ``zero_sign``."""
     splat = splat_value(value)
@@ -123,5 +132,6 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     g.ConvertOp: (FoldIdentityConvert(),),
     g.PermuteOp: (ComposePermutes(),),
     g.NegOp: (DoubleNegation(),),
+    **{op: (ScalarReduction(),) for op in (g.SumOp, g.MeanOp, g.AmaxOp)},
     **{op: (ArithmeticIdentity(),) for op in (g.AddOp, g.SubOp, g.MulOp, g.DivOp)},
 }

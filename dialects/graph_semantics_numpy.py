@@ -96,8 +96,9 @@ def where(op: g.WhereOp, cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
 # --------------------------------------------------------------------------- reductions
 
 
-def _dims(op: g.ReduceOp) -> tuple[int, ...]:
-    return tuple(int(d) for d in op.dims.get_values())
+def _dims(op: g.ReduceOp, x: np.ndarray) -> tuple[int, ...]:
+    """The reduced axes; none of a 0-d array (PyTorch lets it name dimension 0 or -1)."""
+    return tuple(int(d) for d in op.dims.get_values()) if x.ndim else ()
 
 
 def _keep(op: g.ReduceOp) -> bool:
@@ -105,18 +106,18 @@ def _keep(op: g.ReduceOp) -> bool:
 
 
 def sum_(op: g.SumOp, x: np.ndarray) -> np.ndarray:
-    return np.sum(x, axis=_dims(op), keepdims=_keep(op))
+    return np.sum(x, axis=_dims(op, x), keepdims=_keep(op))
 
 
 def mean(op: g.MeanOp, x: np.ndarray) -> np.ndarray:
-    if x.ndim and not math.prod(x.shape[d] for d in _dims(op)):
+    if x.ndim and not math.prod(x.shape[d] for d in _dims(op, x)):
         # the mean of no elements is nan, as in torch (numpy warns)
         return np.full(g.shape_of(op.result), np.nan, numpy_dtype(g.element_type_of(op.result)))
-    return np.mean(x, axis=_dims(op), keepdims=_keep(op))
+    return np.mean(x, axis=_dims(op, x), keepdims=_keep(op))
 
 
 def amax(op: g.AmaxOp, x: np.ndarray) -> np.ndarray:
-    return np.max(x, axis=_dims(op), keepdims=_keep(op))
+    return np.max(x, axis=_dims(op, x), keepdims=_keep(op))
 
 
 def matmul(op: g.MatmulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -49,6 +49,8 @@ def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOver
 RECORD, VIEW, INPLACE, DECOMPOSE, ALPHA, ADDC, FALLBACK, UNSUPPORTED, OUT = (
     "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported", "out")
 FACTORY, COPY = "factory", "copy"
+#: An in-place view op (``squeeze_``, ``t_``, ...): the tensor itself becomes the view.
+INPLACE_VIEW = "inplace_view"
 #: An op torch decomposes to core ATen: its decomposition runs on the lazy tensors, so
 #: the trace holds the ops the importer takes, with shapes inferred once.
 CORE = "core"
@@ -98,6 +100,8 @@ def plan_of(func: torch._ops.OpOverload) -> str:
         plan = FACTORY  # what the compiler cannot import, and uninitialised memory
     elif func.is_view:
         plan = VIEW
+    elif torch.Tag.inplace_view in func.tags and view_variant(func) is not None:
+        plan = INPLACE_VIEW
     elif func._schema.is_mutable:
         plan = INPLACE
     elif func in DECOMPOSITIONS:
@@ -164,6 +168,22 @@ def functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | N
         return None
     packet = getattr(aten, name[:-1], None)
     return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def view_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The view op an in-place view op (``transpose_``) applies to its tensor: the
+    overload of the op without ``_`` that takes the same arguments."""
+    name = func._schema.name.split("::")[1]
+    packet = getattr(aten, name.removesuffix("_"), None)
+    if packet is None or not name.endswith("_"):
+        return None
+    wanted = [(a.name, str(a.type)) for a in func._schema.arguments]
+    for overload in packet.overloads():
+        candidate = getattr(packet, overload)
+        if candidate.is_view and [(a.name, str(a.type)) for a in
+                                  candidate._schema.arguments] == wanted:
+            return candidate
+    return None
 
 
 def _writes(arg: torch._C.Argument) -> bool:

@@ -191,6 +191,11 @@ class Runtime(Tracer):
             if isinstance(error, LazyError):
                 raise
             raise LazyError(f"graph execution failed: {error}") from error
+        if tensor._views:  # the views were recorded on the base's strides: give it them
+            base = tensor._views[0].base_meta
+            if value.stride() != base.stride() and value.numel() > 1:
+                value = torch.empty_strided(base.shape, base.stride(),
+                                            dtype=value.dtype).copy_(value)
         for step in tensor._views:
             value = step.op(value, *step.args, **dict(step.kwargs))
         return value

@@ -410,7 +410,12 @@ def wrap(value: Value, meta: torch.Tensor) -> LazyTensor:
 
 
 def from_cpu(tensor: torch.Tensor) -> LazyTensor:
-    """Transfer a host tensor to the device (a copy: later host writes do not show)."""
+    """Transfer a host tensor to the device (a copy: later host writes do not show).
+    The device holds dense (strided) tensors only."""
+    if tensor.layout != torch.strided:
+        raise LazyError(f"a {tensor.layout} tensor cannot move to the {DEVICE_NAME} device "
+                        f"(it holds dense tensors: call .to_dense() first), at "
+                        f"{describe_location(user_location())}")
     data = tensor.detach().contiguous().clone()
     return wrap(DeviceData(data.shape, data.dtype, data), _meta_like(data))
 

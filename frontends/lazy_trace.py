@@ -11,6 +11,7 @@ import weakref
 from typing import Any
 
 import torch
+from torch._decomp import decomposition_table
 from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_tensor as lt
@@ -26,6 +27,7 @@ from mncore_ir.frontends.lazy_ops import (
     DECOMPOSE,
     FACTORY,
     INPLACE,
+    INPLACE_VIEW,
     OUT,
     PLANS,
     RECORD,
@@ -43,6 +45,7 @@ from mncore_ir.frontends.lazy_ops import (
     resize_out,
     scalar_dtype,
     scatter_view,
+    view_variant,
 )
 from mncore_ir.frontends.lazy_templates import LIMIT as TEMPLATE_LIMIT
 from mncore_ir.frontends.lazy_templates import NotPure, Template, capture, signature
@@ -61,6 +64,7 @@ from mncore_ir.frontends.lazy_worker import Metrics
 
 aten = torch.ops.aten
 _MISSING = object()
+_META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 
 
 class Tracer(abc.ABC):
@@ -114,6 +118,8 @@ class Tracer(abc.ABC):
             return self._factory(func, args, kwargs)
         if plan is COPY:
             return self._copy_from(func, *args, **kwargs)
+        if plan is INPLACE_VIEW:
+            return self._inplace_view(func, args, kwargs)
         if plan is UNSUPPORTED:
             raise LazyError(f"{func} is not supported on lazy tensors, at "
                             f"{lt.describe_location(lt.user_location())}")
@@ -121,8 +127,11 @@ class Tracer(abc.ABC):
 
     def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
-        """``x + value * (t1 op t2)`` as separate ops, so ``value`` can be a graph input."""
+        """``x + value * (t1 op t2)`` as separate ops, so ``value`` can be a graph input.
+        In bf16/f16 torch's decomposition instead: it computes in f32, as eager does."""
         x, t1, t2 = args[:3]
+        if x.dtype in (torch.bfloat16, torch.float16) and func in decomposition_table:
+            return decomposition_table[func](*args, **kwargs)
         value = kwargs.get("value", args[3] if len(args) > 3 else 1)
         inner = aten.mul.Tensor if "addcmul" in func.__name__ else aten.div.Tensor
         prod = self.dispatch(inner, (t1, t2), {})
@@ -308,6 +317,21 @@ class Tracer(abc.ABC):
             return LazyTensor(base._storage_, views, meta)
         # several views (split, unbind): record them as ordinary ops on a copy
         return self._record_core(func, args, kwargs)
+
+    def _inplace_view(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Any:
+        """``squeeze_``, ``t_``, ...: the tensor itself becomes the view its view op
+        makes (shape, strides and view chain; the data is untouched)."""
+        target = args[0]
+        view = self._view(view_variant(func), args, kwargs) if isinstance(
+            target, LazyTensor) else None
+        if not isinstance(view, LazyTensor) or view._storage_ is not target._storage_:
+            raise LazyError(f"{func} is not supported on this tensor, at "
+                            f"{lt.describe_location(lt.user_location())}")
+        aten.set_.source_Storage_storage_offset.redispatch(
+            _META_KEYS, target, target.untyped_storage(), 0, view.shape, view.stride())
+        target._views, target._sig, target._cache = view._views, view._sig, None
+        return target
 
     def _record_core(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                      kwargs: dict[str, Any]) -> Any:

@@ -106,9 +106,14 @@ def _scalar_literal(array: np.ndarray) -> str | None:
     text = repr(value)
     if array.dtype == np.float32:
         short = str(array.astype(np.float32)[()])  # the shortest text of the f32 value
-        if np.float32(float(short)) == array:
+        # torch refuses a Python float past the f32 range: the shortest text of the
+        # largest f32 (3.4028235e+38) is past it, as a double
+        if np.float32(float(short)) == array and abs(float(short)) <= _F32_MAX:
             text = short
     return f"({text})" if text.startswith("-") else text
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(eq=False)

@@ -16,6 +16,11 @@ import torch_mncore
 from mncore_ir.frontends import lazy_runtime
 from mncore_ir.transforms import convert_graph_to_task
 
+
+@pytest.fixture(autouse=True)
+def cpu_device() -> None:
+    torch_mncore.init("cpu", implicit_sync="silent")
+
 DEVICES = ["cpu", "interp", "task", "triton", "mncore"]
 
 

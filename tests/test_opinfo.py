@@ -40,7 +40,8 @@ def check(result: opinfo.OpResult, device: str, dtype: torch.dtype) -> None:
 
 @pytest.mark.parametrize("op", OPS, ids=opinfo.op_name)
 def test_float32(device: str, op: opinfo.OpInfo) -> None:
-    check(opinfo.run_op(op, torch.float32, samples=3, repeats=2), device, torch.float32)
+    repeats = 2 if device == "cpu" else 1  # the second run replays what the first captured
+    check(opinfo.run_op(op, torch.float32, samples=3, repeats=repeats), device, torch.float32)
 
 
 @pytest.mark.parametrize("op", BF16_OPS, ids=opinfo.op_name)
