@@ -1,26 +1,24 @@
-"""Cutting a traced graph at its outputs, hashing its structure, and compiling it through
+"""Compiling a step's traced graph (:mod:`~mncore_ir.frontends.lazy_graph`) through
 the FX importer and the device's pipeline, with an in-memory and an optional on-disk
-cache (``MNCORE_CACHE_DIR``). The trace is imported as recorded: its ops are importable
-(torch's decompositions ran at record time) and its shapes were inferred then.
+cache (``MNCORE_CACHE_DIR``). What the device cannot take runs on the host: the graph
+is compiled in parts (:mod:`~mncore_ir.frontends.lazy_partition`), or, when nothing
+can be compiled, run eagerly whole, with a warning.
 
 What a compile leaves to look at: ``MNCORE_DUMP_DIR`` gets each step's final IR and,
 under ``passes/``, its IR after every pass with the user's source lines as locations;
-``MNCORE_DEBUG`` says what is compiled and why; a compile that runs past 2 s shows its
-phases (``MNCORE_PROGRESS=0`` silences them); :func:`name_inputs` names graph inputs."""
+``MNCORE_DEBUG`` says what is compiled and why, and which ops run on the host and why;
+a compile that runs past 2 s shows its phases (``MNCORE_PROGRESS=0`` silences them)."""
 
 from __future__ import annotations
 
 import hashlib
-import linecache
 import operator
 import os
-import re
 import sys
 import time
 import warnings
-import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
 
+from mncore_ir.frontends import lazy_disk_cache as disk_cache
 from mncore_ir.frontends.fx import (
     DECOMPOSITIONS,
     HANDLERS,
@@ -42,6 +41,16 @@ from mncore_ir.frontends.fx import (
     source_position,
     user_frame,
 )
+from mncore_ir.frontends.lazy_disk_cache import COMPILER_VERSION
+from mncore_ir.frontends.lazy_graph import (
+    TraceGraph,
+    cut,
+    example_inputs,
+    fx_graph,
+    input_metas,
+    to_fx,
+)
+from mncore_ir.frontends.lazy_names import input_names
 from mncore_ir.frontends.lazy_ops import importable
 from mncore_ir.frontends.lazy_partition import (
     HostOp,
@@ -55,16 +64,9 @@ from mncore_ir.frontends.lazy_partition import (
 )
 from mncore_ir.frontends.lazy_templates import Template
 from mncore_ir.frontends.lazy_tensor import (
-    DeviceData,
-    Item,
     LazyError,
-    LazyStorage,
-    LazyTensor,
-    Node,
-    Scalar,
     describe_location,
 )
-from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import (
     CompileProgress,
     Device,
@@ -74,27 +76,6 @@ from mncore_ir.pipeline import (
     count_ops,
     make_context,
 )
-
-COMPILER_VERSION = "mncore-ir 0.1.0 graph-v2"
-
-
-@dataclass(eq=False)
-class TraceGraph:
-    """The part of the trace the outputs need, in a topological order. ``structure``
-    is its cache key: ops, constants, shapes and dtypes, how values flow, and the kinds
-    of inputs; never the values of data or hoisted scalars."""
-
-    nodes: list[Node]
-    inputs: list[DeviceData | Scalar]
-    outputs: list[Node | Item]
-    structure: tuple[Any, ...]
-
-    @property
-    def key(self) -> str:
-        """A stable digest of ``structure`` (Python's ``hash`` is salted per process),
-        for the on-disk cache and dumps."""
-        text = repr(self.structure) + COMPILER_VERSION
-        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def blamed_line(error: BaseException) -> str:
@@ -120,138 +101,6 @@ class CompiledGraph:
     key: str
     ir: str
     run: Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
-
-
-_VALUES = (Node, DeviceData, Scalar)
-
-
-def cut(outputs: Sequence[Any]) -> TraceGraph:
-    """Collect the nodes ``outputs`` depend on, in topological order, and their
-    structure (one pass, iterative: traces are long)."""
-    index: dict[int, int] = {}
-    nodes: list[Node] = []
-    inputs: list[DeviceData | Scalar] = []
-    parts: list[Any] = []
-
-    def ref(v: Any) -> Any:
-        if isinstance(v, _VALUES):
-            return index[id(v)]
-        if isinstance(v, Item):
-            return (index[id(v.node)], v.index)
-        if isinstance(v, list | tuple):
-            return tuple(ref(x) for x in v)
-        return None
-
-    stack: list[tuple[Any, bool]] = [(v, False) for v in reversed(outputs)]
-    while stack:
-        x, done = stack.pop()
-        if isinstance(x, Item):
-            x = x.node
-        elif isinstance(x, list | tuple):
-            stack.extend((y, False) for y in reversed(x))
-            continue
-        if not isinstance(x, _VALUES) or id(x) in index:
-            continue
-        if isinstance(x, DeviceData):
-            index[id(x)] = -1 - len(inputs)
-            inputs.append(x)
-            parts.append((x.shape, x.dtype))
-        elif isinstance(x, Scalar):
-            index[id(x)] = -1 - len(inputs)
-            inputs.append(x)
-            parts.append(x.dtype)
-        elif done:
-            index[id(x)] = len(nodes)
-            nodes.append(x)
-            parts.append((x.key, ref(x.args), ref(tuple(x.kwargs.values()))))
-        else:
-            stack.append((x, True))
-            stack.extend((a, False) for a in reversed(x.args))
-            stack.extend((a, False) for a in x.kwargs.values())
-    parts.append(ref(list(outputs)))
-    return TraceGraph(nodes, inputs, list(outputs), tuple(parts))
-
-
-def replay(graph: TraceGraph, leaves: Sequence[Any],
-           apply: Callable[[Node, tuple[Any, ...], dict[str, Any]], Any],
-           item: Callable[[Any, int], Any]) -> Callable[[Any], Any]:
-    """Walk the trace in order: ``apply(node, args, kwargs)`` with the node's graph
-    values replaced by what earlier calls returned (``leaves`` for the inputs, ``item``
-    for an output of a multi-output node). Returns the mapping of graph values."""
-    env: dict[int, Any] = {id(x): leaf for x, leaf in zip(graph.inputs, leaves, strict=True)}
-
-    def arg(v: Any) -> Any:
-        if isinstance(v, Item):
-            return item(env[id(v.node)], v.index)
-        if isinstance(v, _VALUES):
-            return env[id(v)]
-        if isinstance(v, list | tuple):
-            return type(v)(arg(x) for x in v)
-        return v
-
-    for node in graph.nodes:
-        env[id(node)] = apply(node, arg(node.args), {k: arg(v) for k, v in node.kwargs.items()})
-    return arg
-
-
-def fx_graph(graph: TraceGraph) -> fx.Graph:
-    """The trace as an FX graph of ATen calls, node for node: each keeps its user source
-    line and its record-time output metadata as ``meta["val"]``, what the importer's
-    handlers read (no shapes are inferred again)."""
-    g = fx.Graph()
-
-    def call(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        stack_trace = _stack_trace(node.where)
-        if type(node.op) is Template:  # its nodes, each at the template node's line
-            return node.op.expand(args, lambda step, a: aten_call(step[0], a, step[2],
-                                                                  step[3], stack_trace), item)
-        return aten_call(node.op, args, kwargs, node.meta, stack_trace)
-
-    def aten_call(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], meta: Any,
-                  stack_trace: str) -> fx.Node:
-        fx_node = g.call_function(op, args, kwargs)
-        fx_node.meta["val"] = meta
-        fx_node.meta["stack_trace"] = stack_trace
-        return fx_node
-
-    def item(multi: Any, index: int) -> fx.Node:
-        if type(multi) is tuple:  # the results of an expanded template
-            return multi[index]
-        fx_node = g.call_function(operator.getitem, (multi, index))
-        fx_node.meta["val"] = multi.meta["val"][index]
-        return fx_node
-
-    placeholders = []
-    for i, meta in enumerate(input_metas(graph)):
-        placeholder = g.placeholder(f"in{i}")
-        placeholder.meta["val"] = meta
-        placeholders.append(placeholder)
-    arg = replay(graph, placeholders, call, item)
-    g.output(tuple(arg(v) for v in graph.outputs))
-    return g
-
-
-def to_fx(graph: TraceGraph) -> fx.GraphModule:
-    """:func:`fx_graph` as a module, for :func:`to_core_aten`'s re-trace."""
-    return fx.GraphModule(torch.nn.Module(), fx_graph(graph))
-
-
-def _stack_trace(where: str) -> str:
-    m = re.match(r'File "([^"]+)", line (\d+)', where)
-    if not m:
-        return ""
-    return f"{where}\n    {linecache.getline(m.group(1), int(m.group(2))).strip()}"
-
-
-def example_inputs(graph: TraceGraph) -> list[torch.Tensor]:
-    return [torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, DeviceData)
-            else torch.zeros((), dtype=x.dtype) for x in graph.inputs]
-
-
-def input_metas(graph: TraceGraph) -> list[torch.Tensor]:
-    """The inputs as meta tensors (a hoisted scalar is a 0-d tensor)."""
-    return [torch.empty(x.shape if isinstance(x, DeviceData) else (), dtype=x.dtype,
-                        device="meta") for x in graph.inputs]
 
 
 def needs_retrace(graph: TraceGraph) -> bool:
@@ -299,68 +148,6 @@ def to_core_aten(gm: fx.GraphModule, examples: Sequence[torch.Tensor]) -> fx.Gra
 
     # The trace is functional already (in-place ops were rewritten while tracing).
     return make_fx(replay, decomposition_table=DECOMPOSITIONS, tracing_mode="fake")(*examples)
-
-
-# ---------------------------------------------------------------------- input names
-
-#: The names :func:`name_inputs` gave, by the storage of the named tensor (it outlives
-#: the buffers it holds), and by each buffer a named tensor was seen to hold.
-_NAMED_STORAGES: weakref.WeakKeyDictionary[LazyStorage, str] = weakref.WeakKeyDictionary()
-_NAMED_BUFFERS: weakref.WeakKeyDictionary[DeviceData, str] = weakref.WeakKeyDictionary()
-
-
-def name_inputs(named: Iterable[tuple[str, torch.Tensor]]) -> None:
-    """Name device tensors (``module.named_parameters()`` after ``.mncore()``) as graph
-    inputs: a step's ``func.func @main`` then reads ``%model.0.weight`` where it would
-    read ``%in3``, in dumps and the IR. The graph's cache key does not change. A view of
-    part of a buffer is skipped (the graph reads the whole); one of all of it (what a
-    ``Parameter`` is: a ``detach``) names it. The name follows the tensor to the buffers
-    it holds when a step is compiled or :func:`note_named_buffers` is called; an input
-    with no name known stays ``inN``."""
-    for name, tensor in named:
-        if not isinstance(tensor, LazyTensor):
-            raise LazyError(f"name_inputs: {name!r} is on {tensor.device}, not the mncore "
-                            "device: name tensors after moving them (.mncore())")
-        if _whole(tensor):
-            _NAMED_STORAGES[tensor._storage_] = name
-    note_named_buffers()
-
-
-def _whole(tensor: LazyTensor) -> bool:
-    """Whether ``tensor`` sees all of its storage's value, element for element (same
-    shape, strides and dtype as the base of its views: a view of all of it)."""
-    if not tensor._views:
-        return True
-    base = tensor._views[0].base_meta
-    return (tensor.shape, tensor.stride(), tensor.dtype) == (base.shape, base.stride(),
-                                                              base.dtype)
-
-
-def note_named_buffers() -> None:
-    """Remember the buffer each named tensor holds now. A step that updates a parameter
-    holds its new value, not the buffer the graph reads, when it is compiled: calling
-    this after ``sync()`` gives the new buffers (they are the next step's inputs) their
-    names. Costs nothing while no tensor is named."""
-    if not _NAMED_STORAGES:
-        return
-    for storage, name in _NAMED_STORAGES.items():  # guarded against collection
-        value = storage.value
-        if type(value) is DeviceData:
-            _NAMED_BUFFERS[value] = name
-
-
-def input_names(graph: TraceGraph) -> list[str]:
-    """The step's argument names: a named buffer's name (once per graph), else ``inN``."""
-    note_named_buffers()
-    names = [f"in{i}" for i in range(len(graph.inputs))]
-    if _NAMED_BUFFERS:
-        used: set[str] = set()
-        for i, x in enumerate(graph.inputs):
-            name = _NAMED_BUFFERS.get(x) if isinstance(x, DeviceData) else None
-            if name is not None and name not in used:
-                names[i] = name
-                used.add(name)
-    return names
 
 
 def import_graph(gm: fx.GraphModule | fx.Graph, examples: Sequence[torch.Tensor],
@@ -414,33 +201,6 @@ def _first_line(graph: TraceGraph) -> str:
     """The source line of the step's first traced op that has one, or ``""``."""
     where = next((node.where for node in graph.nodes if node.where), "")
     return describe_location(where) if where else ""
-
-
-#: The first line of an on-disk entry: the compiler that wrote it and the body's digest.
-_HEADER = re.compile(r"// (.+); blake2b ([0-9a-f]{32})\n")
-
-
-def _digest(body: bytes) -> str:
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
-
-
-def _unpack(data: bytes) -> str:
-    """The IR of an on-disk entry; ``ValueError`` saying why when it is not intact."""
-    newline = data.find(b"\n") + 1
-    header = _HEADER.fullmatch(data[:newline].decode("ascii", "replace"))
-    if not header:
-        raise ValueError("no valid header line")
-    if header.group(1) != COMPILER_VERSION:
-        raise ValueError(f"written by {header.group(1)!r}, not {COMPILER_VERSION!r}")
-    body = data[newline:]
-    if _digest(body) != header.group(2):
-        raise ValueError("its checksum does not match (truncated or edited)")
-    return body.decode()
-
-
-def _pack(ir: str) -> bytes:
-    body = ir.encode()
-    return f"// {COMPILER_VERSION}; blake2b {_digest(body)}\n".encode() + body
 
 
 def _directory(variable: str) -> str | None:
@@ -511,7 +271,7 @@ class GraphCompiler:
         imports: dict[str, Any] = {}
 
         def imported() -> ModuleOp:
-            names = input_names(graph)
+            names = input_names(graph.inputs)
             tolerant = self.host_fallback
             if self.retrace or needs_retrace(graph):
                 self.metrics.counters["ReTrace"] += 1
@@ -634,7 +394,7 @@ class GraphCompiler:
         path = self._path(key)
         try:
             progress.phase(0, "import", lambda: ops)
-            entry = self._load(path) if path else None
+            entry = disk_cache.load(self.ctx, path) if path else None
             if entry is None:
                 module = imported()
                 observers: list[PassObserver] = [progress]
@@ -643,7 +403,7 @@ class GraphCompiler:
                 apply_pipeline(module, self.device.pipeline, self.ctx, observers=observers)
                 ir = str(module)
                 if path:
-                    self._store(path, ir)
+                    disk_cache.store(path, ir)
                 self.metrics.counters["UncachedCompile"] += 1
             else:
                 ir, module = entry
@@ -702,6 +462,11 @@ class GraphCompiler:
             message += f" (first at {line})"
         return LazyError(f"the {self.device.name} device cannot compile this step: {message}")
 
+    def _path(self, key: str) -> str | None:
+        if not self.cache_dir:
+            return None
+        return os.path.join(self.cache_dir, f"{key}.{self.device.cache_tag}.mlir")
+
     def _explain(self, graph: TraceGraph, reason: str, seconds: float) -> None:
         if not self.debug:
             return
@@ -712,36 +477,3 @@ class GraphCompiler:
         if self.compiles_at[reason] == 3:
             warnings.warn(f"{reason} has compiled 3 different graphs: check for changing "
                           "shapes or Python values baked into the graph", stacklevel=2)
-
-    def _path(self, key: str) -> str | None:
-        if not self.cache_dir:
-            return None
-        return os.path.join(self.cache_dir, f"{key}.{self.device.cache_tag}.mlir")
-
-    def _load(self, path: str) -> tuple[str, ModuleOp] | None:
-        """The entry at ``path``, parsed; None when there is none or it is not intact
-        (then one warning: the step is compiled again and the entry rewritten)."""
-        try:
-            with open(path, "rb") as f:
-                ir = _unpack(f.read())
-            return ir, parse_module(self.ctx, ir, path)
-        except FileNotFoundError:
-            return None
-        except Exception as error:  # whatever is wrong with it, compiling again mends it
-            why = str(error).splitlines()[0] if str(error) else type(error).__name__
-            warnings.warn(f"ignoring the compile-cache entry {path}: {why}; compiling the "
-                          "step again and rewriting it", stacklevel=2)
-            return None
-
-    def _store(self, path: str, ir: str) -> None:
-        """Write the entry atomically (a reader never sees half of it); a cache that
-        cannot be written costs a warning, not the step."""
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(_pack(ir))
-            os.replace(tmp, path)
-        except OSError as error:
-            warnings.warn(f"cannot write the compile-cache entry {path}: {error}",
-                          stacklevel=2)

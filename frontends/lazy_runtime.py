@@ -19,12 +19,9 @@ import torch
 
 from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.lazy_compile import (
-    CompiledGraph,
-    GraphCompiler,
-    TraceGraph,
-    note_named_buffers,
-)
+from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler
+from mncore_ir.frontends.lazy_graph import TraceGraph
+from mncore_ir.frontends.lazy_names import note_named_buffers
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, LazyStorage, LazyTensor
 from mncore_ir.frontends.lazy_trace import Tracer
 from mncore_ir.frontends.lazy_worker import Job, Metrics, Worker

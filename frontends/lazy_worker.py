@@ -17,7 +17,8 @@ import torch
 
 from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.lazy_compile import CompiledGraph, TraceGraph, replay
+from mncore_ir.frontends.lazy_compile import CompiledGraph
+from mncore_ir.frontends.lazy_graph import TraceGraph, replay
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, Node, Scalar
 
 # ---------------------------------------------------------------------- metrics

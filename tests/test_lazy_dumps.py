@@ -24,7 +24,7 @@ from xdsl.passes import PassPipeline
 import torch_mncore
 from mncore_ir import pipeline
 from mncore_ir.frontends import lazy_runtime
-from mncore_ir.frontends.lazy_compile import name_inputs, note_named_buffers
+from mncore_ir.frontends.lazy_names import name_inputs, note_named_buffers
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import device, ir_level, make_context
 from mncore_ir.registry import get_all_passes

@@ -24,8 +24,8 @@ from torch import nn
 
 from mncore_ir.frontends import lazy_profile as _profile
 from mncore_ir.frontends import lazy_runtime as _rt
-from mncore_ir.frontends.lazy_compile import name_inputs as _name_inputs
 from mncore_ir.frontends.lazy_loader import DeviceLoader
+from mncore_ir.frontends.lazy_names import name_inputs as _name_inputs
 from mncore_ir.frontends.lazy_pure import assume_pure
 from mncore_ir.frontends.lazy_runtime import (
     DEVICES,
