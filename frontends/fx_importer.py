@@ -165,8 +165,10 @@ class FxImporter:
             if node.op == "placeholder":
                 continue
             if node.op == "output":
+                # a tolerant import that failed somewhere is thrown away (the step is
+                # split): only then may outputs the device lacks be left out
                 outputs = [self.value(v) for v in pytree.tree_leaves(node.args[0])
-                           if not self.tolerant or isinstance(self.env.get(v), SSAValue)]
+                           if not self.failures or isinstance(self.env.get(v), SSAValue)]
                 continue
             try:
                 self.env[node] = self._import(node)

@@ -304,7 +304,7 @@ class GraphCompiler:
         named = dict(zip((p.name for p in parts.graph.nodes if p.op == "placeholder"),
                          parts.names, strict=True))
         failures = dict(parts.failures)
-        for _ in range(self.SPLITS):
+        for attempt in range(self.SPLITS):
             cut_up = split(parts.graph, failures)
             runs, irs, host = [], [], list(cut_up.host)
             for name in cut_up.device:
@@ -314,7 +314,7 @@ class GraphCompiler:
                 except Exception as error:
                     blamed = blamed_nodes(error, getattr(error, "origins", {}))
                     why = self._message_at(error)
-                    if blamed - set(failures):
+                    if blamed - set(failures) and attempt < self.SPLITS - 1:
                         failures.update(dict.fromkeys(blamed, error))
                         break  # cut again without them
                     warnings.warn(f"the {self.device.name} device cannot compile part of "

@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from typing import Any
 
 import torch
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
@@ -190,7 +191,8 @@ class Runtime(Tracer):
             raise LazyError(f"graph execution failed: {error}") from error
         if tensor._views:  # the views were recorded on the base's strides: give it them
             base = tensor._views[0].base_meta
-            if value.stride() != base.stride() and value.numel() > 1:
+            if (value.stride() != base.stride() and value.numel() > 1
+                    and is_non_overlapping_and_dense_or_false(base)):
                 value = torch.empty_strided(base.shape, base.stride(),
                                             dtype=value.dtype).copy_(value)
         for step in tensor._views:

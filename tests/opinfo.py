@@ -144,8 +144,9 @@ def run_op(op: OpInfo, dtype: torch.dtype = torch.float32, samples: int = 3,
         for _ in range(repeats):
             before = _fallbacks()
             status, message = _run_sample(op, sample, args, expected, atol, rtol)
-            result.fallbacks.update(_fallbacks() - before)
-            if status == COMPILED and _fallbacks() != before:
+            ran_on_host = _fallbacks() - before
+            result.fallbacks.update(ran_on_host)
+            if status == COMPILED and ran_on_host:
                 status = HOST
             result.samples += 1
             if ORDER.index(status) > ORDER.index(outcome):
