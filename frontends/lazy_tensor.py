@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -345,6 +346,18 @@ class LazyTensor(torch.Tensor):
 
     def numpy(self, *, force: bool = False) -> Any:
         return self.materialize().numpy(force=force)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled (``torch.save``, ``copy.deepcopy`` through pickling) as torch pickles
+        a tensor of a backend without host storage: its host value, rebuilt on the
+        device it was saved from, or where ``torch.load``'s ``map_location`` says. A
+        parameter moved by ``module.mncore()`` (a lazy tensor marked ``_is_param``)
+        stays a parameter, as ``Parameter.__reduce_ex__`` keeps one."""
+        if getattr(self, "_is_param", False):
+            return (torch._utils._rebuild_parameter,
+                    (self.detach(), self.requires_grad, OrderedDict()))
+        return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
+                (self.materialize(), self.dtype, str(self.device), self.requires_grad))
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
