@@ -345,6 +345,25 @@ HANDLERS[aten.mean.default] = _reduce(g.MeanOp)
 HANDLERS[aten.amax.default] = _reduce(g.AmaxOp)
 
 
+@handles(aten.any.dim, aten.any.dims, aten.any.default)
+def _any(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``any``: the max of ``x != 0`` (as f32, a reduction every level has), as a bool.
+    Over an empty dimension (where ``any`` is False and a max has no value) the node
+    is refused, and runs on the host."""
+    x = imp.value(node.args[0])
+    shape = g.shape_of(x)
+    dims = imp.dims(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim"),
+                    len(shape))
+    keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    if shape and any(shape[d] == 0 for d in dims):
+        raise unsupported(node, "any over an empty dimension")
+    if g.element_type_of(x) != g.i1:
+        x = imp.insert(g.NeOp(x, imp.constant(0, g.element_type_of(x))), hint=False)
+    truth = imp.insert(g.ConvertOp(x, g.f32), hint=False)
+    found = imp.insert(g.AmaxOp(truth, dims=dims, keepdim=keep), hint=False)
+    return imp.insert(g.GtOp(found, imp.constant(0.0, g.f32)))  # exact on every level
+
+
 @handles(aten.var_mean.correction)
 def _var_mean(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
     """``mean(x)`` and ``sum((x - mean)^2) / (n - correction)``."""
