@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._decomp import decomposition_table
 
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS
@@ -51,6 +52,9 @@ RECORD, VIEW, INPLACE, DECOMPOSE, ALPHA, ADDC, FALLBACK, UNSUPPORTED, OUT = (
 FACTORY, COPY = "factory", "copy"
 #: An in-place view op (``squeeze_``, ``t_``, ...): the tensor itself becomes the view.
 INPLACE_VIEW = "inplace_view"
+#: An op the importer lacks that one of torch's other decompositions (beyond core ATen)
+#: expands: traced through it when what it records is all importable, else on the host.
+DECOMPOSE_OR_FALLBACK = "decompose_or_fallback"
 #: An op torch decomposes to core ATen: its decomposition runs on the lazy tensors, so
 #: the trace holds the ops the importer takes, with shapes inferred once.
 CORE = "core"
@@ -108,6 +112,8 @@ def plan_of(func: torch._ops.OpOverload) -> str:
         plan = CORE
     elif func in IMPORTABLE:
         plan = RECORD
+    elif func in decomposition_table and torch.Tag.nondeterministic_seeded not in func.tags:
+        plan = DECOMPOSE_OR_FALLBACK
     else:
         plan = FALLBACK
     PLANS[func] = plan

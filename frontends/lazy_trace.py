@@ -25,6 +25,7 @@ from mncore_ir.frontends.lazy_ops import (
     COPY,
     CORE,
     DECOMPOSE,
+    DECOMPOSE_OR_FALLBACK,
     FACTORY,
     INPLACE,
     INPLACE_VIEW,
@@ -120,6 +121,8 @@ class Tracer(abc.ABC):
             return self._copy_from(func, *args, **kwargs)
         if plan is INPLACE_VIEW:
             return self._inplace_view(func, args, kwargs)
+        if plan is DECOMPOSE_OR_FALLBACK:
+            return self._decompose_or_fallback(func, args, kwargs)
         if plan is UNSUPPORTED:
             raise LazyError(f"{func} is not supported on lazy tensors, at "
                             f"{lt.describe_location(lt.user_location())}")
@@ -317,6 +320,27 @@ class Tracer(abc.ABC):
             return LazyTensor(base._storage_, views, meta)
         # several views (split, unbind): record them as ordinary ops on a copy
         return self._record_core(func, args, kwargs)
+
+    def _decompose_or_fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                               kwargs: dict[str, Any]) -> Any:
+        """Through torch's decomposition when its template (captured once per call
+        signature) records only ops the compiler takes; else on the host, whole."""
+        called = signature(args, kwargs)
+        if called is not None:
+            key = (DECOMPOSE_OR_FALLBACK, func, called[0])
+            template = self.templates.get(key, _MISSING)
+            if template is _MISSING:
+                template = capture(self, func, decomposition_table[func], args, kwargs,
+                                   called[1])
+                if template is not None and not template.importable:
+                    template = None
+                self.metrics.counters["TemplateCaptures" if template is not None
+                                      else f"NoTemplate::{func}"] += 1
+                if len(self.templates) < TEMPLATE_LIMIT:
+                    self.templates[key] = template
+            if template is not None:
+                return template.record(self, called[1])
+        return self._fallback(func, args, kwargs)
 
     def _inplace_view(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                       kwargs: dict[str, Any]) -> Any:
