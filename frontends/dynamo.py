@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import fx
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
@@ -88,7 +89,10 @@ def _compiler(active: Runtime, kind: str) -> Callable[[fx.GraphModule, Sequence[
             return _eager(active, gm, "symbolic shapes (use torch.compile(dynamic=False))")
         kept, count = _without_none_outputs(gm)
         try:
-            compiled = active.compiler.compile_fx(gm, example_inputs, f"dynamo_{kind}")
+            # AOTAutograd calls the backend with its fake mode on: the executable's
+            # constant tensors must be real ones
+            with unset_fake_temporarily():
+                compiled = active.compiler.compile_fx(gm, example_inputs, f"dynamo_{kind}")
         except Exception as error:
             why = str(error).splitlines()[0] if str(error) else type(error).__name__
             return _eager(active, gm, why, kept, count)
