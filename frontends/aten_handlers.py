@@ -288,7 +288,7 @@ def _cat(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.insert(g.ConcatOp(*inputs, dim=dim % len(g.shape_of(inputs[0]))))
 
 
-def _splat(imp: FxImporter, node: fx.Node, value: Any) -> SSAValue:
+def splat(imp: FxImporter, node: fx.Node, value: Any) -> SSAValue:
     out = imp.meta(node)
     v = imp.constant(value, TORCH_TO_ELEMENT[out.dtype])
     if out.dim() == 0:
@@ -301,7 +301,7 @@ def _splat(imp: FxImporter, node: fx.Node, value: Any) -> SSAValue:
 def _full(imp: FxImporter, node: fx.Node) -> SSAValue:
     value = (node.args[0] if node.target == aten.scalar_tensor.default
              else node.args[2] if node.target == aten.new_full.default else node.args[1])
-    return _splat(imp, node, value)
+    return splat(imp, node, value)
 
 
 @handles(aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default,
@@ -309,12 +309,12 @@ def _full(imp: FxImporter, node: fx.Node) -> SSAValue:
          aten.empty_strided.default)
 def _zeros(imp: FxImporter, node: fx.Node) -> SSAValue:
     # Empty tensors have unspecified contents: zeros are a valid choice.
-    return _splat(imp, node, 0)
+    return splat(imp, node, 0)
 
 
 @handles(aten.ones.default, aten.ones_like.default, aten.new_ones.default)
 def _ones(imp: FxImporter, node: fx.Node) -> SSAValue:
-    return _splat(imp, node, 1)
+    return splat(imp, node, 1)
 
 
 @handles(aten.arange.start_step, aten.arange.default, aten.arange.start)
@@ -326,6 +326,18 @@ def _arange(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.constant(values, TORCH_TO_ELEMENT[out.dtype], tuple(out.shape))
 
 
+def reduce(imp: FxImporter, op_type: type[g.ReduceOp], x: SSAValue, dims: Sequence[int],
+           keep: bool, hint: bool = True) -> SSAValue:
+    """``op_type`` of ``x`` over ``dims``; a reduction of every dimension is one of the
+    flattened tensor (a target's kernels take few dimensions at a time)."""
+    shape = g.shape_of(x)
+    if len(shape) > 1 and sorted(set(dims)) == list(range(len(shape))):
+        flat = imp.insert(g.ReshapeOp(x, (math.prod(shape),)), hint=False)
+        total = imp.insert(op_type(flat, dims=[0], keepdim=keep), hint=hint and not keep)
+        return imp.reshape(total, (1,) * len(shape)) if keep else total
+    return imp.insert(op_type(x, dims=dims, keepdim=keep), hint=hint)
+
+
 def _reduce(op_type: type[g.ReduceOp]) -> Handler:
     def handler(imp: FxImporter, node: fx.Node) -> SSAValue:
         x = node.args[0]
@@ -333,7 +345,7 @@ def _reduce(op_type: type[g.ReduceOp]) -> Handler:
         v = imp.as_type(x, out.dtype)
         dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
         keep = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
-        return imp.insert(op_type(v, dims=imp.dims(dims, len(g.shape_of(v))), keepdim=keep))
+        return reduce(imp, op_type, v, imp.dims(dims, len(g.shape_of(v))), keep)
 
     return handler
 
@@ -360,25 +372,31 @@ def _any(imp: FxImporter, node: fx.Node) -> SSAValue:
     if g.element_type_of(x) != g.i1:
         x = imp.insert(g.NeOp(x, imp.constant(0, g.element_type_of(x))), hint=False)
     truth = imp.insert(g.ConvertOp(x, g.f32), hint=False)
-    found = imp.insert(g.AmaxOp(truth, dims=dims, keepdim=keep), hint=False)
+    found = reduce(imp, g.AmaxOp, truth, dims, keep, hint=False)
     return imp.insert(g.GtOp(found, imp.constant(0.0, g.f32)))  # exact on every level
+
+
+def variance(imp: FxImporter, node: fx.Node, dims: Any, correction: float, keep: bool
+             ) -> tuple[SSAValue, SSAValue]:
+    """``sum((x - mean)^2) / (n - correction)`` over ``dims``, and the mean (shaped as
+    the variance)."""
+    x = imp.value(node.args[0])
+    shape = g.shape_of(x)
+    dims = imp.dims(dims, len(shape))
+    count = math.prod(shape[d] for d in dims)
+    mean = reduce(imp, g.MeanOp, x, dims, True, hint=False)
+    centered = imp.insert(g.SubOp(x, mean), hint=False)
+    squares = imp.insert(g.MulOp(centered, centered), hint=False)
+    total = reduce(imp, g.SumOp, squares, dims, keep, hint=False)
+    var = imp.insert(g.DivOp(total, imp.constant(count - correction, g.element_type_of(x))))
+    return var, imp.reshape(mean, g.shape_of(var))
 
 
 @handles(aten.var_mean.correction)
 def _var_mean(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
-    """``mean(x)`` and ``sum((x - mean)^2) / (n - correction)``."""
-    x = imp.value(node.args[0])
-    shape = g.shape_of(x)
-    dims = imp.dims(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim"), len(shape))
     correction = node.kwargs.get("correction", 1)
-    keep = node.kwargs.get("keepdim", False)
-    count = math.prod(shape[d] for d in dims)
-    mean = imp.insert(g.MeanOp(x, dims=dims, keepdim=True))
-    centered = imp.insert(g.SubOp(x, mean))
-    squares = imp.insert(g.MulOp(centered, centered))
-    total = imp.insert(g.SumOp(squares, dims=dims, keepdim=keep))
-    var = imp.insert(g.DivOp(total, imp.constant(count - correction, g.element_type_of(x))))
-    return var, imp.reshape(mean, g.shape_of(var))
+    return variance(imp, node, node.args[1] if len(node.args) > 1 else node.kwargs.get("dim"),
+                    1 if correction is None else correction, node.kwargs.get("keepdim", False))
 
 
 @handles(aten.mm.default, aten.bmm.default)
@@ -388,11 +406,20 @@ def _mm(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 @handles(aten.addmm.default)
 def _addmm(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``beta * bias + alpha * (a @ b)``; with ``beta == 0`` torch ignores the bias
+    (NaN included)."""
     bias, a, b = node.args[:3]
-    if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
-        raise unsupported(node, "addmm with beta/alpha other than 1")
-    prod = imp.insert(g.MatmulOp(imp.value(a), imp.value(b)), hint=False)
-    return imp.insert(g.AddOp(prod, imp.value(bias)))
+    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
+    dtype = imp.meta(node).dtype
+    product = imp.insert(g.MatmulOp(imp.value(a), imp.value(b)), hint=beta == 0)
+    if alpha != 1:
+        product = imp.insert(g.MulOp(product, imp.as_type(alpha, dtype)), hint=beta == 0)
+    if beta == 0:
+        return product
+    term = imp.as_type(bias, dtype)
+    if beta != 1:
+        term = imp.insert(g.MulOp(term, imp.as_type(beta, dtype)), hint=False)
+    return imp.insert(g.AddOp(product, term))
 
 
 @handles(aten._softmax.default, aten._log_softmax.default)
@@ -410,20 +437,20 @@ def _softmax_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.insert(op(grad, out, dim=node.args[2] % len(g.shape_of(grad))))
 
 
-def _optional(imp: FxImporter, arg: Any, value: float, shape: Sequence[int]) -> SSAValue:
+def _optional(imp: FxImporter, arg: Any, value: float, shape: Sequence[int],
+              like: fx.Node) -> SSAValue:
+    """An optional weight or bias, else ``value`` everywhere, in ``like``'s type."""
     if arg is not None:
         return imp.value(arg)
-    if shape:
-        return imp.constant(np.full(shape, value), g.f32, shape)
-    return imp.constant(value, g.f32)
+    return imp.constant(np.full(shape, value), TORCH_TO_ELEMENT[imp.meta(like).dtype], shape)
 
 
 @handles(aten.native_layer_norm.default)
 def _layer_norm(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
     x, normalized, w, b, eps = node.args
     shape = tuple(normalized)
-    return imp.insert(g.LayerNormOp(imp.value(x), _optional(imp, w, 1.0, shape),
-                                    _optional(imp, b, 0.0, shape),
+    return imp.insert(g.LayerNormOp(imp.value(x), _optional(imp, w, 1.0, shape, x),
+                                    _optional(imp, b, 0.0, shape, x),
                                     normalized_dims=len(shape), eps=float(eps)))
 
 
@@ -432,7 +459,7 @@ def _layer_norm_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     grad, x, normalized, mean, rstd, w, _b, mask = node.args
     shape = tuple(normalized)
     outs = imp.insert(g.LayerNormBackwardOp(imp.value(grad), imp.value(x), imp.value(mean),
-                                            imp.value(rstd), _optional(imp, w, 1.0, shape),
+                                            imp.value(rstd), _optional(imp, w, 1.0, shape, x),
                                             normalized_dims=len(shape)))
     return tuple(o if m else None for o, m in zip(outs, mask, strict=True))
 
@@ -440,17 +467,6 @@ def _layer_norm_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
 @handles(aten.embedding.default)
 def _embedding(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.insert(g.EmbeddingOp(imp.value(node.args[0]), imp.value(node.args[1])))
-
-
-@handles(aten.index_put.default)
-def _index_put(imp: FxImporter, node: fx.Node) -> SSAValue:
-    x, indices, values = node.args[:3]
-    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
-    if len(indices) != 1 or indices[0] is None:
-        raise unsupported(node, f"index_put with {len(indices)} index tensors")
-    dtype = imp.meta(node).dtype
-    return imp.insert(g.IndexPutOp(imp.value(x), imp.value(indices[0]),
-                                   imp.as_type(values, dtype), accumulate=bool(accumulate)))
 
 
 @handles(aten.gather.default)
@@ -470,35 +486,53 @@ def _scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
                                   dim=dim % len(g.shape_of(v))))
 
 
-def _pairs(v: Any, default: Sequence[int]) -> list[int]:
+def pairs(v: Any, default: Sequence[int]) -> list[int]:
     v = list(v) if isinstance(v, list | tuple) else [v]
     if not v:
         v = list(default)
     return v * 2 if len(v) == 1 else v
 
 
-@handles(aten.convolution.default)
-def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
-    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
-    if transposed or len(imp.meta(x).shape) != 4:
-        raise unsupported(node, "only 2-D, non-transposed convolutions are supported")
+def windows_of(node: fx.Node, stride: Any, padding: Any, dilation: Any, rank: int
+             ) -> dict[str, list[int]]:
+    """A convolution's window properties as 2-D ones (a 1-D one has height 1)."""
+    if rank == 3:
+        return {"stride": [1, *pairs(stride, [1])[:1]], "padding": [0, *pairs(padding, [0])[:1]],
+                "dilation": [1, *pairs(dilation, [1])[:1]]}
+    if rank != 4:
+        raise unsupported(node, f"{rank - 2}-D convolutions are not supported")
+    return {"stride": pairs(stride, [1]), "padding": pairs(padding, [0]),
+            "dilation": pairs(dilation, [1])}
+
+
+def as_2d(imp: FxImporter, arg: fx.Node) -> SSAValue:
+    """A 1-D convolution's operand (N, C, L) as a 2-D one's (N, C, 1, L)."""
+    shape = imp.meta(arg).shape
+    return imp.reshape(imp.value(arg), (*shape[:2], 1, *shape[2:]) if len(shape) == 3
+                       else shape)
+
+
+def convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A 2-D convolution; a 1-D one as a 2-D one of height 1 (transposed ones:
+    :mod:`~mncore_ir.frontends.aten_expansions`)."""
+    x, w, b, stride, padding, dilation, _transposed, _out_pad, groups = node.args
+    windows = windows_of(node, stride, padding, dilation, len(imp.meta(x).shape))
     out_channels = imp.meta(w).shape[0]
-    bias = imp.value(b) if b is not None else imp.constant(np.zeros(out_channels), g.f32,
-                                                           (out_channels,))
-    return imp.insert(g.Conv2dOp(imp.value(x), imp.value(w), bias, stride=_pairs(stride, [1]),
-                                 padding=_pairs(padding, [0]), dilation=_pairs(dilation, [1]),
+    bias = _optional(imp, b, 0.0, (out_channels,), w)
+    conv = imp.insert(g.Conv2dOp(as_2d(imp, x), as_2d(imp, w), bias, **windows,
                                  groups=groups))
+    return imp.reshape(conv, imp.meta(node).shape)
 
 
-@handles(aten.convolution_backward.default)
-def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
-    grad, x, w, _bias_sizes, stride, padding, dilation, transposed, _op, groups, mask = node.args
-    if transposed:
-        raise unsupported(node, "transposed convolution")
-    outs = imp.insert(g.Conv2dBackwardOp(imp.value(grad), imp.value(x), imp.value(w),
-                                         stride=_pairs(stride, [1]), padding=_pairs(padding, [0]),
-                                         dilation=_pairs(dilation, [1]), groups=groups))
-    return tuple(o if m else None for o, m in zip(outs, mask, strict=True))
+def convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
+    grad, x, w, _bias_sizes, stride, padding, dilation, _transposed, _op, groups, mask = (
+        node.args)
+    windows = windows_of(node, stride, padding, dilation, len(imp.meta(x).shape))
+    outs = imp.insert(g.Conv2dBackwardOp(as_2d(imp, grad), as_2d(imp, x), as_2d(imp, w),
+                                         **windows, groups=groups))
+    shapes = (imp.meta(x).shape, imp.meta(w).shape, g.shape_of(outs[2]))
+    return tuple(imp.reshape(o, shape) if m else None
+                 for o, shape, m in zip(outs, shapes, mask, strict=True))
 
 
 @handles(aten.max_pool2d_with_indices.default)
@@ -507,10 +541,10 @@ def _max_pool(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
     x, kernel, stride, padding, dilation, ceil_mode = args[:6]
     if ceil_mode:
         raise unsupported(node, "max_pool2d with ceil_mode")
-    kernel = _pairs(kernel, [1])
+    kernel = pairs(kernel, [1])
     return imp.insert(g.MaxPool2dOp(imp.value(x), kernel=kernel,
-                                    stride=_pairs(stride, kernel), padding=_pairs(padding, [0]),
-                                    dilation=_pairs(dilation, [1])))
+                                    stride=pairs(stride, kernel), padding=pairs(padding, [0]),
+                                    dilation=pairs(dilation, [1])))
 
 
 @handles(aten.max_pool2d_with_indices_backward.default)

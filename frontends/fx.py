@@ -3,9 +3,11 @@
 
 ``capture(fn, *args)`` traces with ``make_fx``; ``import_fx(gm, example_inputs)`` runs
 the importer (:mod:`~mncore_ir.frontends.fx_importer`) with the ATen table
-(:mod:`~mncore_ir.frontends.aten_handlers`), one node to one op or a short fixed
-expansion. An ATen op without a mapping is an :class:`UnsupportedOpError` naming the op
-and the user's source line.
+(:mod:`~mncore_ir.frontends.aten_handlers`, and
+:mod:`~mncore_ir.frontends.aten_expansions` and ``aten_windows`` for ops with no graph
+op of their own),
+one node to one op or a short fixed expansion. An ATen op without a mapping is an
+:class:`UnsupportedOpError` naming the op and the user's source line.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
+from mncore_ir.frontends import aten_expansions, aten_windows  # noqa: F401 (their handlers)
 from mncore_ir.frontends.aten_handlers import HANDLERS
 from mncore_ir.frontends.fx_importer import (
     FxImporter,

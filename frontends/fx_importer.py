@@ -266,12 +266,8 @@ class FxImporter:
     def constant(self, value: Any, element_type: Any, shape: Sequence[int] = ()) -> SSAValue:
         typ = g.tensor(shape, element_type)
         arr = np.asarray(value)
-        if g.is_float(element_type):
-            attr = DenseIntOrFPElementsAttr.from_list(typ, [float(v) for v in arr.ravel()]
-                                                      if arr.size > 1 else [float(arr)])
-        else:
-            attr = DenseIntOrFPElementsAttr.from_list(typ, [int(v) for v in arr.ravel()]
-                                                      if arr.size > 1 else [int(arr)])
+        convert = float if g.is_float(element_type) else int
+        attr = DenseIntOrFPElementsAttr.from_list(typ, [convert(v) for v in arr.ravel()])
         return self.insert(g.ConstantOp(attr), hint=False)
 
     def as_type(self, arg: Any, dtype: torch.dtype) -> SSAValue:

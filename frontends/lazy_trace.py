@@ -290,7 +290,12 @@ class Tracer(abc.ABC):
 
     def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
-        node = self._new_node(func, args, kwargs)
+        try:
+            node = self._new_node(func, args, kwargs)
+        except NotImplementedError:
+            # no meta kernel can tell the result's shape without the values (indexing
+            # with a boolean mask): the op runs on the host
+            return self._fallback(func, args, kwargs)
         meta = node.meta
         if type(meta) is torch.Tensor:  # the common case, kept short: it is per op
             storage = LazyStorage(node)

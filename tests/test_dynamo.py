@@ -96,7 +96,7 @@ def test_a_graph_the_device_cannot_take_runs_eagerly() -> None:
     torch_mncore.reset_metrics()
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(x * 2, dim=0) + 1
+        return torch.cumprod(x * 2, dim=0) + 1
 
     x = torch.randn(5, 3)
     with pytest.warns(UserWarning, match="runs eagerly on the host"):

@@ -29,9 +29,9 @@ def line_of(fn: Callable[..., Any], text: str) -> tuple[str, int]:
     return fn.__code__.co_filename, start + index
 
 
-def uses_cumsum(x: torch.Tensor) -> torch.Tensor:
+def uses_cumprod(x: torch.Tensor) -> torch.Tensor:
     y = x * 2
-    return torch.cumsum(y, dim=0) + 1
+    return torch.cumprod(y, dim=0) + 1
 
 
 def uses_sort(x: torch.Tensor) -> torch.Tensor:
@@ -41,9 +41,9 @@ def uses_sort(x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(("fn", "call", "aten_op"), [
-    (uses_cumsum, "torch.cumsum", "aten.cumsum"),
+    (uses_cumprod, "torch.cumprod", "aten.cumprod"),
     (uses_sort, "torch.sort", "aten.sort"),
-], ids=["cumsum", "sort"])
+], ids=["cumprod", "sort"])
 def test_unsupported_op_in_a_function_names_op_and_line(
         fn: Callable[[torch.Tensor], torch.Tensor], call: str, aten_op: str) -> None:
     captured = capture(fn, torch.randn(3, 4))
@@ -56,13 +56,13 @@ def test_unsupported_op_in_a_function_names_op_and_line(
     assert call in message  # the source line itself is quoted
 
 
-class CumsumModel(nn.Module):
+class CumprodModel(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.linear = nn.Linear(4, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(self.linear(x), dim=1)
+        return torch.cumprod(self.linear(x), dim=1)
 
 
 def plain_sgd(params: Tensors, grads: Tensors, state: Tensors) -> None:
@@ -74,15 +74,15 @@ def test_unsupported_op_in_a_training_step_names_op_and_line() -> None:
     """Through autograd and the optimizer, the error still points at ``forward``."""
     torch.manual_seed(0)
     step = TrainingStep(
-        "cumsum", CumsumModel(), F.cross_entropy,
+        "cumprod", CumprodModel(), F.cross_entropy,
         plain_sgd,
         (torch.randn(2, 4), torch.tensor([0, 2])), {})
     captured = capture(step, *step.example_inputs())
     with pytest.raises(UnsupportedOpError) as info:
         import_captured(captured)
-    path, line = line_of(CumsumModel.forward, "torch.cumsum")
+    path, line = line_of(CumprodModel.forward, "torch.cumprod")
     message = str(info.value)
-    assert "aten.cumsum" in message
+    assert "aten.cumprod" in message
     assert f"{path}:{line}" in message, message
 
 

@@ -310,11 +310,11 @@ def test_interp_and_cpu_give_the_same_losses() -> None:
 def test_cpu_fallback_is_counted(device: str) -> None:
     x = torch.tensor([3.0, 1.0, 2.0])
     lazy = x.mncore()
-    out = torch.cumsum(lazy * 2, dim=0)  # syncs its input even under the "error" policy
+    out = torch.cumprod(lazy * 2, dim=0)  # syncs its input even under the "error" policy
     torch_mncore.sync()
-    assert torch.equal(out.cpu(), torch.cumsum(x * 2, dim=0))
+    assert torch.equal(out.cpu(), torch.cumprod(x * 2, dim=0))
     counters = torch_mncore.counters()
-    assert counters["CpuFallback::aten.cumsum.default"] == 1
+    assert counters["CpuFallback::aten.cumprod.default"] == 1
     assert counters["FallbackSyncs"] == 1
 
 

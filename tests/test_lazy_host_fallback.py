@@ -41,13 +41,13 @@ def last_ir() -> str:
 
 def conv_block(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     h = x * 2 + 1
-    y = F.conv1d(h, w)  # 1-d: the importer takes only 2-d convolutions
-    return torch.tanh(y).sum(dim=1)
+    y = F.conv3d(h, w)  # 3-d: the importer takes only 1-d and 2-d convolutions
+    return torch.tanh(y).sum(dim=(1, 2))
 
 
 @pytest.mark.parametrize("device", DEVICES, indirect=True)
 def test_a_refused_op_runs_on_the_host_between_device_parts(device: str) -> None:
-    x, w = torch.randn(2, 3, 6), torch.randn(4, 3, 3)
+    x, w = torch.randn(2, 3, 3, 3, 4), torch.randn(4, 3, 2, 2, 2)
     expected = conv_block(x, w)
     for step in range(2):  # compiled, then from the cache: counted at every run
         out = conv_block(x.mncore(), w.mncore())
@@ -56,7 +56,7 @@ def test_a_refused_op_runs_on_the_host_between_device_parts(device: str) -> None
         assert fallbacks() == {"CpuFallback::aten.convolution.default": step + 1}
     ir = last_ir()
     assert "// on the host: aten.convolution.default at " in ir
-    assert "only 2-D, non-transposed convolutions are supported" in ir
+    assert "3-D convolutions are not supported" in ir
     assert ir.count("// device_part_") == 2, ir  # before and after the convolution
 
 
@@ -79,14 +79,14 @@ def test_mncore_debug_lists_the_host_ops_with_why_and_line(
         monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("MNCORE_DEBUG", "1")
     torch_mncore.init("cpu", implicit_sync="silent")
-    out = conv_block(torch.randn(1, 3, 5).mncore(), torch.randn(2, 3, 2).mncore())
+    out = conv_block(torch.randn(1, 3, 3, 3, 3).mncore(), torch.randn(2, 3, 2, 2, 2).mncore())
     torch_mncore.sync()
     del out
     err = capfd.readouterr().err
     assert ("[mncore] on the host: aten.convolution.default at "
             f"{__file__}:") in err, err
-    assert "y = F.conv1d(h, w)  # 1-d" in err
-    assert ": only 2-D, non-transposed convolutions are supported" in err
+    assert "y = F.conv3d(h, w)  # 3-d" in err
+    assert ": 3-D convolutions are not supported" in err
     torch_mncore.init("cpu")
 
 
@@ -114,11 +114,11 @@ def test_a_node_the_pipeline_blames_runs_on_the_host(monkeypatch: pytest.MonkeyP
 
 def test_without_host_fallback_the_refused_op_is_an_error_at_its_line() -> None:
     torch_mncore.init("cpu", implicit_sync="silent", host_fallback=False)
-    out = conv_block(torch.randn(1, 3, 5).mncore(), torch.randn(2, 3, 2).mncore())
+    out = conv_block(torch.randn(1, 3, 3, 3, 3).mncore(), torch.randn(2, 3, 2, 2, 2).mncore())
     with pytest.raises(torch_mncore.LazyError,
-                       match=r"the cpu device cannot compile this step: only 2-D, "
-                             r"non-transposed convolutions are supported at .*"
-                             r"test_lazy_host_fallback.py:\d+: y = F.conv1d\(h, w\)"):
+                       match=r"the cpu device cannot compile this step: 3-D convolutions "
+                             r"are not supported at .*"
+                             r"test_lazy_host_fallback.py:\d+: y = F.conv3d\(h, w\)"):
         torch_mncore.sync()
     del out
     torch_mncore.init("cpu")

@@ -1,0 +1,422 @@
+"""ATen ops the graph dialect has no op of their own for, expanded into graph ops it has:
+padding into concatenations, advanced indexing into a gather (and its writes into an
+index_put), a diagonal into a strided slice, a cumulative sum into a triangular
+product, and a few pointwise identities (window ops: :mod:`aten_windows`). Each
+expansion is exact, or rounds as a sum taken in another order, and is checked against
+eager PyTorch on every device in ``tests/test_aten_expansions.py``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import fx
+from xdsl.ir import SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.frontends.aten_handlers import handles, reduce, splat, variance
+from mncore_ir.frontends.fx_importer import FxImporter, unsupported
+
+aten = torch.ops.aten
+
+#: The longest dimension a cumulative sum is taken over as a product with a triangular
+#: matrix (its n x n constant); a longer one runs on the host.
+CUMSUM_MAX = 1024
+
+
+def _arg(node: fx.Node, index: int, name: str, default: Any) -> Any:
+    """Argument ``index`` (or keyword ``name``) of ``node``, else ``default``."""
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def empty_result(imp: FxImporter, node: fx.Node) -> SSAValue | None:
+    """Zeros for a node whose (first) result has no element, where expansions would
+    build ops of size zero."""
+    meta = imp.meta(node)
+    meta = meta[0] if isinstance(meta, list | tuple) else meta
+    return splat(imp, node, 0) if meta.numel() == 0 else None
+
+
+# ----------------------------------------------------------------- pointwise identities
+
+
+@handles(aten.isnan.default)
+def _isnan(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``x != x``: true exactly for NaN; no integer is NaN."""
+    x = imp.value(node.args[0])
+    if not g.is_float(g.element_type_of(x)):
+        return splat(imp, node, False)
+    return imp.insert(g.NeOp(x, x))
+
+
+@handles(aten.sign.default)
+def _sign(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """1 where positive, -1 where negative, ``x`` itself elsewhere (zero and NaN)."""
+    x = imp.value(node.args[0])
+    typ = g.element_type_of(x)
+    if typ == g.i1:
+        return x
+    zero, one = imp.constant(0, typ), imp.constant(1, typ)
+    negative = imp.insert(g.WhereOp(imp.insert(g.LtOp(x, zero), hint=False),
+                                    imp.insert(g.NegOp(one), hint=False), x), hint=False)
+    return imp.insert(g.WhereOp(imp.insert(g.GtOp(x, zero), hint=False), one, negative))
+
+
+@handles(aten.logical_xor.default)
+def _logical_xor(imp: FxImporter, node: fx.Node) -> SSAValue:
+    a, b = (_truth(imp, x) for x in node.args[:2])
+    return imp.insert(g.NeOp(a, b))
+
+
+def _truth(imp: FxImporter, arg: fx.Node) -> SSAValue:
+    """A tensor as booleans: ``x != 0`` unless it is boolean already."""
+    x = imp.value(arg)
+    if g.element_type_of(x) == g.i1:
+        return x
+    return imp.insert(g.NeOp(x, imp.constant(0, g.element_type_of(x))), hint=False)
+
+
+@handles(aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,
+         aten.clamp_min.default, aten.clamp_max.default)
+def _clamp_tensor(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``min(max(x, lo), hi)`` with either bound a tensor, a scalar or absent."""
+    dtype = imp.meta(node).dtype
+    lo = hi = None
+    if node.target in (aten.clamp.Tensor,):
+        lo, hi = _arg(node, 1, "min", None), _arg(node, 2, "max", None)
+    elif node.target in (aten.clamp_min.Tensor, aten.clamp_min.default):
+        lo = node.args[1]
+    else:
+        hi = node.args[1]
+    v = imp.as_type(node.args[0], dtype)
+    if lo is not None:
+        v = imp.insert(g.MaximumOp(v, imp.as_type(lo, dtype)), hint=hi is None)
+    if hi is not None:
+        v = imp.insert(g.MinimumOp(v, imp.as_type(hi, dtype)))
+    return v
+
+
+@handles(aten.var.correction, aten.var.dim)
+def _var(imp: FxImporter, node: fx.Node) -> SSAValue:
+    if node.target == aten.var.dim:
+        correction = 1 if _arg(node, 2, "unbiased", True) else 0
+        keep = _arg(node, 3, "keepdim", False)
+    else:
+        correction = node.kwargs.get("correction", 1)
+        keep = node.kwargs.get("keepdim", False)
+    correction = 1 if correction is None else correction
+    return variance(imp, node, _arg(node, 1, "dim", None), correction, keep)[0]
+
+
+@handles(aten.amin.default, aten.min.default, aten.max.default)
+def _amin(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``max`` of all elements is ``amax``; ``amin(x)`` is ``-amax(-x)`` (floats only:
+    an integer's negation can overflow)."""
+    x = imp.value(node.args[0])
+    rank = len(g.shape_of(x))
+    dims = imp.dims(_arg(node, 1, "dim", None), rank)
+    keep = _arg(node, 2, "keepdim", False)
+    if node.target == aten.max.default:
+        return reduce(imp, g.AmaxOp, x, dims, False)
+    if not g.is_float(g.element_type_of(x)):
+        raise unsupported(node, f"{node.target} of integers")
+    largest = reduce(imp, g.AmaxOp, imp.insert(g.NegOp(x), hint=False), dims, keep,
+                     hint=False)
+    return imp.insert(g.NegOp(largest))
+
+
+@handles(aten.cumsum.default)
+def _cumsum(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A float cumulative sum along ``dim``: the product with an upper-triangular matrix
+    of ones (dimensions up to :data:`CUMSUM_MAX` long)."""
+    out = imp.meta(node)
+    if not out.dtype.is_floating_point:
+        raise unsupported(node, f"cumsum into {out.dtype}")
+    x = imp.as_type(node.args[0], out.dtype)
+    shape = g.shape_of(x)
+    if not shape or math.prod(shape) == 0:
+        return x if shape else imp.reshape(x, out.shape)
+    dim = node.args[1] % len(shape)
+    n = shape[dim]
+    if n > CUMSUM_MAX:
+        raise unsupported(node, f"cumsum over {n} > {CUMSUM_MAX} elements")
+    triangle = np.triu(np.ones((n, n)))
+    return along(imp, x, dim, triangle.T)
+
+
+def along(imp: FxImporter, x: SSAValue, dim: int, matrix: np.ndarray) -> SSAValue:
+    """``x`` with dimension ``dim`` (of size ``matrix.shape[1]``) replaced by
+    ``matrix @ x`` along it: the dimension moved last and multiplied by the
+    transposed constant."""
+    shape = list(g.shape_of(x))
+    rank = len(shape)
+    out_size, in_size = matrix.shape
+    perm = [d for d in range(rank) if d != dim] + [dim]
+    moved = x if dim == rank - 1 else imp.insert(g.PermuteOp(x, perm=perm), hint=False)
+    lead = [shape[d] for d in perm[:-1]]
+    rows = imp.reshape(moved, (math.prod(lead), in_size))
+    weights = imp.constant(matrix.T, g.element_type_of(x), (in_size, out_size))
+    product = imp.insert(g.MatmulOp(rows, weights), hint=False)
+    result = imp.reshape(product, (*lead, out_size))
+    if dim == rank - 1:
+        return result
+    inverse = [perm.index(d) for d in range(rank)]
+    return imp.insert(g.PermuteOp(result, perm=inverse), hint=False)
+
+
+# ----------------------------------------------------------------------- padding
+
+
+@handles(aten.constant_pad_nd.default)
+def _constant_pad_nd(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """Negative pads slice, positive ones concatenate splats of ``value``; pairs run
+    from the last dimension backward, as torch's."""
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    x = imp.value(node.args[0])
+    pad, value = list(node.args[1]), _arg(node, 2, "value", 0)
+    typ = g.element_type_of(x)
+    for i in range(len(pad) // 2):
+        dim = len(g.shape_of(x)) - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        size = g.shape_of(x)[dim]
+        start, end = max(-before, 0), size - max(-after, 0)
+        if (start, end) != (0, size):
+            x = imp.insert(g.SliceOp(x, dim=dim, start=start, end=end), hint=False)
+        pieces = []
+        for amount in (before, after):
+            if amount > 0:
+                shape = list(g.shape_of(x))
+                shape[dim] = amount
+                fill = imp.insert(g.ExpandOp(imp.constant(value, typ), shape), hint=False)
+                pieces.append(fill)
+        if pieces:
+            parts = ([pieces.pop(0)] if before > 0 else []) + [x] + pieces
+            x = imp.insert(g.ConcatOp(*parts, dim=dim), hint=False)
+    x.name_hint = None
+    return imp.reshape(x, imp.meta(node).shape)
+
+
+# ---------------------------------------------------------------------- indexing
+
+
+def _wrapped(imp: FxImporter, index: SSAValue, size: int) -> SSAValue:
+    """``index`` as i64 with negative entries counted from ``size`` (a constant's
+    entries are non-negative already)."""
+    if g.element_type_of(index) != g.i64:
+        index = imp.insert(g.ConvertOp(index, g.i64), hint=False)
+    if isinstance(index.owner, g.ConstantOp):
+        return index
+    # clamped to [-size - 1, size] first, where an index out of range stays out of
+    # range: the arithmetic below then stays small (an integer in an f32 word, at the
+    # MN-Core level, must stay below 2**24)
+    index = imp.insert(g.MaximumOp(index, imp.constant(-size - 1, g.i64)), hint=False)
+    index = imp.insert(g.MinimumOp(index, imp.constant(size, g.i64)), hint=False)
+    negative = imp.insert(g.LtOp(index, imp.constant(0, g.i64)), hint=False)
+    shifted = imp.insert(g.AddOp(index, imp.constant(size, g.i64)), hint=False)
+    return imp.insert(g.WhereOp(negative, shifted, index), hint=False)
+
+
+@dataclass(frozen=True)
+class _Indexing:
+    """Advanced indexing of a tensor of ``shape`` reduced to one index along a leading
+    dimension: the indexed dimensions moved first (``perm``) and flattened into
+    ``rows``, the broadcast index shape ``batch``, the other dimensions' sizes
+    ``tail``, and where torch puts the batch dimensions in the result (``first``:
+    where the indexed dimensions were if they are adjacent, else 0)."""
+
+    perm: list[int]
+    rows: int
+    batch: tuple[int, ...]
+    tail: list[int]
+    first: int
+
+    def result_perm(self) -> list[int]:
+        """From (batch, tail) order to torch's result order."""
+        nb, first = len(self.batch), self.first
+        return [*range(nb, nb + first), *range(nb), *range(nb + first, nb + len(self.tail))]
+
+
+def _linear_index(imp: FxImporter, shape: Sequence[int],
+                  indices: Sequence[SSAValue | None]) -> tuple[_Indexing, SSAValue]:
+    """The layout of ``x[indices]`` and the flat (count,) row index into the flattened
+    indexed dimensions. An index outside its dimension makes the row index ``rows``,
+    out of range, so the gather or scatter refuses it as torch does (in range, a
+    bad index of one dimension could land on another row)."""
+    indices = [*indices, *[None] * (len(shape) - len(indices))]
+    indexed = [d for d, i in enumerate(indices) if i is not None]
+    rest = [d for d, i in enumerate(indices) if i is None]
+    batch = g.broadcast_shapes(*(g.shape_of(indices[d]) for d in indexed))
+    adjacent = indexed == list(range(indexed[0], indexed[-1] + 1))
+    layout = _Indexing(indexed + rest, math.prod(shape[d] for d in indexed), tuple(batch),
+                       [shape[d] for d in rest], indexed[0] if adjacent else 0)
+    linear = valid = None
+    stride = 1
+    for d in reversed(indexed):
+        index = indices[d]
+        if g.shape_of(index) != batch:  # broadcast before the arithmetic, which then
+            # fuses into one elementwise kernel with the bounds its clamp sets
+            lead = (1,) * (len(batch) - len(g.shape_of(index)))
+            index = imp.insert(g.ExpandOp(imp.reshape(index, lead + g.shape_of(index)),
+                                          batch), hint=False)
+        index = _wrapped(imp, index, shape[d])
+        if len(indexed) > 1:
+            inside = imp.insert(g.AndOp(
+                imp.insert(g.GeOp(index, imp.constant(0, g.i64)), hint=False),
+                imp.insert(g.LtOp(index, imp.constant(shape[d], g.i64)), hint=False)),
+                hint=False)
+            valid = inside if valid is None else imp.insert(g.AndOp(valid, inside),
+                                                            hint=False)
+        if stride != 1:
+            index = imp.insert(g.MulOp(index, imp.constant(stride, g.i64)), hint=False)
+        linear = index if linear is None else imp.insert(g.AddOp(linear, index), hint=False)
+        stride *= shape[d]
+    assert linear is not None
+    if valid is not None:
+        linear = imp.insert(g.WhereOp(valid, linear, imp.constant(layout.rows, g.i64)),
+                            hint=False)
+    return layout, imp.reshape(linear, (math.prod(batch),))
+
+
+def _rows_first(imp: FxImporter, x: SSAValue, layout: _Indexing) -> SSAValue:
+    """``x`` with its indexed dimensions moved first and flattened: (rows, *tail)."""
+    if layout.perm != list(range(len(layout.perm))):
+        x = imp.insert(g.PermuteOp(x, perm=layout.perm), hint=False)
+    return imp.reshape(x, (layout.rows, *layout.tail))
+
+
+def take(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None]) -> SSAValue:
+    """``x[indices]`` for integer index tensors (None: the whole dimension), as torch
+    places the result's dimensions: one gather along the flattened indexed ones."""
+    layout, linear = _linear_index(imp, g.shape_of(x), indices)
+    count, tail = math.prod(layout.batch), layout.tail
+    flat = imp.reshape(linear, (count, *[1] * len(tail)))
+    if tail:
+        flat = imp.insert(g.ExpandOp(flat, (count, *tail)), hint=False)
+    gathered = imp.insert(g.GatherOp(_rows_first(imp, x, layout), flat, dim=0), hint=False)
+    result = imp.reshape(gathered, (*layout.batch, *tail))
+    if layout.first > 0:
+        result = imp.insert(g.PermuteOp(result, perm=layout.result_perm()), hint=False)
+    return result
+
+
+def put(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None], values: SSAValue,
+        accumulate: bool) -> SSAValue:
+    """``x[indices] = values`` (``+=`` with ``accumulate``): one index_put along the
+    flattened indexed dimensions, ``values`` laid out as the gather of :func:`take`
+    would read them."""
+    shape = g.shape_of(x)
+    layout, linear = _linear_index(imp, shape, indices)
+    batch, tail = layout.batch, layout.tail
+    placed = [*tail[:layout.first], *batch, *tail[layout.first:]]
+    if g.shape_of(values) != tuple(placed):
+        lead = (1,) * (len(placed) - len(g.shape_of(values)))
+        values = imp.insert(g.ExpandOp(imp.reshape(values, lead + g.shape_of(values)),
+                                       placed), hint=False)
+    if layout.first > 0:
+        order = layout.result_perm()
+        values = imp.insert(g.PermuteOp(values, perm=[order.index(d) for d in
+                                                      range(len(order))]), hint=False)
+    values = imp.reshape(values, (math.prod(batch), *tail))
+    written = imp.insert(g.IndexPutOp(_rows_first(imp, x, layout), linear, values,
+                                      accumulate=accumulate), hint=False)
+    moved = imp.reshape(written, [shape[d] for d in layout.perm])
+    if layout.perm == list(range(len(shape))):
+        return moved
+    return imp.insert(g.PermuteOp(moved, perm=[layout.perm.index(d) for d in
+                                               range(len(shape))]))
+
+
+@handles(aten.index_put.default, aten._unsafe_index_put.default)
+def _index_put(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, indices, values = node.args[:3]
+    accumulate = _arg(node, 3, "accumulate", False)
+    _integer_indices(imp, node, indices)
+    dtype = imp.meta(node).dtype
+    if imp.meta(node).numel() == 0 or imp.meta(values).numel() == 0:
+        return imp.as_type(x, dtype)
+    return put(imp, imp.value(x), [None if i is None else imp.value(i) for i in indices],
+               imp.as_type(values, dtype), bool(accumulate))
+
+
+def _integer_indices(imp: FxImporter, node: fx.Node, indices: Sequence[Any]) -> None:
+    """Refuse a boolean mask, whose result's size depends on the values."""
+    for i in indices:
+        if i is not None and imp.meta(i).dtype not in (torch.int64, torch.int32):
+            raise unsupported(node, f"indexing with a {imp.meta(i).dtype} tensor")
+
+
+@handles(aten.index.Tensor, aten._unsafe_index.Tensor)
+def _index(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """Advanced indexing with integer tensors; a boolean mask (whose result's size
+    depends on the values) is refused."""
+    indices = node.args[1]
+    _integer_indices(imp, node, indices)
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    x = imp.value(node.args[0])
+    result = take(imp, x, [None if i is None else imp.value(i) for i in indices])
+    return imp.reshape(result, imp.meta(node).shape)
+
+
+@handles(aten.index_select.default)
+def _index_select(imp: FxImporter, node: fx.Node) -> SSAValue:
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    x = imp.value(node.args[0])
+    rank = len(g.shape_of(x))
+    if rank == 0:
+        return imp.reshape(x, imp.meta(node).shape)
+    dim = node.args[1] % rank
+    index = imp.value(node.args[2])
+    index = imp.reshape(index, (math.prod(g.shape_of(index)),))
+    result = take(imp, x, [*[None] * dim, index])
+    return imp.reshape(result, imp.meta(node).shape)
+
+
+@handles(aten.flip.default)
+def _flip(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """Each flipped dimension gathered in reverse order."""
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    x = imp.value(node.args[0])
+    rank = len(g.shape_of(x))
+    for dim in sorted({d % max(rank, 1) for d in node.args[1]}) if rank else []:
+        n = g.shape_of(x)[dim]
+        if n > 1:
+            reverse = imp.constant(np.arange(n - 1, -1, -1), g.i64, (n,))  # non-negative
+            x = take(imp, x, [*[None] * dim, reverse])
+    return imp.reshape(x, imp.meta(node).shape)
+
+
+@handles(aten.diagonal.default, aten.diagonal_copy.default)
+def _diagonal(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """The two dimensions moved last and flattened: the diagonal is a slice with step
+    ``columns + 1``."""
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    x = imp.value(node.args[0])
+    shape = g.shape_of(x)
+    offset = _arg(node, 1, "offset", 0)
+    d1, d2 = _arg(node, 2, "dim1", 0) % len(shape), _arg(node, 3, "dim2", 1) % len(shape)
+    others = [d for d in range(len(shape)) if d not in (d1, d2)]
+    moved = imp.insert(g.PermuteOp(x, perm=[*others, d1, d2]), hint=False)
+    rows, cols = shape[d1], shape[d2]
+    flat = imp.reshape(moved, (*[shape[d] for d in others], rows * cols))
+    count = imp.meta(node).shape[-1]
+    start = offset if offset >= 0 else -offset * cols
+    step = cols + 1
+    diagonal = imp.insert(g.SliceOp(flat, dim=len(others), start=start,
+                                    end=start + (count - 1) * step + 1, step=step))
+    return imp.reshape(diagonal, imp.meta(node).shape)

@@ -1,0 +1,192 @@
+"""Window ops the graph dialect has no op for, expanded into ones it has: average
+pooling, adaptive average pooling and their backward ops as products with constant
+pooling matrices, one per spatial dimension (the windows are separable, so ceil_mode,
+padding counted or not and a divisor override are all just the matrix's entries); and
+transposed convolutions as the input gradient of the convolution they transpose (the
+two are one linear map), with their backward ops from the same pair. Checked against
+eager on every device in ``tests/test_aten_expansions.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import fx
+from xdsl.ir import SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.frontends.aten_expansions import along, empty_result
+from mncore_ir.frontends.aten_handlers import (
+    as_2d,
+    convolution,
+    convolution_backward,
+    handles,
+    reduce,
+    windows_of,
+)
+from mncore_ir.frontends.fx_importer import FxImporter
+
+aten = torch.ops.aten
+
+
+def _separable(imp: FxImporter, x: SSAValue, matrices: Sequence[np.ndarray],
+               transpose: bool = False) -> SSAValue:
+    """One pooling matrix per trailing spatial dimension (transposed: the backward)."""
+    first = len(g.shape_of(x)) - len(matrices)
+    for i, matrix in enumerate(matrices):
+        x = along(imp, x, first + i, matrix.T if transpose else matrix)
+    return x
+
+
+def average_matrix(size: int, out: int, kernel: int, stride: int, padding: int,
+                   count_include_pad: bool) -> np.ndarray:
+    """torch's average pooling along one dimension as an (out, size) matrix: window
+    ``o`` starts at ``o * stride - padding``, ends at most ``padding`` past the input,
+    and divides by its length including padding, or by its elements inside the input."""
+    matrix = np.zeros((out, size))
+    for o in range(out):
+        start = o * stride - padding
+        end = min(start + kernel, size + padding)
+        lo, hi = max(start, 0), min(end, size)
+        divisor = (end - start) if count_include_pad else (hi - lo)
+        if hi > lo:
+            matrix[o, lo:hi] = 1.0 / divisor
+    return matrix
+
+
+def adaptive_matrix(size: int, out: int) -> np.ndarray:
+    """Adaptive average pooling along one dimension: window ``o`` is
+    ``[floor(o * size / out), ceil((o + 1) * size / out))``."""
+    matrix = np.zeros((out, size))
+    for o in range(out):
+        lo, hi = (o * size) // out, -(-((o + 1) * size) // out)
+        matrix[o, lo:hi] = 1.0 / (hi - lo)
+    return matrix
+
+
+def _avg_pool_matrices(imp: FxImporter, node: fx.Node, x: fx.Node, args: Sequence[Any],
+                       out_shape: Sequence[int]) -> list[np.ndarray]:
+    spatial = len(args[0]) if isinstance(args[0], list | tuple) and len(args[0]) > 1 else None
+    shape = imp.meta(x).shape
+    rank = spatial or (3 if node.target in _AVG_3D else 2)
+    kernel, stride, padding, _ceil, include, divisor = args
+    kernel = _fill(kernel, rank, [1])
+    stride = _fill(stride, rank, kernel)
+    padding = _fill(padding, rank, [0])
+    sizes, outs = shape[-rank:], out_shape[-rank:]
+    matrices = [average_matrix(sizes[i], outs[i], kernel[i], stride[i], padding[i], include)
+                for i in range(rank)]
+    if divisor:
+        ones = [np.where(m > 0, 1.0, 0.0) for m in matrices]
+        ones[0] = ones[0] / divisor
+        matrices = ones
+    return matrices
+
+
+def _fill(v: Any, rank: int, default: Sequence[int]) -> list[int]:
+    v = list(v) if isinstance(v, list | tuple) else [v]
+    v = v or list(default)
+    return v * rank if len(v) == 1 else v
+
+
+_AVG_3D = (aten.avg_pool3d.default, aten.avg_pool3d_backward.default)
+
+
+@handles(aten.avg_pool2d.default, aten.avg_pool3d.default)
+def _avg_pool(imp: FxImporter, node: fx.Node) -> SSAValue:
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    args = [*node.args[1:], *[[], 0, False, True, None][len(node.args) - 2:]]
+    matrices = _avg_pool_matrices(imp, node, node.args[0], args[:6], imp.meta(node).shape)
+    return _separable(imp, imp.value(node.args[0]), matrices)
+
+
+@handles(aten.avg_pool2d_backward.default, aten.avg_pool3d_backward.default)
+def _avg_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    grad, x = node.args[:2]
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    matrices = _avg_pool_matrices(imp, node, x, node.args[2:8], imp.meta(grad).shape)
+    return _separable(imp, imp.value(grad), matrices, transpose=True)
+
+
+@handles(aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default,
+         aten.adaptive_avg_pool1d.default)
+def _adaptive_avg_pool(imp: FxImporter, node: fx.Node) -> SSAValue:
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    x = node.args[0]
+    outs = list(node.args[1])
+    sizes = imp.meta(x).shape[-len(outs):]
+    matrices = [adaptive_matrix(s, o) for s, o in zip(sizes, outs, strict=True)]
+    return _separable(imp, imp.value(x), matrices)
+
+
+@handles(aten._adaptive_avg_pool2d_backward.default,
+         aten._adaptive_avg_pool3d_backward.default)
+def _adaptive_avg_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    grad, x = node.args[:2]
+    empty = empty_result(imp, node)
+    if empty is not None:
+        return empty
+    outs = imp.meta(grad).shape
+    rank = 3 if node.target == aten._adaptive_avg_pool3d_backward.default else 2
+    sizes = imp.meta(x).shape[-rank:]
+    matrices = [adaptive_matrix(s, o) for s, o in zip(sizes, outs[-rank:], strict=True)]
+    return _separable(imp, imp.value(grad), matrices, transpose=True)
+
+
+# ------------------------------------------------------------------ convolutions
+
+
+@handles(aten.convolution.default)
+def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A transposed convolution ``y = conv_transpose(x, w)`` is the input gradient of
+    the convolution of a ``y``-shaped input by ``w`` at the gradient ``x``."""
+    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
+    if not transposed:
+        return convolution(imp, node)
+    out = imp.meta(node)
+    windows = windows_of(node, stride, padding, dilation, len(out.shape))
+    shape = out.shape if len(out.shape) == 4 else (*out.shape[:2], 1, *out.shape[2:])
+    like = imp.insert(g.ExpandOp(imp.constant(0, g.element_type_of(imp.value(x))), shape),
+                      hint=False)
+    y = imp.insert(g.Conv2dBackwardOp(as_2d(imp, x), like, as_2d(imp, w), **windows,
+                                      groups=groups), hint=False)[0]
+    if b is not None:
+        bias = imp.reshape(imp.value(b), (1, out.shape[1], 1, 1))
+        y = imp.insert(g.AddOp(y, bias), hint=False)
+    return imp.reshape(y, out.shape)
+
+
+@handles(aten.convolution_backward.default)
+def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
+    """A transposed convolution's gradients: for its input, the convolution of the
+    output gradient by ``w``; for ``w``, the weight gradient of that convolution with
+    the roles of ``x`` and the output gradient exchanged; for the bias, a sum."""
+    grad, x, w, _bias, stride, padding, dilation, transposed, _op, groups, mask = node.args
+    if not transposed:
+        return convolution_backward(imp, node)
+    windows = windows_of(node, stride, padding, dilation, len(imp.meta(x).shape))
+    grad2d, x2d, w2d = as_2d(imp, grad), as_2d(imp, x), as_2d(imp, w)
+    typ = g.element_type_of(x2d)
+    grad_x = grad_w = grad_b = None
+    if mask[0]:
+        zeros = imp.insert(g.ExpandOp(imp.constant(0, typ), (imp.meta(w).shape[0],)),
+                           hint=False)
+        conv = imp.insert(g.Conv2dOp(grad2d, w2d, zeros, **windows, groups=groups),
+                          hint=False)
+        grad_x = imp.reshape(conv, imp.meta(x).shape)
+    if mask[1]:
+        weights = imp.insert(g.Conv2dBackwardOp(x2d, grad2d, w2d, **windows, groups=groups),
+                             hint=False)[1]
+        grad_w = imp.reshape(weights, imp.meta(w).shape)
+    if mask[2]:
+        dims = [0, *range(2, len(imp.meta(grad).shape))]
+        grad_b = reduce(imp, g.SumOp, imp.value(grad), dims, False)
+    return grad_x, grad_w, grad_b

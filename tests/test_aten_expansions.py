@@ -1,0 +1,175 @@
+"""The ATen ops expanded into other graph ops (``frontends/aten_expansions.py``):
+padding, advanced indexing, index_select, flip, diagonal, average and adaptive pooling
+(forward and backward), 1-D convolutions, cumsum, addmm's scalars and pointwise
+identities, each against eager on every device, compiled whole (host fallback off, so
+a node the device did not take would be an error)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mncore
+from mncore_ir.frontends.aten_windows import adaptive_matrix, average_matrix
+
+DEVICES = ["cpu", "interp", "task", "triton", "mncore"]
+
+torch.manual_seed(0)
+X = torch.randn(2, 3, 7, 6)
+IDX = torch.tensor([[0, -1], [2, 1]])
+
+CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "pad": lambda x: F.pad(x, (1, 2, -1, 3), value=0.5),
+    "pad_negative_only": lambda x: F.pad(x, (-2, -1)),
+    "index_adjacent": lambda x: x[:, IDX.to(x.device), 1:3],
+    "index_apart": lambda x: x[torch.tensor([[0, 1], [1, -2]]).to(x.device), :, IDX.to(x.device)],
+    "index_broadcast": lambda x: x[torch.tensor([1, 0]).to(x.device)[:, None], :,
+                                   torch.tensor([[0, 6, -7]]).to(x.device)],
+    "index_select": lambda x: torch.index_select(x, 2, torch.tensor([4, 0, 0]).to(x.device)),
+    "index_put": lambda x: x.index_put((torch.tensor([0, -1, 0]).to(x.device),
+                                        torch.tensor([[2], [-3]]).to(x.device)),
+                                       x[0, 0] * 10, accumulate=True),
+    "setitem": lambda x: _setitem(x),
+    "flip": lambda x: torch.flip(x, (1, 3)),
+    "rot90": lambda x: torch.rot90(x, 1, (2, 3)),
+    "diagonal": lambda x: torch.diagonal(x, 1, 2, 3) + torch.diagonal(x, -2, 3, 2).sum(),
+    "trace": lambda x: torch.trace(x[0, 0]),
+    "isnan": lambda x: torch.isnan(x / x.abs().clamp(max=0.5) - 1).float(),
+    "nan_to_num": lambda x: torch.nan_to_num(torch.log(x), neginf=-3.0),
+    "sign": lambda x: torch.sign(x) * 2,
+    "clamp_tensor": lambda x: torch.clamp(x, x[:, :1], x[:, 1:2] + 1),
+    "var": lambda x: torch.var(x, dim=(1, 3), correction=0) + torch.std(x),
+    "amin": lambda x: torch.amin(x, dim=(0, 2)) + x.min() + x.max(),
+    "cumsum": lambda x: torch.cumsum(x, 2),
+    "avg_pool_ceil": lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                            count_include_pad=False),
+    "avg_pool_divisor": lambda x: F.avg_pool2d(x, (2, 3), (1, 2), (1, 0), divisor_override=5),
+    "avg_pool1d": lambda x: F.avg_pool1d(x.flatten(2), 4, 3, 2, ceil_mode=True),
+    "adaptive_avg_pool": lambda x: F.adaptive_avg_pool2d(x, (3, 4)),
+    "conv1d": lambda x: F.conv1d(x.flatten(2), torch.linspace(-1, 1, 60).reshape(4, 3, 5)
+                                 .to(x.device), stride=2, padding=1),
+    "conv_transpose2d": lambda x: F.conv_transpose2d(
+        x, torch.linspace(-1, 1, 3 * 4 * 9).reshape(3, 4, 3, 3).to(x.device),
+        torch.tensor([0.5, -1.0, 0.0, 2.0]).to(x.device), stride=2, padding=1,
+        output_padding=1),
+    "conv_transpose1d_groups": lambda x: F.conv_transpose1d(
+        x[:, :2].flatten(2), torch.linspace(-1, 1, 2 * 3 * 4).reshape(2, 3, 4).to(x.device),
+        stride=3, groups=2, dilation=2),
+    "addmm_scalars": lambda x: torch.addmm(x[0, 0], x[0, 1], x[1, 1, :6], beta=0.5, alpha=2),
+    "logical_xor": lambda x: torch.logical_xor(x > 0, x < 0.5).float(),
+}
+
+
+def _setitem(x: torch.Tensor) -> torch.Tensor:
+    y = x * 1
+    y[:, torch.tensor([2, 0]).to(x.device), 1:3] = -x[0, :2, :1, :]
+    return y
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest):
+    torch_mncore.init(request.param, host_fallback=False, implicit_sync="silent")
+    yield request.param
+    torch_mncore.init("cpu")
+
+
+def _host_ops() -> dict[str, int]:
+    return {k: v for k, v in torch_mncore.counters().items() if k.startswith("CpuFallback")}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_expansion_matches_eager(device: str, name: str) -> None:
+    fn = CASES[name]
+    expected = fn(X)
+    before = _host_ops()
+    got = fn(X.mncore())
+    torch_mncore.sync()
+    torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+    assert _host_ops() == before
+
+
+class PoolNet(torch.nn.Module):
+    """Convolutions (1-D, 2-D, transposed), padding, pooling and indexing in one
+    trained model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1d = torch.nn.Conv1d(3, 2, 3, padding=1)
+        self.conv = torch.nn.Conv2d(2, 2, 3)
+        self.up = torch.nn.ConvTranspose2d(2, 2, 2, stride=2, padding=1)
+        self.head = torch.nn.Linear(2 * 3, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        y = self.conv1d(x.reshape(n, c, h * w)).reshape(n, 2, h, w)
+        y = F.avg_pool2d(F.pad(torch.relu(y), (1, 1, 0, 1)), 2, 1, ceil_mode=True)
+        y = F.adaptive_avg_pool2d(self.conv(self.up(y)), (3, 1))
+        y = y.flatten(1)
+        return self.head(y)[:, torch.tensor([4, 0, 2]).to(x.device)]
+
+
+def test_training_through_expansions(device: str) -> None:
+    """Three SGD steps: the backward ops (avg_pool2d_backward, the adaptive pool's,
+    1-D and transposed convolution_backward, slices of the padding, index_put) compile as well."""
+
+    def train(on: str) -> list[torch.Tensor]:
+        torch.manual_seed(1)
+        model = PoolNet()
+        if on == "mncore":
+            model = model.mncore()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x, y = torch.randn(2, 3, 4, 3), torch.randn(2, 3)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            xs, ys = (x.mncore(), y.mncore()) if on == "mncore" else (x, y)
+            loss = F.mse_loss(model(xs), ys)
+            loss.backward()
+            opt.step()
+            if on == "mncore":
+                torch_mncore.sync()
+            losses.append(loss.detach().cpu())
+        return [*losses, *(p.detach().cpu() for p in model.parameters())]
+
+    before = _host_ops()
+    got, expected = train("mncore"), train("cpu")
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    assert _host_ops() == before
+
+
+@pytest.mark.parametrize("size,kernel,stride,padding,include",
+                         list(itertools.product([5, 6, 7], [1, 2, 3], [1, 2, 3], [0, 1],
+                                                [True, False])))
+def test_average_matrix_is_torch_pooling(size: int, kernel: int, stride: int, padding: int,
+                                         include: bool) -> None:
+    """The pooling matrix against avg_pool1d itself, with and without ceil_mode."""
+    if padding * 2 > kernel:
+        return  # torch refuses it
+    x = torch.randn(1, 1, size, dtype=torch.float64)
+    for ceil in (False, True):
+        expected = F.avg_pool1d(x, kernel, stride, padding, ceil_mode=ceil,
+                                count_include_pad=include)[0, 0]
+        matrix = average_matrix(size, expected.shape[0], kernel, stride, padding, include)
+        np.testing.assert_allclose(matrix @ x[0, 0].numpy(), expected.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("size,out", [(5, 3), (7, 7), (4, 6), (9, 2), (1, 3)])
+def test_adaptive_matrix_is_torch_pooling(size: int, out: int) -> None:
+    x = torch.randn(1, 1, size, dtype=torch.float64)
+    expected = F.adaptive_avg_pool1d(x, out)[0, 0]
+    np.testing.assert_allclose(adaptive_matrix(size, out) @ x[0, 0].numpy(),
+                               expected.numpy(), rtol=1e-12)
+
+
+def test_boolean_mask_index_runs_on_the_host() -> None:
+    """A mask's result size depends on the values: refused by the importer, so the
+    default host fallback takes it, and the values are eager's."""
+    torch_mncore.init("cpu", implicit_sync="silent")
+    x = X.mncore()
+    got = (x[x > 0] * 2).cpu()
+    torch.testing.assert_close(got, X[X > 0] * 2)
