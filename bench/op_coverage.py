@@ -6,6 +6,7 @@ ops that block the most ops from compiling fully.
 
     python bench/op_coverage.py                      # cpu, interp, task; 3 samples
     python bench/op_coverage.py --devices mncore --samples 1
+    python bench/op_coverage.py --dtype bfloat16 --devices cpu,interp --samples 1
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import torch
+
 from tests import opinfo
 
 
@@ -27,16 +30,19 @@ def main() -> None:
     parser.add_argument("--devices", default="cpu,interp,task")
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--top", type=int, default=12, help="host ops to list per device")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     args = parser.parse_args()
-    ops = opinfo.float32_ops()
-    print(f"{len(ops)} OpInfo entries with float32 samples, {args.samples} samples each\n")
+    dtype = getattr(torch, args.dtype)
+    ops = [op for op in opinfo.float32_ops() if dtype in op.supported_dtypes("cpu")]
+    print(f"{len(ops)} OpInfo entries with {args.dtype} samples, {args.samples} samples "
+          "each\n")
     print("| device | checked | pass | fully compiled | on host | diagnosed | raw | "
           "mismatch | seconds |")
     print("|---|---|---|---|---|---|---|---|---|")
     blockers: dict[str, collections.Counter[str]] = {}
     for device in args.devices.split(","):
         start = time.perf_counter()
-        results = opinfo.sweep(ops, device, samples=args.samples)
+        results = opinfo.sweep(ops, device, samples=args.samples, dtype=dtype)
         seconds = time.perf_counter() - start
         counts = opinfo.summary(results)
         checked = len(results) - counts[opinfo.SKIPPED]

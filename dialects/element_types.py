@@ -3,7 +3,7 @@
 The executors of a level handle a fixed set of element types (the graph interpreter and
 cpu executor map each to a numpy/torch dtype; the cycle simulator holds every value in
 an f32 word). An op of a level carries :class:`SupportedElementTypes`, so an unsupported
-type (``bf16``, ``index``, ``i128``, ...) is a verifier error at the op that names it,
+type (``f80``, ``index``, ``i128``, ...) is a verifier error at the op that names it,
 not a ``KeyError`` deep inside an executor.
 
 xDSL prints a dense literal from its values as Python floats, which loses bits in two
@@ -21,6 +21,7 @@ from typing import Self
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     ContainerType,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -52,14 +53,24 @@ ELEMENT_TYPES: dict[str, Attribute] = {
     "int32": IntegerType(32),
     "bool": i1,
     "uint8": IntegerType(8, Signedness.UNSIGNED),
+    "bfloat16": BFloat16Type(),
+    "float16": Float16Type(),
 }
+#: Floats narrower than f32. Numpy has no bf16, and its f16 arithmetic is not torch's:
+#: the graph interpreter holds them in f32 arrays and rounds each op's result to the
+#: type, as torch's CPU kernels compute in f32 and round once per op.
+NARROW_FLOATS: tuple[Attribute, ...] = (BFloat16Type(), Float16Type())
 
-#: The graph and task levels: every type with a numpy and a torch dtype.
+#: The graph level: every type with a torch dtype.
 GRAPH_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(ELEMENT_TYPES.values())
+#: The task level: the narrow floats stay at the graph level for now (the lazy
+#: runtime's task and triton devices run their ops on the host).
+TASK_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(
+    t for t in GRAPH_ELEMENT_TYPES if t not in NARROW_FLOATS)
 #: The mncore level: a word is an f32 and holds integers and booleans exactly; f64 has
 #: no word form.
 MNCORE_ELEMENT_TYPES: tuple[Attribute, ...] = tuple(
-    t for t in GRAPH_ELEMENT_TYPES if not isinstance(t, Float64Type))
+    t for t in TASK_ELEMENT_TYPES if not isinstance(t, Float64Type))
 
 
 @dataclass(frozen=True)

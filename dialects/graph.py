@@ -16,9 +16,11 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
+    BFloat16Type,
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -96,7 +98,7 @@ def element_type_of(value: SSAValue | Attribute) -> Attribute:
 
 
 def is_float(element_type: Attribute) -> bool:
-    return isinstance(element_type, Float32Type | Float64Type)
+    return isinstance(element_type, Float32Type | Float64Type | BFloat16Type | Float16Type)
 
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
@@ -299,6 +301,14 @@ class LogOp(FloatUnaryOp):
 @irdl_op_definition
 class Log1pOp(FloatUnaryOp):
     name = "graph.log1p"
+
+
+@irdl_op_definition
+class FloorOp(FloatUnaryOp):
+    """The largest integer not above ``x`` (ceil, trunc, round and frac are made of
+    it)."""
+
+    name = "graph.floor"
 
 
 @irdl_op_definition
@@ -1310,7 +1320,7 @@ class FusedOp(GraphOp):
 
 
 ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
-                     TanhOp, SigmoidOp, ErfOp, NotOp)
+                     TanhOp, SigmoidOp, ErfOp, NotOp, FloorOp)
 ELEMENTWISE_BINARY = (AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, AndOp, OrOp,
                       EqOp, NeOp, LtOp, LeOp, GtOp, GeOp)
 

@@ -103,6 +103,8 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
     g.LogOp: _pointwise("torch.log({0})", "tl.log({0})", "flog", reference=_unary(np.log)),
     g.Log1pOp: _pointwise("torch.log1p({0})", None, reference=_unary(np.log1p),
                           decompose=dec.log1p),
+    g.FloorOp: _pointwise("torch.floor({0})", "tl.floor({0})", reference=_unary(np.floor),
+                          decompose=dec.floor),
     g.SqrtOp: _pointwise("torch.sqrt({0})", "tl.sqrt({0})", reference=_unary(np.sqrt),
                          decompose=dec.sqrt),
     g.RsqrtOp: _pointwise("torch.rsqrt({0})", "1.0 / tl.sqrt({0})", "frsqrt",

@@ -92,6 +92,25 @@ def log1p(b: Builder, op: g.Log1pOp) -> list[SSAValue]:
     return [e(g.WhereOp(exact, x, general))]
 
 
+#: Past this magnitude every f32 is an integer.
+F32_INTEGERS = 2.0**23
+
+
+def floor(b: Builder, op: g.FloorOp) -> list[SSAValue]:
+    """Round to an integer by adding and subtracting 2**23 (of x's sign: the sum's ulp
+    is 1, so f32 addition rounds it to nearest), then step down where that rounded up.
+    Past 2**23 (and for infinities, NaN and signed zeros) x is its own floor."""
+    e, x = _Insert(b, op.input), op.input
+    magic = e(g.WhereOp(e(g.GeOp(x, e.scalar(0.0))), e.scalar(F32_INTEGERS),
+                        e.scalar(-F32_INTEGERS)))
+    nearest = e(g.SubOp(e(g.AddOp(x, magic)), magic))
+    below = e(g.WhereOp(e(g.GtOp(nearest, x)), e(g.SubOp(nearest, e.scalar(1.0))), nearest))
+    magnitude = e(g.MaximumOp(x, e(g.NegOp(x))))
+    integral = e(g.OrOp(e(g.GeOp(magnitude, e.scalar(F32_INTEGERS))),
+                        e(g.EqOp(x, e.scalar(0.0)))))
+    return [e(g.WhereOp(integral, x, below))]
+
+
 def sqrt(b: Builder, op: g.SqrtOp) -> list[SSAValue]:
     """1 / rsqrt(x)"""
     e = _Insert(b, op.input)

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.diagnostics import InterpretationError
-from mncore_ir.dialects.values import constant_value, numpy_dtype
+from mncore_ir.dialects.element_types import NARROW_FLOATS
+from mncore_ir.dialects.values import as_element_type, constant_value, numpy_dtype
 
 
 def check_indices(op: Operation, index: np.ndarray, size: int, axis: str = "dimension 0",
@@ -163,11 +164,32 @@ def index_put(op: g.IndexPutOp, x: np.ndarray, indices: np.ndarray, values: np.n
     check_indices(op, indices, x.shape[0], negative=True)
     out = np.array(x, copy=True)
     values = np.broadcast_to(values, (*indices.shape, *x.shape[1:]))
-    if op.accumulate.value.data:
+    typ = g.element_type_of(op.result)
+    if op.accumulate.value.data and typ in NARROW_FLOATS:
+        _add_rounding_each(out, indices, values, typ)
+    elif op.accumulate.value.data:
         np.add.at(out, indices, values)
     else:
         out[indices] = values
     return out
+
+
+def _add_rounding_each(out: np.ndarray, indices: np.ndarray, values: np.ndarray,
+                       typ: Attribute) -> None:
+    """``np.add.at`` rounding to ``typ`` after each addition, in order, as torch's CPU
+    kernel adds a narrow float's duplicates one at a time: each round adds one
+    occurrence of every index."""
+    rows = (indices.ravel() % max(out.shape[0], 1)).astype(np.int64)
+    values = values.reshape(rows.size, *out.shape[1:])
+    order = np.argsort(rows, kind="stable")
+    ranked = rows[order]
+    starts = np.searchsorted(ranked, ranked, side="left")
+    occurrence = np.empty_like(rows)
+    occurrence[order] = np.arange(rows.size) - starts
+    for k in range(int(occurrence.max(initial=-1)) + 1):
+        chosen = occurrence == k
+        at = rows[chosen]
+        out[at] = as_element_type(out[at] + values[chosen], typ)
 
 
 def _index_window(index: np.ndarray, dim: int) -> tuple[slice, ...]:

@@ -93,7 +93,7 @@ from xdsl.utils.hints import isa
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.diagnostics import OpVerifyException as OpVerifyException
 from mncore_ir.dialects.element_types import (
-    GRAPH_ELEMENT_TYPES,
+    TASK_ELEMENT_TYPES,
     DenseLiteralFormat,
     SupportedElementTypes,
 )
@@ -116,7 +116,7 @@ from mncore_ir.dialects.task_regions import first_miscounted as first_miscounted
 from mncore_ir.dialects.values import find_function, paused_gc
 
 #: The task level runs on the megakernel simulator and Triton: the graph's element types.
-TASK_TYPES = SupportedElementTypes("task", GRAPH_ELEMENT_TYPES, static_shapes=True)
+TASK_TYPES = SupportedElementTypes("task", TASK_ELEMENT_TYPES, static_shapes=True)
 
 
 @irdl_attr_definition

@@ -18,8 +18,16 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.frontends.aten_handlers import handles, reduce, splat, variance
-from mncore_ir.frontends.fx_importer import FxImporter, unsupported
+from mncore_ir.dialects.values import constant_value
+from mncore_ir.frontends.aten_handlers import (
+    handles,
+    narrowed,
+    reduce,
+    splat,
+    variance,
+    widened,
+)
+from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, unsupported
 
 aten = torch.ops.aten
 
@@ -66,6 +74,74 @@ def _sign(imp: FxImporter, node: fx.Node) -> SSAValue:
     negative = imp.insert(g.WhereOp(imp.insert(g.LtOp(x, zero), hint=False),
                                     imp.insert(g.NegOp(one), hint=False), x), hint=False)
     return imp.insert(g.WhereOp(imp.insert(g.GtOp(x, zero), hint=False), one, negative))
+
+
+@handles(aten.floor.default, aten.ceil.default, aten.trunc.default, aten.round.default,
+         aten.frac.default)
+def _rounding(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """All of ``graph.floor``: ``ceil(x) = -floor(-x)``; ``trunc(x)`` is
+    ``floor(|x|)`` with x's sign; ``round`` takes half to even from ``d = x - floor(x)`` (exact in
+    floating point); ``frac(x) = x - trunc(x)``. An integer is its own floor."""
+    x = imp.value(node.args[0])
+    typ = g.element_type_of(x)
+    if not g.is_float(typ):
+        return x
+
+    def floor(v: SSAValue) -> SSAValue:
+        return imp.insert(g.FloorOp(v), hint=False)
+
+    def where(c: Any, a: SSAValue, b: SSAValue) -> SSAValue:
+        return imp.insert(g.WhereOp(c, a, b), hint=False)
+
+    def lt(a: SSAValue, b: SSAValue) -> SSAValue:
+        return imp.insert(g.LtOp(a, b), hint=False)
+
+    target = node.target
+    if target == aten.floor.default:
+        return imp.insert(g.FloorOp(x))
+    if target == aten.ceil.default:
+        return imp.insert(g.NegOp(floor(imp.insert(g.NegOp(x), hint=False))))
+    zero, half = imp.constant(0.0, typ), imp.constant(0.5, typ)
+    if target in (aten.trunc.default, aten.frac.default):  # one floor, of |x|
+        whole = floor(imp.insert(g.MaximumOp(x, imp.insert(g.NegOp(x), hint=False)),
+                                 hint=False))
+        truncated = where(lt(x, zero), imp.insert(g.NegOp(whole), hint=False), whole)
+        if target == aten.trunc.default:
+            return truncated
+        return imp.insert(g.SubOp(x, truncated))
+    down = floor(x)
+    up = imp.insert(g.AddOp(down, imp.constant(1.0, typ)), hint=False)
+    fraction = imp.insert(g.SubOp(x, down), hint=False)
+    halved = floor(imp.insert(g.MulOp(down, half), hint=False))
+    odd = lt(imp.insert(g.AddOp(halved, halved), hint=False), down)
+    return where(lt(half, fraction), up, where(lt(fraction, half), down, where(odd, up, down)))
+
+
+@handles(aten.log2.default, aten.log10.default, aten.exp2.default)
+def _other_bases(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """Logarithms and powers of other bases through the natural ones (a rounding more
+    than a native kernel: within a few ulps)."""
+    dtype = imp.meta(node).dtype
+    x = imp.as_type(node.args[0], dtype)
+    base = 10.0 if node.target == aten.log10.default else 2.0
+    scale = imp.constant(math.log(base), TORCH_TO_ELEMENT[dtype])
+    if node.target == aten.exp2.default:
+        return imp.insert(g.ExpOp(imp.insert(g.MulOp(x, scale), hint=False)))
+    return imp.insert(g.DivOp(imp.insert(g.LogOp(x), hint=False), scale))
+
+
+@handles(aten.fmax.default, aten.fmin.default)
+def _fmax(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """maximum/minimum that ignore a NaN operand (NaN only where both are)."""
+    dtype = imp.meta(node).dtype
+    a, b = (imp.as_type(v, dtype) for v in node.args[:2])
+    op = g.MaximumOp if node.target == aten.fmax.default else g.MinimumOp
+    both = imp.insert(op(a, b), hint=False)
+    if not g.is_float(TORCH_TO_ELEMENT[dtype]):
+        return both
+    b_or_both = imp.insert(g.WhereOp(imp.insert(g.NeOp(b, b), hint=False), a, both),
+                           hint=False)
+    return imp.insert(g.WhereOp(imp.insert(g.NeOp(a, a), hint=False), b, b_or_both))
 
 
 @handles(aten.logical_xor.default)
@@ -153,7 +229,9 @@ def _cumsum(imp: FxImporter, node: fx.Node) -> SSAValue:
 def along(imp: FxImporter, x: SSAValue, dim: int, matrix: np.ndarray) -> SSAValue:
     """``x`` with dimension ``dim`` (of size ``matrix.shape[1]``) replaced by
     ``matrix @ x`` along it: the dimension moved last and multiplied by the
-    transposed constant."""
+    transposed constant (in f32 for a narrow float)."""
+    typ = g.element_type_of(x)
+    x = widened(imp, x)
     shape = list(g.shape_of(x))
     rank = len(shape)
     out_size, in_size = matrix.shape
@@ -164,10 +242,10 @@ def along(imp: FxImporter, x: SSAValue, dim: int, matrix: np.ndarray) -> SSAValu
     weights = imp.constant(matrix.T, g.element_type_of(x), (in_size, out_size))
     product = imp.insert(g.MatmulOp(rows, weights), hint=False)
     result = imp.reshape(product, (*lead, out_size))
-    if dim == rank - 1:
-        return result
-    inverse = [perm.index(d) for d in range(rank)]
-    return imp.insert(g.PermuteOp(result, perm=inverse), hint=False)
+    if dim != rank - 1:
+        inverse = [perm.index(d) for d in range(rank)]
+        result = imp.insert(g.PermuteOp(result, perm=inverse), hint=False)
+    return narrowed(imp, result, typ)
 
 
 # ----------------------------------------------------------------------- padding
@@ -200,7 +278,6 @@ def _constant_pad_nd(imp: FxImporter, node: fx.Node) -> SSAValue:
         if pieces:
             parts = ([pieces.pop(0)] if before > 0 else []) + [x] + pieces
             x = imp.insert(g.ConcatOp(*parts, dim=dim), hint=False)
-    x.name_hint = None
     return imp.reshape(x, imp.meta(node).shape)
 
 
@@ -208,11 +285,12 @@ def _constant_pad_nd(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 
 def _wrapped(imp: FxImporter, index: SSAValue, size: int) -> SSAValue:
-    """``index`` as i64 with negative entries counted from ``size`` (a constant's
-    entries are non-negative already)."""
+    """``index`` as i64 with negative entries counted from ``size`` (a constant with
+    none as it is)."""
     if g.element_type_of(index) != g.i64:
         index = imp.insert(g.ConvertOp(index, g.i64), hint=False)
-    if isinstance(index.owner, g.ConstantOp):
+    if isinstance(index.owner, g.ConstantOp) and constant_value(index.owner.value).min(
+            initial=0) >= 0:
         return index
     # clamped to [-size - 1, size] first, where an index out of range stays out of
     # range: the arithmetic below then stays small (an integer in an f32 word, at the
@@ -394,7 +472,7 @@ def _flip(imp: FxImporter, node: fx.Node) -> SSAValue:
     for dim in sorted({d % max(rank, 1) for d in node.args[1]}) if rank else []:
         n = g.shape_of(x)[dim]
         if n > 1:
-            reverse = imp.constant(np.arange(n - 1, -1, -1), g.i64, (n,))  # non-negative
+            reverse = imp.constant(np.arange(n - 1, -1, -1), g.i64, (n,))
             x = take(imp, x, [*[None] * dim, reverse])
     return imp.reshape(x, imp.meta(node).shape)
 

@@ -14,6 +14,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.element_types import NARROW_FLOATS
 from mncore_ir.frontends.fx_importer import (
     TORCH_TO_ELEMENT,
     FxImporter,
@@ -376,11 +377,27 @@ def _any(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.insert(g.GtOp(found, imp.constant(0.0, g.f32)))  # exact on every level
 
 
+def widened(imp: FxImporter, x: SSAValue) -> SSAValue:
+    """``x`` in f32 if it is a narrow float: an expansion of several ops computes in f32
+    and rounds once at the end (:func:`narrowed`), as torch's CPU kernels do."""
+    if g.element_type_of(x) in NARROW_FLOATS:
+        return imp.insert(g.ConvertOp(x, g.f32), hint=False)
+    return x
+
+
+def narrowed(imp: FxImporter, x: SSAValue, element_type: Any) -> SSAValue:
+    """``x`` back in ``element_type`` after :func:`widened`."""
+    if g.element_type_of(x) != element_type:
+        return imp.insert(g.ConvertOp(x, element_type))
+    return x
+
+
 def variance(imp: FxImporter, node: fx.Node, dims: Any, correction: float, keep: bool
              ) -> tuple[SSAValue, SSAValue]:
     """``sum((x - mean)^2) / (n - correction)`` over ``dims``, and the mean (shaped as
     the variance)."""
-    x = imp.value(node.args[0])
+    given = imp.value(node.args[0])
+    x = widened(imp, given)
     shape = g.shape_of(x)
     dims = imp.dims(dims, len(shape))
     count = math.prod(shape[d] for d in dims)
@@ -389,7 +406,9 @@ def variance(imp: FxImporter, node: fx.Node, dims: Any, correction: float, keep:
     squares = imp.insert(g.MulOp(centered, centered), hint=False)
     total = reduce(imp, g.SumOp, squares, dims, keep, hint=False)
     var = imp.insert(g.DivOp(total, imp.constant(count - correction, g.element_type_of(x))))
-    return var, imp.reshape(mean, g.shape_of(var))
+    typ = g.element_type_of(given)
+    return (narrowed(imp, var, typ),
+            narrowed(imp, imp.reshape(mean, g.shape_of(var)), typ))
 
 
 @handles(aten.var_mean.correction)

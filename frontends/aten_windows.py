@@ -23,7 +23,9 @@ from mncore_ir.frontends.aten_handlers import (
     convolution,
     convolution_backward,
     handles,
+    narrowed,
     reduce,
+    widened,
     windows_of,
 )
 from mncore_ir.frontends.fx_importer import FxImporter
@@ -33,11 +35,14 @@ aten = torch.ops.aten
 
 def _separable(imp: FxImporter, x: SSAValue, matrices: Sequence[np.ndarray],
                transpose: bool = False) -> SSAValue:
-    """One pooling matrix per trailing spatial dimension (transposed: the backward)."""
+    """One pooling matrix per trailing spatial dimension (transposed: the backward),
+    in f32 for a narrow float, rounded once."""
+    typ = g.element_type_of(x)
+    x = widened(imp, x)
     first = len(g.shape_of(x)) - len(matrices)
     for i, matrix in enumerate(matrices):
         x = along(imp, x, first + i, matrix.T if transpose else matrix)
-    return x
+    return narrowed(imp, x, typ)
 
 
 def average_matrix(size: int, out: int, kernel: int, stride: int, padding: int,

@@ -116,6 +116,8 @@ class FxImporter:
                  handlers: Mapping[Any, Handler], tolerant: bool = False,
                  element_types: Collection[Attribute] | None = None) -> None:
         self.graph = gm if isinstance(gm, fx.Graph) else gm.graph
+        #: Where ``get_attr`` nodes (a graph's constant tensors) are read from.
+        self.module = gm if isinstance(gm, fx.GraphModule) else gm.owning_module
         self.handlers = handlers
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(example_inputs):
@@ -183,6 +185,8 @@ class FxImporter:
         return FuncOp(self.func_name, ftype, Region(self.block))
 
     def _import(self, node: fx.Node) -> Any:
+        if node.op == "get_attr" and self.module is not None:
+            return self._constant_attribute(node)
         if node.op != "call_function":
             raise unsupported(node, f"FX node kind {node.op!r} ({node.name}) is not supported")
         self.location = self._location_of(node)
@@ -192,6 +196,22 @@ class FxImporter:
         if self.element_types is not None:
             self._check_types(node, [node.meta.get("val"), *node.all_input_nodes])
         return handler(self, node)
+
+    def _constant_attribute(self, node: fx.Node) -> SSAValue:
+        """A constant tensor the graph module holds (``torch.compile`` lifts a
+        ``torch.tensor(...)`` written in the function into one) as a dense literal."""
+        self.location = self._location_of(node)
+        value = self.module
+        for part in str(node.target).split("."):
+            value = getattr(value, part)
+        if not isinstance(value, torch.Tensor) or value.dtype not in TORCH_TO_ELEMENT:
+            raise unsupported(node, f"constant {node.target} of type "
+                                    f"{getattr(value, 'dtype', type(value).__name__)}")
+        self._check_types(node, [value])
+        array = value.detach().cpu()
+        if array.dtype in (torch.bfloat16, torch.float16):
+            array = array.float()
+        return self.constant(array.numpy(), TORCH_TO_ELEMENT[value.dtype], tuple(value.shape))
 
     def _check_types(self, node: fx.Node, values: Sequence[Any]) -> None:
         """Refuse ``node`` when one of ``values`` (tensors or nodes) has an element

@@ -157,12 +157,12 @@ def import_graph(gm: fx.GraphModule | fx.Graph, examples: Sequence[torch.Tensor]
     """The core-ATen graph as ``func.func @main`` with arguments ``names`` (default
     ``inN``); a failure names the node's line. ``tolerant``: the nodes the importer
     cannot take are a :class:`_Split` (all of them, with why), not an error.
-    ``origins`` is filled with the node (name) each op was imported from; a tolerant
-    import refuses the nodes that read or make another element type than
-    ``element_types`` (the device's)."""
+    ``origins`` is filled with the node (name) each op was imported from; the nodes
+    that read or make another element type than ``element_types`` (the device's) are
+    refused."""
     names = list(names) if names is not None else [f"in{i}" for i in range(len(examples))]
     importer = FxImporter(gm, examples, "main", names, HANDLERS, tolerant=tolerant,
-                          element_types=element_types if tolerant else None)
+                          element_types=element_types)
     if origins is not None:
         importer.origins = origins
     try:

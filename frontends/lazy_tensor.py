@@ -481,6 +481,9 @@ def ensure_backend() -> None:
         for name in ("_copy_from", "_copy_from_and_resize", *_factory_names()):
             lib.impl(name, _runtime_kernel(name), "PrivateUse1")
         _LIBRARIES.append(lib)
+        from mncore_ir.frontends import lazy_autocast
+
+        lazy_autocast.register(getattr(torch, DEVICE_NAME))
         _SET_UP = True
 
 

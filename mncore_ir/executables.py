@@ -32,9 +32,11 @@ def torch_code(module: ModuleOp) -> Executable:
 
 def reference_interpreter(module: ModuleOp) -> Executable:
     """The module's entry function in the numpy reference interpreter."""
+    from mncore_ir.dialects.values import find_function
     from mncore_ir.targets.graph_interpreter import run_function
 
-    return on_arrays(lambda arrays: run_function(module, arrays))
+    outputs = [t.get_element_type() for t in find_function(module).function_type.outputs]
+    return on_arrays(lambda arrays: run_function(module, arrays), outputs)
 
 
 def megakernel_simulator(module: ModuleOp) -> Executable:
@@ -54,13 +56,22 @@ def cycle_simulator(module: ModuleOp) -> Executable:
     return ProgramRunner(find_program(module))
 
 
-def on_arrays(run: ArrayFunction) -> Executable:
-    """``run`` (numpy arrays in and out) on torch tensors."""
+def on_arrays(run: ArrayFunction, outputs: Sequence[Any] = ()) -> Executable:
+    """``run`` (numpy arrays in and out) on torch tensors. Narrow floats, which numpy
+    holds in f32, go in as f32 and come out in the type of ``outputs`` (the element
+    types of the results, where they may be narrow)."""
     import torch
 
+    from mncore_ir.dialects.element_types import ELEMENT_TYPES, NARROW_FLOATS
+
+    narrow = {getattr(torch, name) for name, t in ELEMENT_TYPES.items() if t in NARROW_FLOATS}
+    casts = {i: getattr(torch, name) for i, t in enumerate(outputs) if t in NARROW_FLOATS
+             for name, u in ELEMENT_TYPES.items() if u == t}
+
     def interpret(args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        outs = run([a.numpy() for a in args])
-        return [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
+        outs = run([(a.float() if a.dtype in narrow else a).numpy() for a in args])
+        tensors = [torch.from_numpy(np.array(o)) for o in outs]  # contiguous, 0-d kept
+        return [t.to(casts[i]) if i in casts else t for i, t in enumerate(tensors)]
 
     return interpret
 

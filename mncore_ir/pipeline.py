@@ -20,7 +20,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from mncore_ir import executables
-from mncore_ir.dialects.element_types import MNCORE_ELEMENT_TYPES
+from mncore_ir.dialects.element_types import MNCORE_ELEMENT_TYPES, TASK_ELEMENT_TYPES
 from mncore_ir.dominance import DominanceError, check_dominance
 from mncore_ir.executables import Executable
 from mncore_ir.registry import get_all_dialects, get_all_passes
@@ -61,10 +61,10 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            executables.reference_interpreter, "interp"),
     Device("task", "the megakernel simulator",
            "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
-           executables.megakernel_simulator, "task"),
+           executables.megakernel_simulator, "task", TASK_ELEMENT_TYPES),
     Device("triton", "the Triton megakernel (Triton's interpreter without a GPU)",
            "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
-           executables.triton_megakernel, "triton"),
+           executables.triton_megakernel, "triton", TASK_ELEMENT_TYPES),
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
            f"{GRAPH_PIPELINE},convert-graph-to-task,"
            f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",

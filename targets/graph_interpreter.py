@@ -35,9 +35,9 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.diagnostics import InterpretationError as InterpretationError
 from mncore_ir.dialects.graph_semantics import SEMANTICS, semantics
 from mncore_ir.dialects.graph_semantics_numpy import check_indices as check_indices
+from mncore_ir.dialects.values import as_element_type, has_numpy_dtype
 from mncore_ir.dialects.values import constant_value as constant_value
 from mncore_ir.dialects.values import find_function as find_function
-from mncore_ir.dialects.values import has_numpy_dtype
 from mncore_ir.dialects.values import nbytes as nbytes
 from mncore_ir.dialects.values import numpy_dtype as numpy_dtype
 
@@ -83,9 +83,10 @@ def check_sizes(root: Operation, input_types: Sequence[Attribute],
 
 
 def _cast(value: Any, result_type: Attribute) -> np.ndarray:
-    """Keep the IR's element type: numpy promotes 0-d operands differently than torch."""
+    """Keep the IR's element type: numpy promotes 0-d operands differently than torch
+    (and computes narrow floats in f32: the result rounds to the type)."""
     assert isinstance(result_type, TensorType)
-    return np.asarray(value).astype(numpy_dtype(result_type.element_type), copy=False)
+    return as_element_type(value, result_type.element_type)
 
 
 def run_reference(op: Operation, args: Sequence[Any]) -> tuple[np.ndarray, ...]:
@@ -135,7 +136,7 @@ def check_inputs(func: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
         if arr.shape != expected:
             raise InterpretationError(f"argument {i} of @{func.sym_name.data} has shape "
                                       f"{arr.shape}, expected {expected} ({typ})")
-        out.append(arr.astype(numpy_dtype(typ.element_type), copy=False))
+        out.append(as_element_type(arr, typ.element_type))
     return out
 
 

@@ -199,7 +199,9 @@ class _Generator:
             assert v.constant is not None
             v.expr = f"_c{self._constant_count}"
             self._constant_count += 1
-            self.globals[v.expr] = torch.from_numpy(v.constant)
+            # a narrow float's constant is held in f32 (every value exact in the type)
+            self.globals[v.expr] = torch.from_numpy(v.constant).to(
+                getattr(torch, torch_dtype(value.type.element_type)[len("torch."):]))
             self.comments.append(f"# {v.expr}: constant {value.type}")
         if v.local:
             self._reads.append(v.expr)

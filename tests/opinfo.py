@@ -180,11 +180,12 @@ def _run_sample(op: OpInfo, sample: Any, args: tuple[Any, ...], expected: Any,
     return COMPILED, ""
 
 
-def sweep(ops: Iterable[OpInfo], device: str, samples: int = 3, repeats: int = 1
-          ) -> list[OpResult]:
+def sweep(ops: Iterable[OpInfo], device: str, samples: int = 3, repeats: int = 1,
+          dtype: torch.dtype = torch.float32) -> list[OpResult]:
     """Every op of ``ops`` on ``device`` (a fresh runtime, silent implicit syncs)."""
     torch_mncore.init(device, implicit_sync="silent")
-    return [run_op(op, samples=samples, repeats=repeats) for op in ops]
+    return [run_op(op, dtype, samples=samples, repeats=repeats) for op in ops
+            if dtype in op.supported_dtypes("cpu")]
 
 
 def summary(results: list[OpResult]) -> dict[str, int]:

@@ -105,6 +105,26 @@ def test_a_graph_the_device_cannot_take_runs_eagerly() -> None:
     assert [k for k in torch_mncore.counters() if k.startswith("DynamoFallback::")]
 
 
+@pytest.mark.parametrize("device", ["cpu", "interp", "mncore"])
+def test_constant_tensors_of_the_function_are_compiled(device: str) -> None:
+    """Dynamo lifts a ``torch.tensor(...)`` written in the function into a ``get_attr``
+    constant of the graph: imported as a literal (a negative index included), the
+    graph compiles instead of running eagerly."""
+    torch_mncore.init(device)
+    torch_mncore.reset_metrics()
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return x[torch.tensor([0, -1, 2])] * torch.tensor([[2.0], [3.0], [-1.0]])
+
+    x = torch.randn(4, 3)
+    out = torch.compile(fn, backend="mncore")(x)
+    torch.testing.assert_close(out, fn(x))
+    counters = torch_mncore.counters()
+    assert counters["DynamoCompiles"] == 1
+    assert not [k for k in counters if k.startswith("DynamoFallback::")]
+    torch_mncore.init("cpu")
+
+
 def test_new_shapes_recompile_and_say_why() -> None:
     torch_mncore.init("cpu")
     torch_mncore.reset_metrics()

@@ -116,6 +116,10 @@ CASES: dict[str, tuple[list[Attribute], Build, Callable[[], list[np.ndarray]]]] 
     "log1p": ([T], lambda a: g.Log1pOp(a[0]), lambda: [np.concatenate(
         [_floats(2, 5, positive=True) - 0.99,
          np.array([[0.0, 1e-9, -1e-9, 3e-8, np.inf]], np.float32)])]),
+    "floor": ([T], lambda a: g.FloorOp(a[0]), lambda: [np.array(
+        [[0.5, -0.5, 2.5, -2.5, 8388607.5],
+         [-8388607.5, 1e9, -1e9, np.inf, -np.inf],
+         [0.49999997, -0.49999997, -3.7, 1234.56, 3e-8]], np.float32)]),
     "abs": ([T], lambda a: g.AbsOp(a[0]), lambda: [_floats(3, 5)]),
     "abs-i64": ([I64], lambda a: g.AbsOp(a[0]), lambda: [RNG.integers(-9, 9, (3, 5))]),
     "abs-i1": ([BOOL], lambda a: g.AbsOp(a[0]), lambda: [RNG.random((3, 5)) < 0.5]),

@@ -10,6 +10,8 @@ import pytest
 from xdsl.dialects.builtin import TensorType
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.element_types import NARROW_FLOATS
+from mncore_ir.dialects.values import as_element_type, numpy_dtype
 from mncore_ir.tools import mncore_run
 from mncore_ir.tools.mncore_run import random_inputs
 
@@ -28,7 +30,9 @@ def test_drawing_takes_about_the_inputs_own_memory(name: str) -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert value.dtype == np.dtype(name) and value.shape == SHAPE
+    assert value.dtype == numpy_dtype(typ.element_type) and value.shape == SHAPE
+    if typ.element_type in NARROW_FLOATS:  # held in f32, every value the type's own
+        assert np.array_equal(value, as_element_type(value, typ.element_type))
     assert peak <= 1.1 * value.nbytes + 64 * 1024, (peak, value.nbytes)
 
 

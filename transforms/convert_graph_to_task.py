@@ -49,6 +49,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.element_types import TASK_ELEMENT_TYPES
 from mncore_ir.dialects.task import Tile
 from mncore_ir.dialects.task_regions import RegionTypes
 from mncore_ir.dialects.values import paused_gc
@@ -229,8 +230,13 @@ class KernelBuilder:
                 self.current)
 
     def check_addressable(self, op: Operation, values: Sequence[SSAValue]) -> None:
-        """Refuse tensors the task level cannot address."""
+        """Refuse tensors the task level cannot address or hold."""
         for value in values:
+            element = g.element_type_of(value)
+            if element not in TASK_ELEMENT_TYPES:
+                raise TaskConversionError(
+                    f"{op.name}: element type {element} is not supported at the task level "
+                    "(it stays at the graph level: run it on the cpu or interp device)", op)
             count = math.prod(g.shape_of(value))
             if count > MAX_BUFFER_ELEMENTS:
                 raise TaskConversionError(

@@ -10,6 +10,13 @@ func.func @main(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> (tensor<2x3xf32>, ten
   func.return %1, %2, %3 : tensor<2x3xf32>, tensor<2xf32>, tensor<f32>
 }
 
+func.func @narrow(%a: tensor<3xbf16>) -> tensor<3xbf16> {
+  %c = graph.constant dense<[1.5, 3.14159, -2.0]> : tensor<3xbf16>
+  %0 = graph.mul %a, %c : tensor<3xbf16>, tensor<3xbf16> -> tensor<3xbf16>
+  %1 = graph.exp %0 : tensor<3xbf16>
+  func.return %1 : tensor<3xbf16>
+}
+
 func.func @scale(%x: tensor<3xi64>) -> tensor<3xi64> {
   %c = graph.constant dense<[2, 3, 4]> : tensor<3xi64>
   %0 = graph.mul %x, %c : tensor<3xi64>, tensor<3xi64> -> tensor<3xi64>
@@ -110,3 +117,9 @@ func.func @scale(%x: tensor<3xi64>) -> tensor<3xi64> {
 // INVALID-NEXT: {{^}}  %0 = graph.add
 // INVALID-NEXT: {{^}}  ^^
 // INVALID-NOT:  {{.}}
+
+// bf16 rounds after each op as torch's CPU kernels do: the literal 3.14159 holds
+// 3.140625, 0.5 * 3.140625 = 1.5703125 is exact, and its exp, 4.8077, rounds to
+// 4.8125 (torch.exp(a * c) in bfloat16 gives the same three values).
+// RUN: mncore-run %s --function narrow --args 'dense<[1.0, 0.5, 2.0]> : tensor<3xbf16>' | filecheck %s --check-prefix=BF16
+// BF16: {{\A}}result0 = tensor<3xbf16>: [4.46875 , 4.8125  , 0.018311]

@@ -30,6 +30,9 @@
 // ROW-TILE: mncore-opt: error: convert-graph-to-task: workers, tile sizes and max_tasks must be >= 1
 // RUN: not mncore-opt %s -p 'convert-graph-to-task{max_tasks=0}' 2>&1 | filecheck %s --check-prefix=MAX-TASKS
 // MAX-TASKS: mncore-opt: error: convert-graph-to-task: workers, tile sizes and max_tasks must be >= 1
+// bf16 and f16 stay at the graph level: refused at the first op that holds one.
+// RUN: not mncore-opt %S/Inputs/bf16_graph.mlir -p convert-graph-to-task 2>&1 | filecheck %s --check-prefix=NARROW
+// NARROW: bf16_graph.mlir:2:3: error: graph.convert: element type bf16 is not supported at the task level
 
 // Elementwise ops on 2x9: tiles of 1x6 and 1x3 (at most 6 elements, filled from the
 // innermost dimension). Each input is read over the tile's broadcast image: %p whole

@@ -30,6 +30,8 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore as mn
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.element_types import NARROW_FLOATS
+from mncore_ir.dialects.values import round_narrow
 from mncore_ir.parsing import LocatingParser
 from mncore_ir.registry import get_all_dialects, get_all_frontends
 from mncore_ir.targets.graph_interpreter import (
@@ -63,6 +65,8 @@ def random_inputs(types: Sequence[TensorType], seed: int, int_high: int) -> list
         shape, dtype = g.shape_of(typ), numpy_dtype(typ.element_type)
         if dtype.kind == "f":
             out.append(rng.standard_normal(shape, dtype=dtype))
+            if typ.element_type in NARROW_FLOATS:  # drawn in f32, the dtype holding them
+                round_narrow(out[-1], typ.element_type)
         elif dtype.kind == "b":
             out.append(rng.integers(0, 2, shape, dtype=dtype))
         else:

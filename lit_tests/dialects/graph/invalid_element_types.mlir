@@ -5,13 +5,13 @@
 // parsed (mncore_ir/parsing.py), with the caret under the element that does not fit.
 // RUN: mncore-opt %s --parsing-diagnostics --split-input-file | filecheck %s
 
-func.func @bf16(%a: tensor<2xbf16>) -> tensor<2xbf16> {
-  %0 = graph.add %a, %a : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16>
+func.func @i16(%a: tensor<2xi16>) -> tensor<2xi16> {
+  %0 = graph.add %a, %a : tensor<2xi16>, tensor<2xi16> -> tensor<2xi16>
   // CHECK:      invalid_element_types.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %0 = graph.add %a, %a : tensor<2xbf16>, tensor<2xbf16> -> tensor<2xbf16>
+  // CHECK-NEXT: %0 = graph.add %a, %a : tensor<2xi16>, tensor<2xi16> -> tensor<2xi16>
   // CHECK-NEXT: ^^
-  // CHECK-NEXT: graph.add: element type bf16 is not supported at the graph level (supported: f32, f64, i64, i32, i1, ui8)
-  func.return %0 : tensor<2xbf16>
+  // CHECK-NEXT: graph.add: element type i16 is not supported at the graph level (supported: f32, f64, i64, i32, i1, ui8, bf16, f16)
+  func.return %0 : tensor<2xi16>
 }
 
 // -----
@@ -27,12 +27,12 @@ func.func @index(%a: tensor<2xindex>) -> tensor<2xf32> {
 
 // -----
 
-func.func @f16_constant() -> tensor<2xf16> {
-  %0 = graph.constant dense<1.5> : tensor<2xf16>
-  // CHECK:      invalid_element_types.mlir:[[# @LINE - 1]]:3
-  // CHECK-NEXT: %0 = graph.constant dense<1.5> : tensor<2xf16>
-  // CHECK-NEXT: ^^
-  // CHECK-NEXT: graph.constant: element type f16 is not supported at the graph level
+func.func @f16_overflow() -> tensor<2xf16> {
+  %0 = graph.constant dense<[1.0, 1.0e+10]> : tensor<2xf16>
+  // CHECK:      invalid_element_types.mlir:[[# @LINE - 1]]:35
+  // CHECK-NEXT: %0 = graph.constant dense<[1.0, 1.0e+10]> : tensor<2xf16>
+  // CHECK-NEXT: ^^^^^^^
+  // CHECK-NEXT: floating point value 1.0e+10 is too large for f16
   func.return %0 : tensor<2xf16>
 }
 
