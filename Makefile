@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test lint lit pytest bench fuzz clean
+.PHONY: demo test lint lit pytest slow bench fuzz clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || python3 -m venv $(VENV)
@@ -28,7 +28,11 @@ lit: $(STAMP)
 	$(BIN)/lit -sv lit_tests
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 -m "not slow" tests
+
+# the model tests too slow for CI (compiles for the Triton interpreter and MN-Core)
+slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow tests
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile_scaling.py

@@ -120,14 +120,16 @@ def _rounding(imp: FxImporter, node: fx.Node) -> SSAValue:
 @handles(aten.log2.default, aten.log10.default, aten.exp2.default)
 def _other_bases(imp: FxImporter, node: fx.Node) -> SSAValue:
     """Logarithms and powers of other bases through the natural ones (a rounding more
-    than a native kernel: within a few ulps)."""
-    dtype = imp.meta(node).dtype
-    x = imp.as_type(node.args[0], dtype)
+    than a native kernel: within a few ulps; in f32 for a narrow float)."""
+    typ = TORCH_TO_ELEMENT[imp.meta(node).dtype]
+    x = widened(imp, imp.as_type(node.args[0], imp.meta(node).dtype))
     base = 10.0 if node.target == aten.log10.default else 2.0
-    scale = imp.constant(math.log(base), TORCH_TO_ELEMENT[dtype])
+    scale = imp.constant(math.log(base), g.element_type_of(x))
     if node.target == aten.exp2.default:
-        return imp.insert(g.ExpOp(imp.insert(g.MulOp(x, scale), hint=False)))
-    return imp.insert(g.DivOp(imp.insert(g.LogOp(x), hint=False), scale))
+        result = imp.insert(g.ExpOp(imp.insert(g.MulOp(x, scale), hint=False)), hint=False)
+    else:
+        result = imp.insert(g.DivOp(imp.insert(g.LogOp(x), hint=False), scale), hint=False)
+    return narrowed(imp, result, typ)
 
 
 @handles(aten.fmax.default, aten.fmin.default)

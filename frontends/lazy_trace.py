@@ -329,9 +329,13 @@ class Tracer(abc.ABC):
     def _decompose_or_fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                                kwargs: dict[str, Any]) -> Any:
         """Through torch's decomposition when its template (captured once per call
-        signature) records only ops the compiler takes; else on the host, whole."""
+        signature) records only ops the compiler takes; else on the host, whole. Not
+        for bf16/f16: these decompositions compute in the narrow type, where torch's
+        CPU kernels compute in f32 (grid_sample's coordinates would round)."""
         called = signature(args, kwargs)
-        if called is not None:
+        narrow = any(isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)
+                     for a in pytree.tree_leaves((args, kwargs)))
+        if called is not None and not narrow:
             key = (DECOMPOSE_OR_FALLBACK, func, called[0])
             template = self.templates.get(key, _MISSING)
             if template is _MISSING:

@@ -258,8 +258,9 @@ def test_worker_threads_are_gone_before_the_interpreter_finalises() -> None:
 
 def test_training_then_exiting_is_always_clean() -> None:
     """A training script that returns exits with status 0, every time (it used to abort
-    with 'terminate called without an active exception' about one run in ten)."""
+    with 'terminate called without an active exception' about one run in ten: 30 runs
+    catch that 96 times in 100)."""
     with ThreadPoolExecutor(max(2, min(8, os.cpu_count() or 1))) as pool:
-        runs = list(pool.map(lambda _: run_python(TRAIN_AND_EXIT), range(50)))
+        runs = list(pool.map(lambda _: run_python(TRAIN_AND_EXIT), range(30)))
     failed = [(r.returncode, r.stderr[-500:]) for r in runs if r.returncode != 0]
-    assert not failed, f"{len(failed)} of 50 runs failed: {failed[:3]}"
+    assert not failed, f"{len(failed)} of 30 runs failed: {failed[:3]}"

@@ -20,6 +20,7 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
   %tanh = graph.tanh %x : tensor<2x3xf32>
   %sigmoid = graph.sigmoid %x : tensor<2x3xf32>
   %erf = graph.erf %x : tensor<2x3xf32>
+  %floor = graph.floor %x : tensor<2x3xf32>
   %not = graph.not %b : tensor<4xi1>
   %f64 = graph.convert %x : tensor<2x3xf32> to tensor<2x3xf64>
   %int = graph.convert %b : tensor<4xi1> to tensor<4xi64>
@@ -45,6 +46,7 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
 // CHECK-NEXT:  [[TANH:%\w+]] = graph.tanh [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[SIGMOID:%\w+]] = graph.sigmoid [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[ERF:%\w+]] = graph.erf [[X]] : tensor<2x3xf32>
+// CHECK-NEXT:  [[FLOOR:%\w+]] = graph.floor [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[NOT:%\w+]] = graph.not [[B]] : tensor<4xi1>
 // CHECK-NEXT:  [[F64:%\w+]] = graph.convert [[X]] : tensor<2x3xf32> to tensor<2x3xf64>
 // CHECK-NEXT:  [[INT:%\w+]] = graph.convert [[B]] : tensor<4xi1> to tensor<4xi64>
