@@ -199,7 +199,7 @@ class _Generator:
             assert v.constant is not None
             v.expr = f"_c{self._constant_count}"
             self._constant_count += 1
-            # a narrow float's constant is held in f32 (every value exact in the type)
+            # in the element type's dtype: a narrow float's values are held in f32
             self.globals[v.expr] = torch.from_numpy(v.constant).to(
                 getattr(torch, torch_dtype(value.type.element_type)[len("torch."):]))
             self.comments.append(f"# {v.expr}: constant {value.type}")
