@@ -7,6 +7,7 @@ eager PyTorch on every device in ``tests/test_aten_expansions.py``."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from mncore_ir.frontends.aten_handlers import (
     variance,
     widened,
 )
-from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, unsupported
+from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, Handler, unsupported
 
 aten = torch.ops.aten
 
@@ -43,12 +44,17 @@ def _arg(node: fx.Node, index: int, name: str, default: Any) -> Any:
     return node.kwargs.get(name, default)
 
 
-def empty_result(imp: FxImporter, node: fx.Node) -> SSAValue | None:
-    """Zeros for a node whose (first) result has no element, where expansions would
-    build ops of size zero."""
-    meta = imp.meta(node)
-    meta = meta[0] if isinstance(meta, list | tuple) else meta
-    return splat(imp, node, 0) if meta.numel() == 0 else None
+def zeros_when_empty(handler: Handler) -> Handler:
+    """``handler``, except that a node whose (first) result has no element is zeros:
+    the expansions would build ops of size zero."""
+
+    @functools.wraps(handler)
+    def run(imp: FxImporter, node: fx.Node) -> Any:
+        meta = imp.meta(node)
+        meta = meta[0] if isinstance(meta, list | tuple) else meta
+        return splat(imp, node, 0) if meta.numel() == 0 else handler(imp, node)
+
+    return run
 
 
 # ----------------------------------------------------------------- pointwise identities
@@ -254,12 +260,10 @@ def along(imp: FxImporter, x: SSAValue, dim: int, matrix: np.ndarray) -> SSAValu
 
 
 @handles(aten.constant_pad_nd.default)
+@zeros_when_empty
 def _constant_pad_nd(imp: FxImporter, node: fx.Node) -> SSAValue:
     """Negative pads slice, positive ones concatenate splats of ``value``; pairs run
     from the last dimension backward, as torch's."""
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     x = imp.value(node.args[0])
     pad, value = list(node.args[1]), _arg(node, 2, "value", 0)
     typ = g.element_type_of(x)
@@ -439,19 +443,16 @@ def _index(imp: FxImporter, node: fx.Node) -> SSAValue:
     depends on the values) is refused."""
     indices = node.args[1]
     _integer_indices(imp, node, indices)
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
+    if imp.meta(node).numel() == 0:
+        return splat(imp, node, 0)
     x = imp.value(node.args[0])
     result = take(imp, x, [None if i is None else imp.value(i) for i in indices])
     return imp.reshape(result, imp.meta(node).shape)
 
 
 @handles(aten.index_select.default)
+@zeros_when_empty
 def _index_select(imp: FxImporter, node: fx.Node) -> SSAValue:
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     x = imp.value(node.args[0])
     rank = len(g.shape_of(x))
     if rank == 0:
@@ -464,11 +465,9 @@ def _index_select(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 
 @handles(aten.flip.default)
+@zeros_when_empty
 def _flip(imp: FxImporter, node: fx.Node) -> SSAValue:
     """Each flipped dimension gathered in reverse order."""
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     x = imp.value(node.args[0])
     rank = len(g.shape_of(x))
     for dim in sorted({d % max(rank, 1) for d in node.args[1]}) if rank else []:
@@ -480,12 +479,10 @@ def _flip(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 
 @handles(aten.diagonal.default, aten.diagonal_copy.default)
+@zeros_when_empty
 def _diagonal(imp: FxImporter, node: fx.Node) -> SSAValue:
     """The two dimensions moved last and flattened: the diagonal is a slice with step
     ``columns + 1``."""
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     x = imp.value(node.args[0])
     shape = g.shape_of(x)
     offset = _arg(node, 1, "offset", 0)

@@ -17,7 +17,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.frontends.aten_expansions import along, empty_result
+from mncore_ir.frontends.aten_expansions import along, zeros_when_empty
 from mncore_ir.frontends.aten_handlers import (
     as_2d,
     convolution,
@@ -100,31 +100,25 @@ _AVG_3D = (aten.avg_pool3d.default, aten.avg_pool3d_backward.default)
 
 
 @handles(aten.avg_pool2d.default, aten.avg_pool3d.default)
+@zeros_when_empty
 def _avg_pool(imp: FxImporter, node: fx.Node) -> SSAValue:
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     args = [*node.args[1:], *[[], 0, False, True, None][len(node.args) - 2:]]
     matrices = _avg_pool_matrices(imp, node, node.args[0], args[:6], imp.meta(node).shape)
     return _separable(imp, imp.value(node.args[0]), matrices)
 
 
 @handles(aten.avg_pool2d_backward.default, aten.avg_pool3d_backward.default)
+@zeros_when_empty
 def _avg_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
     grad, x = node.args[:2]
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     matrices = _avg_pool_matrices(imp, node, x, node.args[2:8], imp.meta(grad).shape)
     return _separable(imp, imp.value(grad), matrices, transpose=True)
 
 
 @handles(aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default,
          aten.adaptive_avg_pool1d.default)
+@zeros_when_empty
 def _adaptive_avg_pool(imp: FxImporter, node: fx.Node) -> SSAValue:
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     x = node.args[0]
     outs = list(node.args[1])
     sizes = imp.meta(x).shape[-len(outs):]
@@ -134,11 +128,9 @@ def _adaptive_avg_pool(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 @handles(aten._adaptive_avg_pool2d_backward.default,
          aten._adaptive_avg_pool3d_backward.default)
+@zeros_when_empty
 def _adaptive_avg_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
     grad, x = node.args[:2]
-    empty = empty_result(imp, node)
-    if empty is not None:
-        return empty
     outs = imp.meta(grad).shape
     rank = 3 if node.target == aten._adaptive_avg_pool3d_backward.default else 2
     sizes = imp.meta(x).shape[-rank:]

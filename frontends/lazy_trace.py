@@ -8,6 +8,7 @@ from __future__ import annotations
 import abc
 import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -333,23 +334,35 @@ class Tracer(abc.ABC):
         for bf16/f16: these decompositions compute in the narrow type, where torch's
         CPU kernels compute in f32 (grid_sample's coordinates would round)."""
         called = signature(args, kwargs)
-        narrow = any(isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)
-                     for a in pytree.tree_leaves((args, kwargs)))
-        if called is not None and not narrow:
-            key = (DECOMPOSE_OR_FALLBACK, func, called[0])
-            template = self.templates.get(key, _MISSING)
-            if template is _MISSING:
-                template = capture(self, func, decomposition_table[func], args, kwargs,
-                                   called[1])
-                if template is not None and not template.importable:
-                    template = None
-                self.metrics.counters["TemplateCaptures" if template is not None
-                                      else f"NoTemplate::{func}"] += 1
-                if len(self.templates) < TEMPLATE_LIMIT:
-                    self.templates[key] = template
+        if called is not None:
+            template = self._template((DECOMPOSE_OR_FALLBACK, func, called[0]), func,
+                                      decomposition_table[func], args, kwargs, called[1],
+                                      whole=True)
             if template is not None:
                 return template.record(self, called[1])
         return self._fallback(func, args, kwargs)
+
+    def _template(self, key: tuple[Any, ...], func: torch._ops.OpOverload,
+                  decomposition: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any], values: list[Any], whole: bool = False) -> Any:
+        """The template of a call's signature ``key``, captured at its first call
+        (None: none may stand for it). ``whole``: only one that records importable ops
+        and no narrow float (the signature keys dtypes, so this is decided once)."""
+        template = self.templates.get(key, _MISSING)
+        if template is not _MISSING:
+            return template
+        narrow = whole and any(
+            isinstance(a, torch.Tensor) and a.dtype in (torch.bfloat16, torch.float16)
+            for a in pytree.tree_leaves((args, kwargs)))
+        template = None if narrow else capture(self, func, decomposition, args, kwargs,
+                                               values)
+        if whole and template is not None and not template.importable:
+            template = None
+        self.metrics.counters["TemplateCaptures" if template is not None
+                              else f"NoTemplate::{func}"] += 1
+        if len(self.templates) < TEMPLATE_LIMIT:
+            self.templates[key] = template
+        return template
 
     def _inplace_view(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                       kwargs: dict[str, Any]) -> Any:
@@ -382,14 +395,8 @@ class Tracer(abc.ABC):
             return self._record(func, args, kwargs)
         called = signature(args, kwargs)
         if called is not None:
-            key = (func, decomposition, called[0])
-            template = self.templates.get(key, _MISSING)
-            if template is _MISSING:
-                template = capture(self, func, decomposition, args, kwargs, called[1])
-                self.metrics.counters["TemplateCaptures" if template is not None
-                                      else f"NoTemplate::{func}"] += 1
-                if len(self.templates) < TEMPLATE_LIMIT:
-                    self.templates[key] = template
+            template = self._template((func, decomposition, called[0]), func, decomposition,
+                                      args, kwargs, called[1])
             if template is not None:
                 return template.record(self, called[1])
         try:
