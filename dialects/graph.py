@@ -342,6 +342,94 @@ class ErfOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class SinOp(FloatUnaryOp):
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(FloatUnaryOp):
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class TanOp(FloatUnaryOp):
+    name = "graph.tan"
+
+
+@irdl_op_definition
+class AsinOp(FloatUnaryOp):
+    name = "graph.asin"
+
+
+@irdl_op_definition
+class AcosOp(FloatUnaryOp):
+    name = "graph.acos"
+
+
+@irdl_op_definition
+class AtanOp(FloatUnaryOp):
+    name = "graph.atan"
+
+
+@irdl_op_definition
+class SinhOp(FloatUnaryOp):
+    name = "graph.sinh"
+
+
+@irdl_op_definition
+class CoshOp(FloatUnaryOp):
+    name = "graph.cosh"
+
+
+@irdl_op_definition
+class AsinhOp(FloatUnaryOp):
+    name = "graph.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(FloatUnaryOp):
+    name = "graph.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(FloatUnaryOp):
+    name = "graph.atanh"
+
+
+@irdl_op_definition
+class Expm1Op(FloatUnaryOp):
+    """``exp(x) - 1`` without the cancellation near 0."""
+
+    name = "graph.expm1"
+
+
+@irdl_op_definition
+class ErfcOp(FloatUnaryOp):
+    """``1 - erf(x)``, with its relative precision where erf(x) is near 1."""
+
+    name = "graph.erfc"
+
+
+@irdl_op_definition
+class ErfinvOp(FloatUnaryOp):
+    name = "graph.erfinv"
+
+
+@irdl_op_definition
+class LgammaOp(FloatUnaryOp):
+    """``log |Γ(x)|``."""
+
+    name = "graph.lgamma"
+
+
+@irdl_op_definition
+class DigammaOp(FloatUnaryOp):
+    """``Γ'(x) / Γ(x)``."""
+
+    name = "graph.digamma"
+
+
+@irdl_op_definition
 class NotOp(UnaryOp):
     name = "graph.not"
 
@@ -432,6 +520,26 @@ class DivOp(BinaryOp):
 @irdl_op_definition
 class PowOp(BinaryOp):
     name = "graph.pow"
+
+
+@irdl_op_definition
+class Atan2Op(BinaryOp):
+    """The angle of the point ``(rhs, lhs)``: ``atan2(y, x)`` with ``y`` first, as torch."""
+
+    name = "graph.atan2"
+
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.lhs)):
+            raise VerifyException("graph.atan2 expects floating-point operands")
+        super().verify_()
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """The remainder of the quotient rounded toward zero (C's ``fmod``, torch.fmod): it
+    has the dividend's sign. Exact for floats, as the quotient is never rounded."""
+
+    name = "graph.fmod"
 
 
 @irdl_op_definition
@@ -1320,9 +1428,11 @@ class FusedOp(GraphOp):
 
 
 ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
-                     TanhOp, SigmoidOp, ErfOp, NotOp, FloorOp)
+                     TanhOp, SigmoidOp, ErfOp, NotOp, FloorOp, SinOp, CosOp, TanOp, AsinOp,
+                     AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op,
+                     ErfcOp, ErfinvOp, LgammaOp, DigammaOp)
 ELEMENTWISE_BINARY = (AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, AndOp, OrOp,
-                      EqOp, NeOp, LtOp, LeOp, GtOp, GeOp)
+                      EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, Atan2Op, FmodOp)
 
 Graph = Dialect(
     "graph",

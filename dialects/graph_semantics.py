@@ -25,6 +25,7 @@ from xdsl.rewriter import InsertPoint
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import graph_semantics_decompose as dec
 from mncore_ir.dialects import graph_semantics_numpy as ref
+from mncore_ir.dialects import graph_semantics_transcendental as tr
 from mncore_ir.dialects.graph_semantics_decompose import Decomposition
 
 #: (op, *operands as arrays) -> the result, or a tuple of results (any dtype: the
@@ -117,6 +118,38 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
                             reference=_unary(ref.sigmoid), decompose=dec.sigmoid),
     g.ErfOp: _pointwise("torch.erf({0})", "tl.math.erf({0})", reference=_unary(ref.erf),
                         decompose=dec.erf),
+    # transcendental: Triton's tl has sin and cos; the rest are decomposed
+    g.SinOp: _pointwise("torch.sin({0})", "tl.sin({0})", reference=_unary(np.sin),
+                        decompose=tr.sin),
+    g.CosOp: _pointwise("torch.cos({0})", "tl.cos({0})", reference=_unary(np.cos),
+                        decompose=tr.cos),
+    g.TanOp: _pointwise("torch.tan({0})", None, reference=_unary(np.tan), decompose=tr.tan),
+    g.AsinOp: _pointwise("torch.asin({0})", None, reference=_unary(np.arcsin),
+                         decompose=tr.asin),
+    g.AcosOp: _pointwise("torch.acos({0})", None, reference=_unary(np.arccos),
+                         decompose=tr.acos),
+    g.AtanOp: _pointwise("torch.atan({0})", None, reference=_unary(np.arctan),
+                         decompose=tr.atan),
+    g.SinhOp: _pointwise("torch.sinh({0})", None, reference=_unary(np.sinh),
+                         decompose=tr.sinh),
+    g.CoshOp: _pointwise("torch.cosh({0})", None, reference=_unary(np.cosh),
+                         decompose=tr.cosh),
+    g.AsinhOp: _pointwise("torch.asinh({0})", None, reference=_unary(np.arcsinh),
+                          decompose=tr.asinh),
+    g.AcoshOp: _pointwise("torch.acosh({0})", None, reference=_unary(np.arccosh),
+                          decompose=tr.acosh),
+    g.AtanhOp: _pointwise("torch.atanh({0})", None, reference=_unary(np.arctanh),
+                          decompose=tr.atanh),
+    g.Expm1Op: _pointwise("torch.expm1({0})", None, reference=_unary(np.expm1),
+                          decompose=tr.expm1),
+    g.ErfcOp: _pointwise("torch.erfc({0})", None, reference=_unary(ref.erfc),
+                         decompose=tr.erfc),
+    g.ErfinvOp: _pointwise("torch.erfinv({0})", None, reference=_unary(ref.erfinv),
+                           decompose=tr.erfinv),
+    g.LgammaOp: _pointwise("torch.lgamma({0})", None, reference=_unary(ref.lgamma),
+                           decompose=tr.lgamma),
+    g.DigammaOp: _pointwise("torch.digamma({0})", None, reference=_unary(ref.digamma),
+                            decompose=tr.digamma),
     g.NotOp: _pointwise("torch.logical_not({0})", "{0} == 0",
                         reference=_unary(np.logical_not), decompose=dec.not_),
     g.AddOp: _pointwise(_OPERATOR % "+", "{0} + {1}", "fadd", reference=_binary(np.add)),
@@ -128,6 +161,10 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
                         decompose=dec.div),
     # pow: no ALU instruction and no decomposition exact enough; lowered by each target
     g.PowOp: _pointwise(_OPERATOR % "**", "_pow({0}, {1})", reference=_binary(np.power)),
+    g.Atan2Op: _pointwise("torch.atan2({0}, {1})", None, reference=_binary(np.arctan2),
+                          decompose=tr.atan2),
+    g.FmodOp: _pointwise("torch.fmod({0}, {1})", None, reference=_binary(np.fmod),
+                         decompose=tr.fmod),
     g.MaximumOp: _pointwise("torch.maximum({0}, {1})",
                             "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
                             "fmax", reference=_binary(np.maximum)),

@@ -30,7 +30,7 @@ ERF_P = 0.3275911
 ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
-class _Insert:
+class Insert:
     """Inserts ops through ``builder`` and returns their first result; makes 0-d
     constants of one element type."""
 
@@ -51,7 +51,7 @@ class _Insert:
 
 def erf(b: Builder, op: g.ErfOp) -> list[SSAValue]:
     """Abramowitz and Stegun 7.1.26 on |x|, with x's sign (error below 1.5e-7)."""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     ax = e(g.MaximumOp(x, e(g.NegOp(x))))
     t = e(g.ReciprocalOp(e(g.AddOp(e(g.MulOp(ax, e.scalar(ERF_P))), e.scalar(1.0)))))
     poly = e(g.MulOp(t, e.scalar(ERF_A[4])))
@@ -65,27 +65,27 @@ def erf(b: Builder, op: g.ErfOp) -> list[SSAValue]:
 
 def tanh(b: Builder, op: g.TanhOp) -> list[SSAValue]:
     """1 - 2 / (exp(2x) + 1)"""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     r = e(g.ReciprocalOp(e(g.AddOp(e(g.ExpOp(e(g.AddOp(x, x)))), e.scalar(1.0)))))
     return [e(g.SubOp(e.scalar(1.0), e(g.AddOp(r, r))))]
 
 
 def sigmoid(b: Builder, op: g.SigmoidOp) -> list[SSAValue]:
     """1 / (1 + exp(-x))"""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     return [e(g.ReciprocalOp(e(g.AddOp(e(g.ExpOp(e(g.NegOp(x)))), e.scalar(1.0)))))]
 
 
 def div(b: Builder, op: g.DivOp) -> list[SSAValue]:
     """x * (1 / y)"""
-    e = _Insert(b, op.lhs)
+    e = Insert(b, op.lhs)
     return [e(g.MulOp(op.lhs, e(g.ReciprocalOp(op.rhs))))]
 
 
 def log1p(b: Builder, op: g.Log1pOp) -> list[SSAValue]:
     """log(u) * (x / (u - 1)) with u = 1 + x, which cancels u's rounding (Goldberg); x
     itself where u rounds to 1, and where x is +inf (inf / inf)."""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     u = e(g.AddOp(x, e.scalar(1.0)))
     general = e(g.MulOp(e(g.LogOp(u)), e(g.DivOp(x, e(g.SubOp(u, e.scalar(1.0)))))))
     exact = e(g.OrOp(e(g.EqOp(u, e.scalar(1.0))), e(g.EqOp(x, e.scalar(math.inf)))))
@@ -100,7 +100,7 @@ def floor(b: Builder, op: g.FloorOp) -> list[SSAValue]:
     """Round to an integer by adding and subtracting 2**23 (of x's sign: the sum's ulp
     is 1, so f32 addition rounds it to nearest), then step down where that rounded up.
     Past 2**23 (and for infinities, NaN and signed zeros) x is its own floor."""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     magic = e(g.WhereOp(e(g.GeOp(x, e.scalar(0.0))), e.scalar(F32_INTEGERS),
                         e.scalar(-F32_INTEGERS)))
     nearest = e(g.SubOp(e(g.AddOp(x, magic)), magic))
@@ -113,13 +113,13 @@ def floor(b: Builder, op: g.FloorOp) -> list[SSAValue]:
 
 def sqrt(b: Builder, op: g.SqrtOp) -> list[SSAValue]:
     """1 / rsqrt(x)"""
-    e = _Insert(b, op.input)
+    e = Insert(b, op.input)
     return [e(g.ReciprocalOp(e(g.RsqrtOp(op.input))))]
 
 
 def abs_(b: Builder, op: g.AbsOp) -> list[SSAValue]:
     """max(x, -x); a boolean is its own magnitude."""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     if e.element_type == g.i1:
         return [x]
     return [e(g.MaximumOp(x, e(g.NegOp(x))))]
@@ -127,7 +127,7 @@ def abs_(b: Builder, op: g.AbsOp) -> list[SSAValue]:
 
 def relu(b: Builder, op: g.ReluOp) -> list[SSAValue]:
     """max(x, 0); a boolean is its own relu."""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     if e.element_type == g.i1:
         return [x]
     return [e(g.MaximumOp(x, e.scalar(0.0 if g.is_float(e.element_type) else 0)))]
@@ -135,20 +135,20 @@ def relu(b: Builder, op: g.ReluOp) -> list[SSAValue]:
 
 def not_(b: Builder, op: g.NotOp) -> list[SSAValue]:
     """x == false"""
-    e = _Insert(b, op.input)
+    e = Insert(b, op.input)
     return [e(g.EqOp(op.input, e.scalar(0)))]
 
 
 # --------------------------------------------------------------------------- GELU
 
 
-def _erf_gelu_cdf(e: _Insert, x: SSAValue) -> SSAValue:
+def _erf_gelu_cdf(e: Insert, x: SSAValue) -> SSAValue:
     """0.5 * (1 + erf(x / sqrt(2)))"""
     erf_ = e(g.ErfOp(e(g.MulOp(x, e.scalar(1 / math.sqrt(2))))))
     return e(g.MulOp(e(g.AddOp(erf_, e.scalar(1.0))), e.scalar(0.5)))
 
 
-def _tanh_inner(e: _Insert, x: SSAValue) -> SSAValue:
+def _tanh_inner(e: Insert, x: SSAValue) -> SSAValue:
     """tanh(sqrt(2/pi) * (x + 0.044715 x^3))"""
     cube = e(g.MulOp(e(g.MulOp(x, x)), x))
     inner = e(g.AddOp(x, e(g.MulOp(cube, e.scalar(0.044715)))))
@@ -156,7 +156,7 @@ def _tanh_inner(e: _Insert, x: SSAValue) -> SSAValue:
 
 
 def gelu(b: Builder, op: g.GeluOp) -> list[SSAValue]:
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     if op.approximate.data == "tanh":
         half = e(g.MulOp(e(g.AddOp(_tanh_inner(e, x), e.scalar(1.0))), e.scalar(0.5)))
     else:
@@ -165,7 +165,7 @@ def gelu(b: Builder, op: g.GeluOp) -> list[SSAValue]:
 
 
 def gelu_backward(b: Builder, op: g.GeluBackwardOp) -> list[SSAValue]:
-    e, x, grad = _Insert(b, op.input), op.input, op.grad
+    e, x, grad = Insert(b, op.input), op.input, op.grad
     if op.approximate.data == "tanh":
         beta, kappa = math.sqrt(2 / math.pi), 0.044715
         t = _tanh_inner(e, x)
@@ -185,21 +185,21 @@ def gelu_backward(b: Builder, op: g.GeluBackwardOp) -> list[SSAValue]:
 # --------------------------------------------------------------------------- rows
 
 
-def _shifted(e: _Insert, x: SSAValue, dim: int) -> SSAValue:
+def _shifted(e: Insert, x: SSAValue, dim: int) -> SSAValue:
     """x - max(x) along ``dim``"""
     return e(g.SubOp(x, e(g.AmaxOp(x, dims=[dim], keepdim=True))))
 
 
 def softmax(b: Builder, op: g.SoftmaxOp) -> list[SSAValue]:
     """exp(x - max) / sum(exp(x - max))"""
-    e, dim = _Insert(b, op.input), op.dim.value.data
+    e, dim = Insert(b, op.input), op.dim.value.data
     exp = e(g.ExpOp(_shifted(e, op.input, dim)))
     return [e(g.DivOp(exp, e(g.SumOp(exp, dims=[dim], keepdim=True))))]
 
 
 def log_softmax(b: Builder, op: g.LogSoftmaxOp) -> list[SSAValue]:
     """(x - max) - log(sum(exp(x - max)))"""
-    e, dim = _Insert(b, op.input), op.dim.value.data
+    e, dim = Insert(b, op.input), op.dim.value.data
     shifted = _shifted(e, op.input, dim)
     total = e(g.SumOp(e(g.ExpOp(shifted)), dims=[dim], keepdim=True))
     return [e(g.SubOp(shifted, e(g.LogOp(total))))]
@@ -207,14 +207,14 @@ def log_softmax(b: Builder, op: g.LogSoftmaxOp) -> list[SSAValue]:
 
 def softmax_backward(b: Builder, op: g.SoftmaxBackwardOp) -> list[SSAValue]:
     """y * (dy - sum(dy * y))"""
-    e, dim, grad, out = _Insert(b, op.grad), op.dim.value.data, op.grad, op.output
+    e, dim, grad, out = Insert(b, op.grad), op.dim.value.data, op.grad, op.output
     dot = e(g.SumOp(e(g.MulOp(grad, out)), dims=[dim], keepdim=True))
     return [e(g.MulOp(out, e(g.SubOp(grad, dot))))]
 
 
 def log_softmax_backward(b: Builder, op: g.LogSoftmaxBackwardOp) -> list[SSAValue]:
     """dy - exp(y) * sum(dy)"""
-    e, dim, grad, out = _Insert(b, op.grad), op.dim.value.data, op.grad, op.output
+    e, dim, grad, out = Insert(b, op.grad), op.dim.value.data, op.grad, op.output
     total = e(g.SumOp(grad, dims=[dim], keepdim=True))
     return [e(g.SubOp(grad, e(g.MulOp(e(g.ExpOp(out)), total))))]
 
@@ -227,7 +227,7 @@ def _axes(value: SSAValue, normalized: int) -> tuple[list[int], list[int]]:
 
 def layer_norm(b: Builder, op: g.LayerNormOp) -> list[SSAValue]:
     """(x - mean) * rsqrt(var + eps) * w + b, with the mean and rstd."""
-    e, x = _Insert(b, op.input), op.input
+    e, x = Insert(b, op.input), op.input
     axes, _ = _axes(x, op.normalized_dims.value.data)
     mean = e(g.MeanOp(x, dims=axes, keepdim=True))
     centered = e(g.SubOp(x, mean))
@@ -240,7 +240,7 @@ def layer_norm(b: Builder, op: g.LayerNormOp) -> list[SSAValue]:
 def layer_norm_backward(b: Builder, op: g.LayerNormBackwardOp) -> list[SSAValue]:
     """dx = rstd/N * (N*g - sum(g) - x̂ * sum(g * x̂)) with g = dy * w."""
     k = op.normalized_dims.value.data
-    e, x, grad = _Insert(b, op.input), op.input, op.grad
+    e, x, grad = Insert(b, op.input), op.input, op.grad
     axes, lead = _axes(x, k)
     count = float(math.prod(g.shape_of(x)[-k:]))
     xhat = e(g.MulOp(e(g.SubOp(x, op.mean)), op.rstd))

@@ -47,6 +47,74 @@ def erf(x: np.ndarray) -> np.ndarray:
     return _erf(x).astype(x.dtype)
 
 
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def erfc(x: np.ndarray) -> np.ndarray:
+    return _erfc(x).astype(x.dtype)
+
+
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # a pole: 0 or a negative integer
+        return math.inf
+
+
+_lgamma = np.vectorize(_lgamma_scalar, otypes=[np.float64])
+
+
+def lgamma(x: np.ndarray) -> np.ndarray:
+    """``math.lgamma``; +inf at the poles, as torch."""
+    return _lgamma(x).astype(x.dtype)
+
+
+#: Bernoulli numbers' terms of digamma's asymptotic series: B_2k / (2k), k = 1..5.
+_DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132)
+
+
+def digamma(x: np.ndarray) -> np.ndarray:
+    """In f64: the recurrence up to 10, then the asymptotic series (error below 1e-13);
+    below 0.5 the reflection ``ψ(1 - x) - π / tan(πx)``; at 0, -inf with the zero's
+    sign flipped and NaN at the negative integers, as torch."""
+    v = np.asarray(x, np.float64)
+    reflect = v < 0.5
+    z = np.where(reflect, 1 - v, v)
+    acc = np.zeros_like(z)
+    with np.errstate(all="ignore"):
+        for _ in range(10):
+            small = z < 10
+            acc -= np.where(small, 1 / z, 0)
+            z = np.where(small, z + 1, z)
+        inv2 = 1 / (z * z)
+        series = sum(c * inv2 ** (k + 1) for k, c in enumerate(_DIGAMMA_SERIES))
+        out = acc + np.log(z) - 0.5 / z - series
+        out = np.where(reflect, out - np.pi / np.tan(np.pi * v), out)
+        out = np.where((v <= 0) & (v == np.floor(v)), np.nan, out)
+        out = np.where(v == 0, np.where(np.signbit(v), np.inf, -np.inf), out)
+        out = np.where(v == np.inf, np.inf, out)
+    return out.astype(x.dtype)
+
+
+_erf64 = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def erfinv(x: np.ndarray) -> np.ndarray:
+    """Newton's method on ``math.erf`` in f64 from a logarithmic first guess; ±inf at
+    ±1 and NaN outside [-1, 1], as torch."""
+    v = np.asarray(x, np.float64)
+    inside = np.abs(v) < 1
+    a = np.where(inside, v, 0.0)
+    with np.errstate(all="ignore"):
+        w = -np.log((1 - a) * (1 + a))
+        y = np.sign(a) * np.sqrt(np.maximum(w - np.log(np.maximum(w, 1e-300)) / 2, 0.0))
+        y = np.where(np.abs(a) < 0.5, a * np.sqrt(np.pi) / 2, y)
+        for _ in range(60):
+            y = y - (_erf64(y) - a) / (2 / np.sqrt(np.pi) * np.exp(-y * y))
+        out = np.where(inside, y, np.where(np.abs(v) == 1, np.copysign(np.inf, v), np.nan))
+    return out.astype(x.dtype)
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 

@@ -28,7 +28,7 @@ from mncore_ir.frontends.aten_handlers import (
     variance,
     widened,
 )
-from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, Handler, unsupported
+from mncore_ir.frontends.fx_importer import FxImporter, Handler, unsupported
 
 aten = torch.ops.aten
 
@@ -37,7 +37,7 @@ aten = torch.ops.aten
 CUMSUM_MAX = 1024
 
 
-def _arg(node: fx.Node, index: int, name: str, default: Any) -> Any:
+def argument(node: fx.Node, index: int, name: str, default: Any) -> Any:
     """Argument ``index`` (or keyword ``name``) of ``node``, else ``default``."""
     if len(node.args) > index:
         return node.args[index]
@@ -55,101 +55,6 @@ def zeros_when_empty(handler: Handler) -> Handler:
         return splat(imp, node, 0) if meta.numel() == 0 else handler(imp, node)
 
     return run
-
-
-# ----------------------------------------------------------------- pointwise identities
-
-
-@handles(aten.isnan.default)
-def _isnan(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """``x != x``: true exactly for NaN; no integer is NaN."""
-    x = imp.value(node.args[0])
-    if not g.is_float(g.element_type_of(x)):
-        return splat(imp, node, False)
-    return imp.insert(g.NeOp(x, x))
-
-
-@handles(aten.sign.default)
-def _sign(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """1 where positive, -1 where negative, ``x`` itself elsewhere (zero and NaN)."""
-    x = imp.value(node.args[0])
-    typ = g.element_type_of(x)
-    if typ == g.i1:
-        return x
-    zero, one = imp.constant(0, typ), imp.constant(1, typ)
-    negative = imp.insert(g.WhereOp(imp.insert(g.LtOp(x, zero), hint=False),
-                                    imp.insert(g.NegOp(one), hint=False), x), hint=False)
-    return imp.insert(g.WhereOp(imp.insert(g.GtOp(x, zero), hint=False), one, negative))
-
-
-@handles(aten.floor.default, aten.ceil.default, aten.trunc.default, aten.round.default,
-         aten.frac.default)
-def _rounding(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """All of ``graph.floor``: ``ceil(x) = -floor(-x)``; ``trunc(x)`` is
-    ``floor(|x|)`` with x's sign; ``round`` takes half to even from ``d = x - floor(x)`` (exact in
-    floating point); ``frac(x) = x - trunc(x)``. An integer is its own floor."""
-    x = imp.value(node.args[0])
-    typ = g.element_type_of(x)
-    if not g.is_float(typ):
-        return x
-
-    def floor(v: SSAValue) -> SSAValue:
-        return imp.insert(g.FloorOp(v), hint=False)
-
-    def where(c: Any, a: SSAValue, b: SSAValue) -> SSAValue:
-        return imp.insert(g.WhereOp(c, a, b), hint=False)
-
-    def lt(a: SSAValue, b: SSAValue) -> SSAValue:
-        return imp.insert(g.LtOp(a, b), hint=False)
-
-    target = node.target
-    if target == aten.floor.default:
-        return imp.insert(g.FloorOp(x))
-    if target == aten.ceil.default:
-        return imp.insert(g.NegOp(floor(imp.insert(g.NegOp(x), hint=False))))
-    zero, half = imp.constant(0.0, typ), imp.constant(0.5, typ)
-    if target in (aten.trunc.default, aten.frac.default):  # one floor, of |x|
-        whole = floor(imp.insert(g.MaximumOp(x, imp.insert(g.NegOp(x), hint=False)),
-                                 hint=False))
-        truncated = where(lt(x, zero), imp.insert(g.NegOp(whole), hint=False), whole)
-        if target == aten.trunc.default:
-            return truncated
-        return imp.insert(g.SubOp(x, truncated))
-    down = floor(x)
-    up = imp.insert(g.AddOp(down, imp.constant(1.0, typ)), hint=False)
-    fraction = imp.insert(g.SubOp(x, down), hint=False)
-    halved = floor(imp.insert(g.MulOp(down, half), hint=False))
-    odd = lt(imp.insert(g.AddOp(halved, halved), hint=False), down)
-    return where(lt(half, fraction), up, where(lt(fraction, half), down, where(odd, up, down)))
-
-
-@handles(aten.log2.default, aten.log10.default, aten.exp2.default)
-def _other_bases(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """Logarithms and powers of other bases through the natural ones (a rounding more
-    than a native kernel: within a few ulps; in f32 for a narrow float)."""
-    typ = TORCH_TO_ELEMENT[imp.meta(node).dtype]
-    x = widened(imp, imp.as_type(node.args[0], imp.meta(node).dtype))
-    base = 10.0 if node.target == aten.log10.default else 2.0
-    scale = imp.constant(math.log(base), g.element_type_of(x))
-    if node.target == aten.exp2.default:
-        result = imp.insert(g.ExpOp(imp.insert(g.MulOp(x, scale), hint=False)), hint=False)
-    else:
-        result = imp.insert(g.DivOp(imp.insert(g.LogOp(x), hint=False), scale), hint=False)
-    return narrowed(imp, result, typ)
-
-
-@handles(aten.fmax.default, aten.fmin.default)
-def _fmax(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """maximum/minimum that ignore a NaN operand (NaN only where both are)."""
-    dtype = imp.meta(node).dtype
-    a, b = (imp.as_type(v, dtype) for v in node.args[:2])
-    op = g.MaximumOp if node.target == aten.fmax.default else g.MinimumOp
-    both = imp.insert(op(a, b), hint=False)
-    if not g.is_float(TORCH_TO_ELEMENT[dtype]):
-        return both
-    b_or_both = imp.insert(g.WhereOp(imp.insert(g.NeOp(b, b), hint=False), a, both),
-                           hint=False)
-    return imp.insert(g.WhereOp(imp.insert(g.NeOp(a, a), hint=False), b, b_or_both))
 
 
 @handles(aten.logical_xor.default)
@@ -173,7 +78,7 @@ def _clamp_tensor(imp: FxImporter, node: fx.Node) -> SSAValue:
     dtype = imp.meta(node).dtype
     lo = hi = None
     if node.target in (aten.clamp.Tensor,):
-        lo, hi = _arg(node, 1, "min", None), _arg(node, 2, "max", None)
+        lo, hi = argument(node, 1, "min", None), argument(node, 2, "max", None)
     elif node.target in (aten.clamp_min.Tensor, aten.clamp_min.default):
         lo = node.args[1]
     else:
@@ -189,30 +94,103 @@ def _clamp_tensor(imp: FxImporter, node: fx.Node) -> SSAValue:
 @handles(aten.var.correction, aten.var.dim)
 def _var(imp: FxImporter, node: fx.Node) -> SSAValue:
     if node.target == aten.var.dim:
-        correction = 1 if _arg(node, 2, "unbiased", True) else 0
-        keep = _arg(node, 3, "keepdim", False)
+        correction = 1 if argument(node, 2, "unbiased", True) else 0
+        keep = argument(node, 3, "keepdim", False)
     else:
         correction = node.kwargs.get("correction", 1)
         keep = node.kwargs.get("keepdim", False)
     correction = 1 if correction is None else correction
-    return variance(imp, node, _arg(node, 1, "dim", None), correction, keep)[0]
+    return variance(imp, node, argument(node, 1, "dim", None), correction, keep)[0]
+
+
+def _mirrored(imp: FxImporter, x: SSAValue) -> SSAValue:
+    """An order-reversing map that is its own inverse: ``-x`` for floats, ``-1 - x``
+    (the bitwise complement) for integers, which has no overflow at the minimum."""
+    typ = g.element_type_of(x)
+    if g.is_float(typ):
+        return imp.insert(g.NegOp(x), hint=False)
+    return imp.insert(g.SubOp(imp.constant(-1, typ), x), hint=False)
+
+
+def _comparable(imp: FxImporter, x: SSAValue) -> SSAValue:
+    """Booleans as integers (maxima of booleans are of 0 and 1)."""
+    if g.element_type_of(x) == g.i1:
+        return imp.insert(g.ConvertOp(x, g.i64), hint=False)
+    return x
+
+
+def extreme(imp: FxImporter, x: SSAValue, dims: list[int], keep: bool, largest: bool
+            ) -> SSAValue:
+    """The largest (or smallest) element over ``dims``; NaN wherever one is NaN."""
+    if largest:
+        return reduce(imp, g.AmaxOp, x, dims, keep, hint=False)
+    return _mirrored(imp, reduce(imp, g.AmaxOp, _mirrored(imp, x), dims, keep, hint=False))
 
 
 @handles(aten.amin.default, aten.min.default, aten.max.default)
 def _amin(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """``max`` of all elements is ``amax``; ``amin(x)`` is ``-amax(-x)`` (floats only:
-    an integer's negation can overflow)."""
-    x = imp.value(node.args[0])
+    """``amax``, or ``amin(x) = mirror(amax(mirror(x)))`` (:func:`_mirrored`)."""
+    given = imp.value(node.args[0])
+    x = _comparable(imp, given)
     rank = len(g.shape_of(x))
-    dims = imp.dims(_arg(node, 1, "dim", None), rank)
-    keep = _arg(node, 2, "keepdim", False)
-    if node.target == aten.max.default:
-        return reduce(imp, g.AmaxOp, x, dims, False)
-    if not g.is_float(g.element_type_of(x)):
-        raise unsupported(node, f"{node.target} of integers")
-    largest = reduce(imp, g.AmaxOp, imp.insert(g.NegOp(x), hint=False), dims, keep,
-                     hint=False)
-    return imp.insert(g.NegOp(largest))
+    dims = imp.dims(argument(node, 1, "dim", None), rank)
+    keep = argument(node, 2, "keepdim", False)
+    if node.target == aten.min.default:
+        keep = False
+    found = extreme(imp, x, dims, keep, node.target == aten.max.default)
+    return narrowed(imp, found, g.element_type_of(given))
+
+
+def first_index(imp: FxImporter, x: SSAValue, found: SSAValue, dim: int, keep: bool
+                ) -> SSAValue:
+    """The first index along ``dim`` where ``x`` equals ``found`` (kept dims) or is
+    NaN, as torch's argmax and max.dim pick it: the least of the indices where it does
+    and ``size`` where it does not."""
+    shape = g.shape_of(x)
+    size = shape[dim]
+    hit = imp.insert(g.EqOp(x, found), hint=False)
+    if g.is_float(g.element_type_of(x)):
+        hit = imp.insert(g.OrOp(hit, imp.insert(g.NeOp(x, x), hint=False)), hint=False)
+    where = [1] * len(shape)
+    where[dim] = size
+    positions = imp.constant(np.arange(size).reshape(where), g.i64, where)
+    candidates = imp.insert(g.WhereOp(hit, positions, imp.constant(size, g.i64)),
+                            hint=False)
+    return extreme(imp, candidates, [dim], keep, largest=False)
+
+
+@handles(aten.argmax.default, aten.argmin.default)
+def _argmax(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """The first index of the extreme along ``dim`` (of the flattened tensor without
+    one)."""
+    x = _comparable(imp, imp.value(node.args[0]))
+    dim, keep = argument(node, 1, "dim", None), argument(node, 2, "keepdim", False)
+    if dim is None:
+        flat = imp.reshape(x, (math.prod(g.shape_of(x)),))
+        index = first_index(imp, flat, extreme(imp, flat, [0], True,
+                                               node.target == aten.argmax.default), 0, False)
+        return imp.reshape(index, (1,) * len(g.shape_of(x))) if keep else index
+    dim = dim % max(len(g.shape_of(x)), 1)
+    if not g.shape_of(x):
+        return imp.constant(0, g.i64)
+    found = extreme(imp, x, [dim], True, node.target == aten.argmax.default)
+    return first_index(imp, x, found, dim, keep)
+
+
+@handles(aten.max.dim, aten.min.dim)
+def _max_dim(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    """The extreme along ``dim`` and its first index."""
+    given = imp.value(node.args[0])
+    x = _comparable(imp, given)
+    keep = argument(node, 2, "keepdim", False)
+    if not g.shape_of(x):
+        return given, imp.constant(0, g.i64)
+    dim = node.args[1] % len(g.shape_of(x))
+    found = extreme(imp, x, [dim], True, node.target == aten.max.dim)
+    values = found if keep else imp.reshape(found, [n for d, n in
+                                                   enumerate(g.shape_of(x)) if d != dim])
+    return narrowed(imp, values, g.element_type_of(given)), first_index(imp, x, found, dim,
+                                                                        keep)
 
 
 @handles(aten.cumsum.default)
@@ -265,7 +243,7 @@ def _constant_pad_nd(imp: FxImporter, node: fx.Node) -> SSAValue:
     """Negative pads slice, positive ones concatenate splats of ``value``; pairs run
     from the last dimension backward, as torch's."""
     x = imp.value(node.args[0])
-    pad, value = list(node.args[1]), _arg(node, 2, "value", 0)
+    pad, value = list(node.args[1]), argument(node, 2, "value", 0)
     typ = g.element_type_of(x)
     for i in range(len(pad) // 2):
         dim = len(g.shape_of(x)) - 1 - i
@@ -421,7 +399,7 @@ def put(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None], values
 @handles(aten.index_put.default, aten._unsafe_index_put.default)
 def _index_put(imp: FxImporter, node: fx.Node) -> SSAValue:
     x, indices, values = node.args[:3]
-    accumulate = _arg(node, 3, "accumulate", False)
+    accumulate = argument(node, 3, "accumulate", False)
     _integer_indices(imp, node, indices)
     dtype = imp.meta(node).dtype
     if imp.meta(node).numel() == 0 or imp.meta(values).numel() == 0:
@@ -485,8 +463,8 @@ def _diagonal(imp: FxImporter, node: fx.Node) -> SSAValue:
     ``columns + 1``."""
     x = imp.value(node.args[0])
     shape = g.shape_of(x)
-    offset = _arg(node, 1, "offset", 0)
-    d1, d2 = _arg(node, 2, "dim1", 0) % len(shape), _arg(node, 3, "dim2", 1) % len(shape)
+    offset = argument(node, 1, "offset", 0)
+    d1, d2 = argument(node, 2, "dim1", 0) % len(shape), argument(node, 3, "dim2", 1) % len(shape)
     others = [d for d in range(len(shape)) if d not in (d1, d2)]
     moved = imp.insert(g.PermuteOp(x, perm=[*others, d1, d2]), hint=False)
     rows, cols = shape[d1], shape[d2]

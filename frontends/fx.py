@@ -27,7 +27,11 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
-from mncore_ir.frontends import aten_expansions, aten_windows  # noqa: F401 (their handlers)
+from mncore_ir.frontends import (  # noqa: F401 (their handlers)
+    aten_expansions,
+    aten_math,
+    aten_windows,
+)
 from mncore_ir.frontends.aten_handlers import HANDLERS
 from mncore_ir.frontends.fx_importer import (
     FxImporter,

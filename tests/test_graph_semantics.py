@@ -82,6 +82,25 @@ def _floats(*shape: int, positive: bool = False) -> np.ndarray:
     return np.abs(x) + np.float32(0.1) if positive else x
 
 
+#: Where elementwise functions are hard: zeros of both signs, ±1, the infinities, NaN.
+SPECIAL = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, np.inf, -np.inf, np.nan)
+V = g.tensor((256 + len(SPECIAL),))
+
+
+def _wide(low: float, high: float) -> np.ndarray:
+    """256 points from ``low`` to ``high``, evenly spread in magnitude (logarithmically
+    past 100) and in sign, then the special values."""
+    def spread(lo: float, hi: float, n: int) -> np.ndarray:
+        if hi - lo > 100 and lo >= 0:
+            return np.exp(RNG.uniform(np.log(max(lo, 1e-30)), np.log(hi), n))
+        return RNG.uniform(lo, hi, n)
+    if low < 0 < high:
+        values = np.concatenate([spread(0, high, 128), -spread(0, -low, 128)])
+    else:
+        values = spread(low, high, 256)
+    return np.concatenate([values, SPECIAL]).astype(np.float32)
+
+
 T = g.tensor((3, 5))
 T3 = g.tensor((2, 3, 4))
 W = g.tensor((4,))
@@ -120,6 +139,23 @@ CASES: dict[str, tuple[list[Attribute], Build, Callable[[], list[np.ndarray]]]] 
         [[0.5, -0.5, 2.5, -2.5, 8388607.5],
          [-8388607.5, 1e9, -1e9, np.inf, -np.inf],
          [0.49999997, -0.49999997, -3.7, 1234.56, 3e-8]], np.float32)]),
+    **{name: ([V], lambda a, op=op: op(a[0]), lambda lo=lo, hi=hi: [_wide(lo, hi)])
+       for name, op, lo, hi in (
+           ("sin", g.SinOp, -1e6, 1e6), ("cos", g.CosOp, -1e6, 1e6),
+           ("tan", g.TanOp, -100, 100), ("asin", g.AsinOp, -1, 1),
+           ("acos", g.AcosOp, -1, 1), ("atan", g.AtanOp, -1e30, 1e30),
+           ("sinh", g.SinhOp, -80, 80), ("cosh", g.CoshOp, -80, 80),
+           ("asinh", g.AsinhOp, -1e30, 1e30), ("acosh", g.AcoshOp, 1, 1e30),
+           ("atanh", g.AtanhOp, -1, 1), ("expm1", g.Expm1Op, -80, 80),
+           ("erfc", g.ErfcOp, -5, 9), ("erfinv", g.ErfinvOp, -1, 1),
+           ("lgamma", g.LgammaOp, -30, 1e30), ("digamma", g.DigammaOp, -30, 1e30))},
+    "atan2": ([V, V], lambda a: g.Atan2Op(a[0], a[1]),
+              lambda: [_wide(-1e30, 1e30), _wide(-1e30, 1e30)[::-1].copy()]),
+    "fmod": ([V, V], lambda a: g.FmodOp(a[0], a[1]),
+             lambda: [_wide(-1e12, 1e12), _wide(-10, 10)]),
+    "fmod-i64": ([I64, I64], lambda a: g.FmodOp(a[0], a[1]),
+                 lambda: [RNG.integers(-99, 99, (3, 5)),
+                          RNG.choice([-7, -3, -1, 1, 2, 5], (3, 5))]),
     "abs": ([T], lambda a: g.AbsOp(a[0]), lambda: [_floats(3, 5)]),
     "abs-i64": ([I64], lambda a: g.AbsOp(a[0]), lambda: [RNG.integers(-9, 9, (3, 5))]),
     "abs-i1": ([BOOL], lambda a: g.AbsOp(a[0]), lambda: [RNG.random((3, 5)) < 0.5]),

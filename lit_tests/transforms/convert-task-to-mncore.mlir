@@ -83,14 +83,14 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[256] -> l1bm[128] words 4
 // CHECK-DAG:  mncore.l1 {{[0-9]+}} "bcast" l1bm[128] -> lm1[132]
 // a + b, then a * a reading grf0 twice: the second read goes through a copy to grf1[0];
-// the division is a reciprocal and a product.
+// the division is a reciprocal and a product, whose result takes the slot of a + b
+// (dead after the square).
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fadd" lm1[128], lm0[128] -> grf0[4]
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fpass" grf0[4] -> grf1[0]
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf0[4], grf1[0] -> grf1[4]
-// CHECK-DAG:  mncore.alu {{[0-9]+}} "frecip" lm1[132] -> grf1[8]
-// CHECK-DAG:  mncore.alu {{[0-9]+}} "fpass" grf1[8] -> grf0[0]
-// CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf1[4], grf0[0] -> grf0[8]
-// CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[8] -> l1bm[192]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "frecip" lm1[132] -> grf0[8]
+// CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf1[4], grf0[8] -> grf0[4]
+// CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[4] -> l1bm[192]
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[192] -> l2bm[384] words 64
 // CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[384] -> dram[304] words 80 tag
 

@@ -49,9 +49,9 @@ class Emitter:
         self.wave = 4 * per_l2b  # lanes per wave
         self.chunk = 4 * machine.pes_per_l1b  # words per L1BM per wave
         self.pool: list[float] = []  # DRAM words of the constant pool
-        self.pool_index: dict[tuple[float, ...], int] = {}
+        self.pool_index: dict[tuple[int, ...], int] = {}
         self.pool_base = 0  # set once every buffer has its place
-        self.constants: dict[float, Slot] = {}
+        self.constants: dict[tuple[int, ...], Slot] = {}
         self.ones: Slot | None = None
         half = machine.lm_words // 2
         self.lm_constants = {"lm0": 0, "lm1": 0}  # constants fill each LM's lower half
@@ -71,6 +71,7 @@ class Emitter:
         self.l1_out = chunks * self.chunk
         self.l1_top = self.l1_out + JC * self.chunk
         self.grf: dict[str, int] = {}
+        self.released: list[Slot] = []
         #: Steps between instructions in program order: past every latency and the
         #: steps a write to LM blocks its reads.
         self.spacing = max(machine.alu_latency, machine.l1_latency, machine.l2_latency,
@@ -121,10 +122,10 @@ class Emitter:
 
     def pooled(self, values: Sequence[float]) -> int:
         """The pool address of ``values`` (shared when asked again)."""
-        key = tuple(float(v) for v in values)
+        key = _bits(values)
         if key not in self.pool_index:
             self.pool_index[key] = len(self.pool)
-            self.pool.extend(key)
+            self.pool.extend(float(v) for v in values)
         return self.pool_base + self.pool_index[key]
 
     def table(self, values: np.ndarray) -> np.ndarray:
@@ -151,9 +152,12 @@ class Emitter:
     def new_wave(self) -> None:
         """Every GRF slot is free again (word 0 of each GRF stays a copy scratch)."""
         self.grf = {"grf0": 4, "grf1": 4}
+        self.released = []
 
     def fresh(self) -> Slot:
-        """A new GRF slot of the current wave."""
+        """A GRF slot of the current wave: one released, else a new one."""
+        if self.released:
+            return self.released.pop()
         space = min(self.grf, key=lambda s: self.grf[s])
         at = self.grf[space]
         if at + 4 > self.machine.grf_words:
@@ -163,9 +167,15 @@ class Emitter:
         self.grf[space] += 4
         return space, at
 
+    def release(self, slot: Slot) -> None:
+        """``slot``'s value is dead: a later :meth:`fresh` may reuse it (the scheduler
+        orders the new writes after the last reads)."""
+        self.released.append(slot)
+
     def constant(self, value: float) -> Slot:
         """An LM slot holding ``value`` in all 4 words of every PE, loaded on first use."""
-        if value not in self.constants:
+        key = _bits([value])
+        if key not in self.constants:
             space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
             at = self.lm_constants[space]
             if at + 4 > self.lm_limit:
@@ -174,8 +184,8 @@ class Emitter:
                     f"halves of lm0 and lm1 ({self.lm_limit} words each)")
             self.lm_constants[space] += 4
             self.broadcast(self.pooled([value]), (space, at))
-            self.constants[value] = (space, at)
-        return self.constants[value]
+            self.constants[key] = (space, at)
+        return self.constants[key]
 
     def ones_matrix(self) -> Slot:
         """16 words of 1.0 in LM: ``mma`` with it sums a vector's 4 words."""
@@ -275,3 +285,9 @@ class Emitter:
             return [(None, addresses)]
         return [(n, addresses[n * self.wave:(n + 1) * self.wave])
                 for n in range(-(-len(addresses) // self.wave))]
+
+
+def _bits(values: Sequence[float]) -> tuple[int, ...]:
+    """``values`` as the bits of their f64s: a key under which NaN finds itself and
+    -0.0 is not 0.0 (as float keys, every NaN is new and the zeros are one)."""
+    return tuple(np.asarray(values, np.float64).view(np.uint64).tolist())

@@ -11,6 +11,8 @@ table's decompositions), and any other op compiles through its table decompositi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import IntegerType, f32, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -44,7 +46,9 @@ def compute(e: Emitter, body: t.BodyOp, in_slots: list[Slot],
     ``intervals``: what each integer result may take before it is brought into its
     type (``Intervals.body``)."""
     where: dict[SSAValue, Slot] = dict(zip(body.body.block.args, in_slots, strict=True))
-    for op in body.body.block.ops:
+    ops = list(body.body.block.ops)
+    dying = _last_uses(ops)
+    for op in ops:
         if isinstance(op, t.YieldOp):
             return [where[v] for v in op.values]
         srcs = [where[o] for o in op.operands]
@@ -58,7 +62,29 @@ def compute(e: Emitter, body: t.BodyOp, in_slots: list[Slot],
         if interval is not None:
             settle(e, dst, interval, g.element_type_of(op.results[0]))
         where[op.results[0]] = dst
+        _release(e, dying.get(op, ()), where)
     raise MNCoreConversionError(f"task.body @{body.sym_name.data} has no task.yield")
+
+
+def _last_uses(ops: list[Operation]) -> dict[Operation, list[SSAValue]]:
+    """The op results each op reads for the last time (none that a yield reads)."""
+    last: dict[SSAValue, Operation] = {}
+    for op in ops:
+        for v in op.operands:
+            last[v] = op
+    dying: dict[Operation, list[SSAValue]] = {}
+    for v, op in last.items():
+        if not isinstance(op, t.YieldOp) and not isinstance(v.owner, g.ConstantOp) \
+                and isinstance(v.owner, Operation):
+            dying.setdefault(op, []).append(v)
+    return dying
+
+
+def _release(e: Emitter, values: Sequence[SSAValue], where: dict[SSAValue, Slot]) -> None:
+    """Give back the GRF slots of values no later op reads (distinct ones: two values
+    may share a slot)."""
+    for slot in dict.fromkeys(where[v] for v in values):
+        e.release(slot)
 
 
 def instructions(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot],
@@ -86,7 +112,9 @@ def through_table(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot],
                                     f"@{body.sym_name.data} has no ALU form", op)
     scratch, (result,) = expansion
     where: dict[SSAValue, Slot] = dict(zip(scratch.args, srcs, strict=True))
-    for inner in scratch.ops:
+    ops = list(scratch.ops)
+    dying = _last_uses(ops)
+    for inner in ops:
         if isinstance(inner, g.ConstantOp):
             (v,) = constant_values(inner).tolist()
             where[inner.results[0]] = e.constant(float(v))
@@ -94,7 +122,10 @@ def through_table(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot],
         where[inner.results[0]] = e.fresh()
         instructions(e, body, inner, [where[o] for o in inner.operands],
                      where[inner.results[0]])
+        _release(e, [v for v in dying.get(inner, ()) if v is not result], where)
     e.alu("fpass", [where[result]], dst)
+    if isinstance(result.owner, Operation) and not isinstance(result.owner, g.ConstantOp):
+        e.release(where[result])
 
 
 def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: Slot) -> None:

@@ -60,6 +60,15 @@ func.func @exp_int(%a: tensor<2xi64>) {
 
 // -----
 
+// So does atan2 (fmod takes integers too).
+func.func @atan2_int(%a: tensor<2xi64>) {
+  // expected-error@+1 {{graph.atan2 expects floating-point operands}}
+  %0 = graph.atan2 %a, %a : tensor<2xi64>, tensor<2xi64> -> tensor<2xi64>
+  func.return
+}
+
+// -----
+
 // True division needs floats.
 func.func @div_int(%a: tensor<2xi32>) {
   // expected-error@+1 {{graph.div expects floating-point operands}}

@@ -1,0 +1,153 @@
+"""The transcendental graph ops (sin ... digamma, atan2, fmod) and the ATen ops written
+with them (remainders, rounding divisions, the ELU family, hypot, copysign, signbit), on
+every level against eager PyTorch: the interpreter and the cpu executor run numpy's and
+torch's functions, the task simulator the interpreter's, and Triton and MN-Core the
+table's decompositions."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mncore
+from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.pipeline import apply_pipeline
+from mncore_ir.targets.graph_interpreter import run_function
+from mncore_ir.targets.graph_torch import compile_module
+from mncore_ir.targets.mncore_simulator import find_program
+from mncore_ir.targets.mncore_simulator import simulate as simulate_program
+from mncore_ir.targets.task_simulator import find_kernel
+from mncore_ir.targets.task_simulator import simulate as simulate_kernel
+from mncore_ir.targets.triton_megakernel import generate, load
+
+TO_TASK = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=16}"
+TO_TINY = f"{TO_TASK},convert-task-to-mncore{{machine=tiny}},mncore-schedule"
+RNG = np.random.default_rng(0)
+
+#: name -> (function of two tensors, the interval of x, the interval of y)
+FUNCTIONS: dict[str, tuple[Callable[..., torch.Tensor], tuple[float, float],
+                           tuple[float, float]]] = {
+    "sin": (lambda x, y: torch.sin(x), (-300, 300), (0, 1)),
+    "cos": (lambda x, y: torch.cos(x), (-300, 300), (0, 1)),
+    "tan": (lambda x, y: torch.tan(x), (-3, 3), (0, 1)),
+    "asin": (lambda x, y: torch.asin(x), (-1, 1), (0, 1)),
+    "acos": (lambda x, y: torch.acos(x), (-1, 1), (0, 1)),
+    "atan": (lambda x, y: torch.atan(x), (-50, 50), (0, 1)),
+    "atan2": (lambda x, y: torch.atan2(x, y), (-5, 5), (-5, 5)),
+    "sinh": (lambda x, y: torch.sinh(x), (-30, 30), (0, 1)),
+    "cosh": (lambda x, y: torch.cosh(x), (-30, 30), (0, 1)),
+    "asinh": (lambda x, y: torch.asinh(x), (-1e5, 1e5), (0, 1)),
+    "acosh": (lambda x, y: torch.acosh(x), (1, 1e5), (0, 1)),
+    "atanh": (lambda x, y: torch.atanh(x), (-1, 1), (0, 1)),
+    "expm1": (lambda x, y: torch.expm1(x), (-5, 5), (0, 1)),
+    "erfc": (lambda x, y: torch.erfc(x), (-3, 8), (0, 1)),
+    "erfinv": (lambda x, y: torch.erfinv(x), (-1, 1), (0, 1)),
+    "lgamma": (lambda x, y: torch.lgamma(x), (-10, 30), (0, 1)),
+    "digamma": (lambda x, y: torch.digamma(x), (-10, 30), (0, 1)),
+    "fmod": (lambda x, y: torch.fmod(x, y), (-1e4, 1e4), (-7, 7)),
+    "remainder": (lambda x, y: torch.remainder(x, y), (-1e4, 1e4), (-7, 7)),
+    "floor_divide": (lambda x, y: x // y, (-100, 100), (-7, 7)),
+    "div_trunc": (lambda x, y: torch.div(x, y, rounding_mode="trunc"), (-100, 100), (-7, 7)),
+    "elu": (lambda x, y: F.elu(x, 0.7), (-5, 5), (0, 1)),
+    "selu": (lambda x, y: F.selu(x), (-5, 5), (0, 1)),
+    "celu": (lambda x, y: F.celu(x, 0.5), (-5, 5), (0, 1)),
+    "hypot": (lambda x, y: torch.hypot(x, y), (-1e20, 1e20), (-5, 5)),
+    "copysign": (lambda x, y: torch.copysign(x, y), (-5, 5), (-5, 5)),
+    "signbit": (lambda x, y: torch.signbit(x) | torch.signbit(y), (-5, 5), (-5, 5)),
+}
+#: Per level, what each op is allowed beyond eager: cpu and interp run eager's own
+#: functions; the decompositions are within a few f32 ulps (lgamma and digamma lose
+#: digits next to their zeros, so they also get an absolute tolerance).
+RTOL = {"interp": 1e-6, "cpu": 1e-6, "task": 1e-6, "triton": 4e-6, "mncore": 4e-6}
+ATOL = {"lgamma": 2e-6, "digamma": 2e-6, "tan": 1e-6}
+
+
+def inputs(name: str) -> tuple[np.ndarray, np.ndarray]:
+    _, (lo, hi), (ylo, yhi) = FUNCTIONS[name]
+    x = RNG.uniform(lo, hi, 48).astype(np.float32)
+    y = RNG.uniform(ylo, yhi, 48).astype(np.float32)
+    x[:3] = [0.0, -0.0, lo]  # signed zeros and an end
+    y[np.abs(y) < 1e-3] = 1.0  # no division by zero
+    return x, y
+
+
+def assert_eager(name: str, out: np.ndarray, x: np.ndarray, y: np.ndarray, level: str
+                 ) -> None:
+    fn = FUNCTIONS[name][0]
+    expected = fn(torch.from_numpy(x), torch.from_numpy(y)).numpy()
+    np.testing.assert_allclose(out, expected, rtol=RTOL[level], atol=ATOL.get(name, 0),
+                               equal_nan=True, err_msg=f"{name} at the {level} level")
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_every_level_equals_eager(name: str, tmp_path: object) -> None:
+    x, y = inputs(name)
+    captured = capture(FUNCTIONS[name][0], torch.from_numpy(x), torch.from_numpy(y))
+    task = import_captured(captured)
+    apply_pipeline(task, TO_TASK)
+    outs = {
+        "interp": run_function(import_captured(captured), [x, y])[0],
+        "cpu": compile_module(import_captured(captured))(
+            torch.from_numpy(x), torch.from_numpy(y))[0].numpy(),
+        "task": simulate_kernel(find_kernel(task), [x, y])[0],
+        "triton": load(generate(find_kernel(task)), str(tmp_path)).run(
+            torch.from_numpy(x), torch.from_numpy(y))[0].numpy(),
+    }
+    tiny = import_captured(captured)
+    apply_pipeline(tiny, TO_TINY)
+    outs["mncore"] = simulate_program(find_program(tiny), [x, y])[0][0]
+    for level, out in outs.items():
+        assert_eager(name, out, x, y, level)
+
+
+def test_fmod_is_exact() -> None:
+    """Bit for bit, for quotients up to 2**42 (the decomposition never rounds a - qb),
+    though MN-Core's division is a product with a reciprocal."""
+    a = (np.exp(RNG.uniform(-5, 30, 3000)) * RNG.choice([-1, 1], 3000)).astype(np.float32)
+    b = (np.exp(RNG.uniform(-5, 3, 3000)) * RNG.choice([-1, 1], 3000)).astype(np.float32)
+    keep = np.abs(a / b) < 2.0**42
+    a, b = a[keep], b[keep]
+    captured = capture(lambda a, b: torch.fmod(a, b), torch.from_numpy(a), torch.from_numpy(b))
+    tiny = import_captured(captured)
+    apply_pipeline(tiny, TO_TINY)
+    out = simulate_program(find_program(tiny), [a, b])[0][0]
+    np.testing.assert_array_equal(out, np.fmod(a, b))
+
+
+def test_trigonometry_past_two_to_the_24_is_nan() -> None:
+    """Where f32 products cannot reduce the argument, the result says so."""
+    x = np.array([1e8, -3e9, 1e30, 1e6], np.float32)
+    captured = capture(lambda x: torch.sin(x), torch.from_numpy(x))
+    tiny = import_captured(captured)
+    apply_pipeline(tiny, TO_TINY)
+    out = simulate_program(find_program(tiny), [x])[0][0]
+    assert np.isnan(out[:3]).all()
+    np.testing.assert_allclose(out[3], np.sin(np.float64(1e6)), atol=2e-7)
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task", "mncore"])
+def test_integer_remainders_through_torch_mncore(device: str) -> None:
+    """Python's % and // on integers (index arithmetic) and their float forms, with
+    both signs, through the lazy device."""
+    a = torch.arange(-20, 20)
+    torch_mncore.init(device, implicit_sync="error")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = a.mncore()
+            got = [d % 7, d // -3, torch.div(d, 4, rounding_mode="trunc"), d.float() % -2.5,
+                   torch.fmod(d, 3)]
+            torch_mncore.sync()
+            got = [t.cpu() for t in got]
+    finally:
+        torch_mncore.init("cpu")
+    expected = [a % 7, a // -3, torch.div(a, 4, rounding_mode="trunc"), a.float() % -2.5,
+                torch.fmod(a, 3)]
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
