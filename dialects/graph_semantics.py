@@ -163,7 +163,9 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
     g.PowOp: _pointwise(_OPERATOR % "**", "_pow({0}, {1})", reference=_binary(np.power)),
     g.Atan2Op: _pointwise("torch.atan2({0}, {1})", None, reference=_binary(np.arctan2),
                           decompose=tr.atan2),
-    g.FmodOp: _pointwise("torch.fmod({0}, {1})", None, reference=_binary(np.fmod),
+    # Triton's % is C's fmod on floats and signed integers (frem, srem); MN-Core's
+    # recipe is exact without an FMA, which a GPU compiler would contract into it
+    g.FmodOp: _pointwise("torch.fmod({0}, {1})", "{0} % {1}", reference=_binary(np.fmod),
                          decompose=tr.fmod),
     g.MaximumOp: _pointwise("torch.maximum({0}, {1})",
                             "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
