@@ -400,12 +400,81 @@ def put(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None], values
 def _index_put(imp: FxImporter, node: fx.Node) -> SSAValue:
     x, indices, values = node.args[:3]
     accumulate = argument(node, 3, "accumulate", False)
-    _integer_indices(imp, node, indices)
     dtype = imp.meta(node).dtype
     if imp.meta(node).numel() == 0 or imp.meta(values).numel() == 0:
         return imp.as_type(x, dtype)
+    masked = [i for i in indices if i is not None and imp.meta(i).dtype == torch.bool]
+    if masked:
+        return _masked_put(imp, node, indices, bool(accumulate))
+    _integer_indices(imp, node, indices)
     return put(imp, imp.value(x), [None if i is None else imp.value(i) for i in indices],
                imp.as_type(values, dtype), bool(accumulate))
+
+
+def _masked_put(imp: FxImporter, node: fx.Node, indices: Sequence[Any], accumulate: bool
+                ) -> SSAValue:
+    """``x[mask] = v`` (``+=``) for one value: ``where(mask, v, x)``, the mask over the
+    dimensions it indexes. As many values as true elements depend on the mask."""
+    x, _, values = node.args[:3]
+    dtype = imp.meta(node).dtype
+    at = [d for d, i in enumerate(indices) if i is not None]
+    if len(at) != 1 or imp.meta(values).numel() != 1:
+        raise unsupported(node, "indexing with a torch.bool tensor (as many values as "
+                                "true elements)")
+    (first,) = at
+    mask = imp.value(indices[first])
+    rank, span = len(imp.meta(node).shape), len(g.shape_of(mask))
+    mask = imp.reshape(mask, (1,) * first + g.shape_of(mask) + (1,) * (rank - first - span))
+    v = imp.reshape(imp.as_type(values, dtype), ())
+    base = imp.as_type(x, dtype)
+    if accumulate:
+        v = imp.insert(g.AddOp(base, v), hint=False)
+    return imp.insert(g.WhereOp(mask, v, base))
+
+
+@handles(aten.gather.default)
+def _gather(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """An index smaller than the input outside ``dim`` reads the input's first
+    elements there."""
+    x, dim, index = node.args[:3]
+    v, i = imp.value(x), imp.value(index)
+    dim %= max(len(g.shape_of(v)), 1)
+    for d, (n, size) in enumerate(zip(g.shape_of(i), g.shape_of(v), strict=True)):
+        if d != dim and n < size:
+            v = imp.insert(g.SliceOp(v, dim=d, start=0, end=n), hint=False)
+    return imp.insert(g.GatherOp(v, i, dim=dim))
+
+
+@handles(aten.scatter.value, aten.scatter.src, aten.scatter_add.default)
+def scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A scalar scattered is graph.scatter; a tensor (and ``scatter_add``, ``reduce=
+    'add'``) is an index_put at each index element's full coordinates."""
+    x, dim, index, value = node.args[:4]
+    accumulate = (node.target == aten.scatter_add.default
+                  or argument(node, 4, "reduce", None) == "add")
+    dtype = imp.meta(node).dtype
+    v, i = imp.as_type(x, dtype), imp.value(index)
+    rank = len(g.shape_of(v))
+    if not rank or not math.prod(g.shape_of(i)):
+        return v
+    dim %= rank
+    if not accumulate and not (isinstance(value, fx.Node) and imp.meta(value).dim() != 0):
+        return imp.insert(g.ScatterOp(v, i, imp.as_type(value, dtype), dim=dim))
+    shape = g.shape_of(i)
+    source = imp.as_type(value, dtype)
+    if g.shape_of(source):  # the source's leading elements, as many as the index's
+        for d, n in enumerate(shape):
+            if g.shape_of(source)[d] > n:
+                source = imp.insert(g.SliceOp(source, dim=d, start=0, end=n), hint=False)
+    coords: list[SSAValue | None] = []
+    for d, n in enumerate(shape):
+        if d == dim:
+            coords.append(i)
+            continue
+        where = [1] * rank
+        where[d] = n
+        coords.append(imp.constant(np.arange(n).reshape(where), g.i64, where))
+    return put(imp, v, coords, source, accumulate)
 
 
 def _integer_indices(imp: FxImporter, node: fx.Node, indices: Sequence[Any]) -> None:

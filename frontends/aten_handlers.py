@@ -330,12 +330,25 @@ def _arange(imp: FxImporter, node: fx.Node) -> SSAValue:
 def reduce(imp: FxImporter, op_type: type[g.ReduceOp], x: SSAValue, dims: Sequence[int],
            keep: bool, hint: bool = True) -> SSAValue:
     """``op_type`` of ``x`` over ``dims``; a reduction of every dimension is one of the
-    flattened tensor (a target's kernels take few dimensions at a time)."""
+    flattened tensor, and one of the trailing (leading) dimensions one of a matrix, the
+    rest flattened into its rows (columns): a target's kernels take few dimensions at a
+    time (Triton's: 3 kept and 3 reduced)."""
     shape = g.shape_of(x)
-    if len(shape) > 1 and sorted(set(dims)) == list(range(len(shape))):
+    rank, dims = len(shape), sorted(set(dims))
+    if rank > 1 and dims == list(range(rank)):
         flat = imp.insert(g.ReshapeOp(x, (math.prod(shape),)), hint=False)
         total = imp.insert(op_type(flat, dims=[0], keepdim=keep), hint=hint and not keep)
         return imp.reshape(total, (1,) * len(shape)) if keep else total
+    kept = [s for d, s in enumerate(shape) if d not in dims]
+    trailing, leading = dims == list(range(rank - len(dims), rank)), dims == list(
+        range(len(dims)))
+    if rank > 3 and (trailing or leading):
+        reduced = math.prod(shape[d] for d in dims)
+        matrix = (math.prod(kept), reduced) if trailing else (reduced, math.prod(kept))
+        total = imp.insert(op_type(imp.reshape(x, matrix), dims=[1 if trailing else 0]),
+                           hint=False)
+        out = [1 if d in dims else s for d, s in enumerate(shape)] if keep else kept
+        return imp.reshape(total, out)
     return imp.insert(op_type(x, dims=dims, keepdim=keep), hint=hint)
 
 
@@ -488,23 +501,6 @@ def _embedding(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.insert(g.EmbeddingOp(imp.value(node.args[0]), imp.value(node.args[1])))
 
 
-@handles(aten.gather.default)
-def _gather(imp: FxImporter, node: fx.Node) -> SSAValue:
-    x, dim, index = node.args[:3]
-    v = imp.value(x)
-    return imp.insert(g.GatherOp(v, imp.value(index), dim=dim % len(g.shape_of(v))))
-
-
-@handles(aten.scatter.value, aten.scatter.src)
-def _scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
-    x, dim, index, value = node.args[:4]
-    v = imp.value(x)
-    if isinstance(value, fx.Node) and imp.meta(value).dim() != 0:
-        raise unsupported(node, "scatter of a non-scalar source")
-    return imp.insert(g.ScatterOp(v, imp.value(index), imp.as_type(value, imp.meta(node).dtype),
-                                  dim=dim % len(g.shape_of(v))))
-
-
 def pairs(v: Any, default: Sequence[int]) -> list[int]:
     v = list(v) if isinstance(v, list | tuple) else [v]
     if not v:
@@ -552,23 +548,3 @@ def convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     shapes = (imp.meta(x).shape, imp.meta(w).shape, g.shape_of(outs[2]))
     return tuple(imp.reshape(o, shape) if m else None
                  for o, shape, m in zip(outs, shapes, mask, strict=True))
-
-
-@handles(aten.max_pool2d_with_indices.default)
-def _max_pool(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
-    args = list(node.args) + [[], 0, 1, False][len(node.args) - 2:]
-    x, kernel, stride, padding, dilation, ceil_mode = args[:6]
-    if ceil_mode:
-        raise unsupported(node, "max_pool2d with ceil_mode")
-    kernel = pairs(kernel, [1])
-    return imp.insert(g.MaxPool2dOp(imp.value(x), kernel=kernel,
-                                    stride=pairs(stride, kernel), padding=pairs(padding, [0]),
-                                    dilation=pairs(dilation, [1])))
-
-
-@handles(aten.max_pool2d_with_indices_backward.default)
-def _max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
-    grad, x = node.args[:2]
-    indices = node.args[7]
-    return imp.insert(g.MaxPool2dBackwardOp(imp.value(grad), imp.value(x), imp.value(indices)))
-

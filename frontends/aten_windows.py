@@ -8,6 +8,7 @@ eager on every device in ``tests/test_aten_expansions.py``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,11 +25,12 @@ from mncore_ir.frontends.aten_handlers import (
     convolution_backward,
     handles,
     narrowed,
+    pairs,
     reduce,
     widened,
     windows_of,
 )
-from mncore_ir.frontends.fx_importer import FxImporter
+from mncore_ir.frontends.fx_importer import FxImporter, unsupported
 
 aten = torch.ops.aten
 
@@ -187,3 +189,66 @@ def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
         dims = [0, *range(2, len(imp.meta(grad).shape))]
         grad_b = reduce(imp, g.SumOp, imp.value(grad), dims, False)
     return grad_x, grad_w, grad_b
+
+
+@handles(aten.max_pool2d_with_indices.default)
+def _max_pool(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    """graph.max_pool2d. ``ceil_mode``'s extra windows pool an input padded at its end
+    with -inf (no window starts in that padding: torch's rule), and their flat indices
+    ``h * (W + e) + w`` are brought back to ``h * W + w``, the row ``h`` counted by
+    comparisons."""
+    args = list(node.args) + [[], 0, 1, False][len(node.args) - 2:]
+    x, kernel, stride, padding, dilation, ceil_mode = args[:6]
+    kernel = pairs(kernel, [1])
+    stride, padding, dilation = pairs(stride, kernel), pairs(padding, [0]), pairs(dilation, [1])
+    v = _batched(imp, imp.value(x))
+    shape = g.shape_of(v)
+    extra = [0, 0]
+    if ceil_mode:
+        for i in range(2):
+            n, k, s, p, d = shape[-2 + i], kernel[i], stride[i], padding[i], dilation[i]
+            span = n + 2 * p - d * (k - 1) - 1
+            out = -(-span // s) + 1
+            if (out - 1) * s >= n + p:
+                out -= 1
+            extra[i] = max(0, (out - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
+    if any(extra) and not g.is_float(g.element_type_of(v)):
+        raise unsupported(node, "max_pool2d with ceil_mode of integers")
+    for i, e in enumerate(extra):
+        if e:
+            dim = len(g.shape_of(v)) - 2 + i
+            pad = [*g.shape_of(v)]
+            pad[dim] = e
+            low = imp.insert(g.ExpandOp(imp.constant(-math.inf, g.element_type_of(v)),
+                                        tuple(pad)), hint=False)
+            v = imp.insert(g.ConcatOp(v, low, dim=dim), hint=False)
+    values, indices = imp.insert(g.MaxPool2dOp(v, kernel=kernel, stride=stride,
+                                               padding=padding, dilation=dilation))
+    if extra[1]:
+        height, width = g.shape_of(v)[-2:]
+        rank = len(g.shape_of(indices))
+        starts = imp.constant(np.arange(1, height).reshape((1,) * rank + (-1,)) * width,
+                              g.i64, (1,) * rank + (height - 1,))
+        column = imp.reshape(indices, (*g.shape_of(indices), 1))
+        below = imp.insert(g.LeOp(starts, column), hint=False)
+        rows = reduce(imp, g.SumOp, imp.insert(g.ConvertOp(below, g.i64), hint=False),
+                      [rank], False, hint=False)
+        shift = imp.insert(g.MulOp(rows, imp.constant(extra[1], g.i64)), hint=False)
+        indices = imp.insert(g.SubOp(indices, shift), hint=False)
+    out = imp.meta(node)[0].shape
+    return imp.reshape(values, out), imp.reshape(indices, out)
+
+
+def _batched(imp: FxImporter, x: SSAValue) -> SSAValue:
+    """An unbatched (C, H, W) input as a batch of one."""
+    shape = g.shape_of(x)
+    return imp.reshape(x, (1, *shape)) if len(shape) == 3 else x
+
+
+@handles(aten.max_pool2d_with_indices_backward.default)
+def _max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    grad, x = node.args[:2]
+    indices = node.args[7]
+    dx = imp.insert(g.MaxPool2dBackwardOp(*(_batched(imp, imp.value(v))
+                                            for v in (grad, x, indices))), hint=False)
+    return imp.reshape(dx, imp.meta(node).shape)

@@ -30,6 +30,9 @@ from xdsl.dialects.builtin import ModuleOp
 from mncore_ir.frontends import (  # noqa: F401 (their handlers)
     aten_expansions,
     aten_math,
+    aten_order,
+    aten_scans,
+    aten_scatter,
     aten_windows,
 )
 from mncore_ir.frontends.aten_handlers import HANDLERS

@@ -93,6 +93,8 @@ class Tracer(abc.ABC):
             return func(self.read(args[0]), **kwargs)
         if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
             return args[0].copy_(self.read(args[1]))
+        if func in (aten.equal.default, aten.allclose.default):
+            return self._truth(func, *args, **kwargs)
         self.metrics.traced_ops += 1
         plan = PLANS.get(func) or plan_of(func)
         if plan is RECORD:
@@ -128,6 +130,17 @@ class Tracer(abc.ABC):
             raise LazyError(f"{func} is not supported on lazy tensors, at "
                             f"{lt.describe_location(lt.user_location())}")
         return self._fallback(func, args, kwargs)
+
+    def _truth(self, func: torch._ops.OpOverload, a: torch.Tensor, b: torch.Tensor,
+               *args: Any, **kwargs: Any) -> bool:
+        """``torch.equal``/``allclose``: the comparison traced, its one bool read back
+        (as ``.item()`` would)."""
+        self._pure(f"{func} reads a value")
+        if func is aten.equal.default:
+            if a.shape != b.shape:
+                return False
+            return bool(torch.eq(a, b).all().item())
+        return bool(torch.isclose(a, b, *args, **kwargs).all().item())
 
     def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
@@ -279,7 +292,8 @@ class Tracer(abc.ABC):
                 graph_args.append(a)
                 keys.append(lt.meta_key(a))
         if kwargs:
-            graph_kwargs = dict(kwargs)
+            graph_kwargs = {k: self._graph_tensor(v) if isinstance(v, torch.Tensor) else v
+                            for k, v in kwargs.items()}
             if "device" in kwargs:
                 graph_kwargs["device"] = torch.device("cpu")
             key = (func, tuple(keys), lt.meta_key(tuple(sorted(kwargs.items()))))
@@ -288,6 +302,13 @@ class Tracer(abc.ABC):
             key = (func, tuple(keys), ())
         meta = lt.infer_meta_cached(key, func, graph_args, args, kwargs)
         return Node(func, tuple(graph_args), graph_kwargs, meta, lt.user_location(), key)
+
+    @staticmethod
+    def _graph_tensor(tensor: torch.Tensor) -> Any:
+        """A tensor argument as the graph value it reads (a host tensor is uploaded)."""
+        if isinstance(tensor, LazyTensor):
+            return tensor.value() if tensor._views else tensor._storage_.value
+        return lt.from_cpu(tensor).value()
 
     def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:

@@ -50,6 +50,11 @@ CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
                                             count_include_pad=False),
     "avg_pool_divisor": lambda x: F.avg_pool2d(x, (2, 3), (1, 2), (1, 0), divisor_override=5),
     "avg_pool1d": lambda x: F.avg_pool1d(x.flatten(2), 4, 3, 2, ceil_mode=True),
+    "max_pool_ceil": lambda x: _with_indices(F.max_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                          return_indices=True)),
+    "max_pool_ceil_dilated": lambda x: _with_indices(F.max_pool2d(
+        x[0], (2, 3), 2, 0, 2, ceil_mode=True, return_indices=True)),
+    "max_pool1d_ceil": lambda x: F.max_pool1d(x.flatten(2), 4, 3, 1, ceil_mode=True),
     "adaptive_avg_pool": lambda x: F.adaptive_avg_pool2d(x, (3, 4)),
     "conv1d": lambda x: F.conv1d(x.flatten(2), torch.linspace(-1, 1, 60).reshape(4, 3, 5)
                                  .to(x.device), stride=2, padding=1),
@@ -103,6 +108,12 @@ def test_rounding_is_exact(device: str, fn: Callable[[torch.Tensor], torch.Tenso
     assert torch.equal(got.nan_to_num(), expected.nan_to_num()), (got - expected).abs().max()
 
 
+def _with_indices(pooled: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """A max pool's values and flat indices, side by side."""
+    values, indices = pooled
+    return torch.cat([values.flatten(), indices.flatten().float()])
+
+
 def _host_ops() -> dict[str, int]:
     return {k: v for k, v in torch_mncore.counters().items() if k.startswith("CpuFallback")}
 
@@ -133,7 +144,8 @@ class PoolNet(torch.nn.Module):
         n, c, h, w = x.shape
         y = self.conv1d(x.reshape(n, c, h * w)).reshape(n, 2, h, w)
         y = F.avg_pool2d(F.pad(torch.relu(y), (1, 1, 0, 1)), 2, 1, ceil_mode=True)
-        y = F.adaptive_avg_pool2d(self.conv(self.up(y)), (3, 1))
+        y = F.max_pool2d(self.conv(self.up(y)), 3, 2, ceil_mode=True)
+        y = F.adaptive_avg_pool2d(y, (3, 1))
         y = y.flatten(1)
         return self.head(y)[:, torch.tensor([4, 0, 2]).to(x.device)]
 

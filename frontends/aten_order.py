@@ -1,0 +1,250 @@
+"""Order statistics of ATen as graph ops, by counting: an element's place in sorted
+order is the number of elements that sort before it (NaN last ascending, first
+descending, as torch), ties broken by position, so the sort is stable. ``sort``,
+``topk``, ``kthvalue``, ``median``/``nanmedian`` gather at those places;
+``searchsorted``/``bucketize`` count the boundaries below. The comparisons are
+pairwise along the dimension (n**2 per row), so a dimension past :data:`ORDER_MAX`
+runs on the host. Exact: only comparisons, integer sums and gathers. Checked against
+eager in ``tests/test_aten_order.py``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import fx
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import SSAValue
+
+from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.graph_semantics_transcendental import Math
+from mncore_ir.frontends.aten_expansions import argument
+from mncore_ir.frontends.aten_handlers import handles, reduce
+from mncore_ir.frontends.fx_importer import FxImporter, unsupported
+
+aten = torch.ops.aten
+
+#: Pairwise comparisons (elements times the sorted dimension's length) one sort may
+#: build; past this it runs on the host.
+ORDER_MAX = 1 << 22
+
+
+def _last(imp: FxImporter, x: SSAValue, dim: int) -> SSAValue:
+    """``x`` with ``dim`` moved last."""
+    rank = len(g.shape_of(x))
+    if dim == rank - 1:
+        return x
+    perm = [d for d in range(rank) if d != dim] + [dim]
+    return imp.insert(g.PermuteOp(x, perm=perm), hint=False)
+
+
+def _back(imp: FxImporter, x: SSAValue, dim: int) -> SSAValue:
+    """Undo :func:`_last` (for a result of the same rank)."""
+    rank = len(g.shape_of(x))
+    if dim == rank - 1:
+        return x
+    perm = [d for d in range(rank) if d != dim] + [dim]
+    return imp.insert(g.PermuteOp(x, perm=[perm.index(d) for d in range(rank)]), hint=False)
+
+
+def _count(imp: FxImporter, truth: SSAValue, axis: int) -> SSAValue:
+    """How many are true along ``axis`` (i64)."""
+    ones = imp.insert(g.ConvertOp(truth, g.i64), hint=False)
+    return reduce(imp, g.SumOp, ones, [axis], False, hint=False)
+
+
+def _positions(imp: FxImporter, n: int, rank: int, axis: int) -> SSAValue:
+    """0, 1, ..., n-1 along ``axis`` of a rank-``rank`` i64 constant."""
+    shape = [1] * rank
+    shape[axis] = n
+    return imp.constant(np.arange(n).reshape(shape), g.i64, shape)
+
+
+def _pairs(imp: FxImporter, x: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """x as (..., n, 1) and as (..., 1, n): element i against element j."""
+    shape = g.shape_of(x)
+    return imp.reshape(x, (*shape, 1)), imp.reshape(x, (*shape[:-1], 1, shape[-1]))
+
+
+def sort_order(imp: FxImporter, node: fx.Node, x: SSAValue, descending: bool
+               ) -> SSAValue:
+    """The indices that sort ``x`` along its last dimension, stably (i64, x's shape)."""
+    shape = g.shape_of(x)
+    n = shape[-1]
+    if math.prod(shape) * n > ORDER_MAX:
+        raise unsupported(node, f"sorting {n} elements {math.prod(shape[:-1])} times "
+                                f"(more than {ORDER_MAX} comparisons)")
+    if g.element_type_of(x) == g.i1:
+        x = imp.insert(g.ConvertOp(x, g.i64), hint=False)
+    m = Math(imp.builder, x)
+    mine, other = _pairs(imp, x)  # rows i, columns j
+    before = m.lt(mine, other) if descending else m.lt(other, mine)
+    tie = m.eq(other, mine)
+    if g.is_float(g.element_type_of(x)):
+        nan_mine, nan_other = m.ne(mine, mine), m.ne(other, other)
+        first, second = (nan_other, nan_mine) if descending else (nan_mine, nan_other)
+        before = m.or_(before, m.and_(first, m.e(g.NotOp(second))))
+        tie = m.or_(tie, m.and_(nan_mine, nan_other))
+    rank = len(shape) + 1
+    earlier = m.lt(_positions(imp, n, rank, rank - 1), _positions(imp, n, rank, rank - 2))
+    place = _count(imp, m.or_(before, m.and_(tie, earlier)), rank - 1)  # (..., n)
+    # the index whose place is k: sum over i of i * [place_i == k]
+    at, k = _pairs(imp, place)[1], _positions(imp, n, rank, rank - 2)
+    chosen = m.where(m.eq(at, k), _positions(imp, n, rank, rank - 1),
+                     imp.constant(0, g.i64))
+    return reduce(imp, g.SumOp, chosen, [rank - 1], False, hint=False)
+
+
+def _gathered(imp: FxImporter, x: SSAValue, indices: SSAValue) -> SSAValue:
+    return imp.insert(g.GatherOp(x, indices, dim=len(g.shape_of(x)) - 1), hint=False)
+
+
+def _first(imp: FxImporter, x: SSAValue, k: int) -> SSAValue:
+    last = len(g.shape_of(x)) - 1
+    return imp.insert(g.SliceOp(x, dim=last, start=0, end=k), hint=False)
+
+
+@handles(aten.sort.default, aten.sort.stable)
+def _sort(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    x = imp.value(node.args[0])
+    if node.target == aten.sort.stable:
+        dim, descending = node.kwargs.get("dim", -1), node.kwargs.get("descending", False)
+    else:
+        dim, descending = argument(node, 1, "dim", -1), argument(node, 2, "descending", False)
+    if not g.shape_of(x):
+        return x, imp.constant(0, g.i64)
+    dim %= len(g.shape_of(x))
+    moved = _last(imp, x, dim)
+    order = sort_order(imp, node, moved, descending)
+    return _back(imp, _gathered(imp, moved, order), dim), _back(imp, order, dim)
+
+
+@handles(aten.topk.default)
+def _topk(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    """The first k of the descending (``largest``) or ascending order."""
+    x, k = imp.value(node.args[0]), node.args[1]
+    dim = argument(node, 2, "dim", -1)
+    largest = argument(node, 3, "largest", True)
+    if not g.shape_of(x):
+        return x, imp.constant(0, g.i64)
+    dim %= len(g.shape_of(x))
+    moved = _last(imp, x, dim)
+    order = _first(imp, sort_order(imp, node, moved, largest), k)
+    return _back(imp, _gathered(imp, moved, order), dim), _back(imp, order, dim)
+
+
+def _pick(imp: FxImporter, moved: SSAValue, order: SSAValue, place: SSAValue,
+          keep: bool, dim: int) -> tuple[SSAValue, SSAValue]:
+    """The element at sorted place ``place`` (..., 1) of each row, and its index."""
+    index = _gathered(imp, order, place)
+    value = _gathered(imp, moved, index)
+    if keep:
+        return _back(imp, value, dim), _back(imp, index, dim)
+    shape = g.shape_of(moved)[:-1]
+    return imp.reshape(value, shape), imp.reshape(index, shape)
+
+
+def _rows(imp: FxImporter, node: fx.Node, dim: Any) -> tuple[SSAValue, int]:
+    """The input with the reduced dimension last (flattened when ``dim`` is None)."""
+    x = imp.value(node.args[0])
+    if dim is None:
+        return imp.reshape(x, (max(math.prod(g.shape_of(x)), 1),)), 0
+    if not g.shape_of(x):
+        return imp.reshape(x, (1,)), 0
+    dim %= len(g.shape_of(x))
+    return _last(imp, x, dim), dim
+
+
+def _place(imp: FxImporter, rows: SSAValue, value: int) -> SSAValue:
+    """The constant place ``value`` for every row, shaped (..., 1)."""
+    shape = (*g.shape_of(rows)[:-1], 1)
+    return imp.insert(g.ExpandOp(imp.reshape(imp.constant(value, g.i64), (1,) * len(shape)),
+                                 shape), hint=False)
+
+
+@handles(aten.kthvalue.default)
+def _kthvalue(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    k, dim, keep = node.args[1], argument(node, 2, "dim", -1), argument(node, 3, "keepdim",
+                                                                          False)
+    rows, dim = _rows(imp, node, dim)
+    order = sort_order(imp, node, rows, False)
+    value, index = _pick(imp, rows, order, _place(imp, rows, k - 1), keep, dim)
+    if not g.shape_of(imp.value(node.args[0])):
+        return imp.reshape(value, ()), imp.reshape(index, ())
+    return value, index
+
+
+def _halved(imp: FxImporter, count: SSAValue, n: int) -> SSAValue:
+    """``(count - 1) // 2`` for counts 1..n, as a count: how many of 3, 5, 7, ... are
+    at most ``count`` (no division)."""
+    m = Math(imp.builder, count)
+    shape = g.shape_of(count)
+    odd = imp.constant(np.arange(3, 2 * n + 2, 2).reshape((1,) * len(shape) + (-1,)), g.i64,
+                       (1,) * len(shape) + (n,))
+    return _count(imp, m.le(odd, imp.reshape(count, (*shape, 1))), len(shape))
+
+
+@handles(aten.median.default, aten.median.dim, aten.nanmedian.default, aten.nanmedian.dim)
+def _median(imp: FxImporter, node: fx.Node) -> Any:
+    """The lower median. ``median``: NaN (the first one) where a row has one;
+    ``nanmedian``: the median of the other elements (NaN where all are)."""
+    whole = node.target in (aten.median.default, aten.nanmedian.default)
+    dim = None if whole else node.args[1]
+    keep = False if whole else argument(node, 2, "keepdim", False)
+    rows, dim = _rows(imp, node, dim)
+    n = g.shape_of(rows)[-1]
+    order = sort_order(imp, node, rows, False)
+    m = Math(imp.builder, rows)
+    if g.is_float(g.element_type_of(rows)):
+        real = _count(imp, m.eq(rows, rows), len(g.shape_of(rows)) - 1)
+    else:
+        real = imp.insert(g.ExpandOp(imp.reshape(imp.constant(n, g.i64), (1,) * (len(
+            g.shape_of(rows)) - 1)), g.shape_of(rows)[:-1]), hint=False)
+    middle = _halved(imp, real, n)
+    if node.target in (aten.median.default, aten.median.dim):  # the first NaN, if any
+        mm = Math(imp.builder, real)
+        middle = mm.where(mm.lt(real, n), real, middle)
+    place = imp.reshape(middle, (*g.shape_of(middle), 1))
+    value, index = _pick(imp, rows, order, place, keep, dim)
+    if whole:
+        return imp.reshape(value, ())
+    if not g.shape_of(imp.value(node.args[0])):
+        return imp.reshape(value, ()), imp.reshape(index, ())
+    return value, index
+
+
+@handles(aten.searchsorted.Tensor, aten.bucketize.Tensor)
+def _searchsorted(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """How many boundaries are below each value (at most it, ``right``)."""
+    if node.target == aten.bucketize.Tensor:
+        values, boundaries = node.args[:2]
+        right = argument(node, 3, "right", False)
+        int32 = argument(node, 2, "out_int32", False)
+    else:
+        boundaries, values = node.args[:2]
+        int32 = argument(node, 2, "out_int32", False)
+        right = argument(node, 3, "right", False) or node.kwargs.get("side") == "right"
+    dtype = torch.promote_types(imp.meta(values).dtype, imp.meta(boundaries).dtype)
+    v, b = imp.as_type(values, dtype), imp.as_type(boundaries, dtype)
+    sorter = node.kwargs.get("sorter")
+    if sorter is not None and imp.meta(sorter).numel():  # the boundaries in order
+        b = _gathered(imp, b, imp.value(sorter))
+    vs, bs = g.shape_of(v), g.shape_of(b)
+    if math.prod(vs) * bs[-1] > ORDER_MAX:
+        raise unsupported(node, f"searching {bs[-1]} boundaries (more than {ORDER_MAX} "
+                                "comparisons)")
+    m = Math(imp.builder, v)
+    if len(bs) == 1:
+        column = imp.reshape(v, (*vs, 1))
+        row = imp.reshape(b, (1,) * len(vs) + bs)
+    else:
+        column, row = imp.reshape(v, (*vs, 1)), imp.reshape(b, (*bs[:-1], 1, bs[-1]))
+    below = m.le(row, column) if right else m.lt(row, column)
+    if g.is_float(g.element_type_of(v)):  # NaN sorts after every boundary
+        below = m.or_(below, m.ne(column, column))
+    found = _count(imp, below, len(vs))
+    if int32:
+        return imp.insert(g.ConvertOp(found, IntegerType(32)))
+    return found
