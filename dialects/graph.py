@@ -411,6 +411,13 @@ class ErfcOp(FloatUnaryOp):
 
 
 @irdl_op_definition
+class ErfcxOp(FloatUnaryOp):
+    """``exp(x^2) erfc(x)``, finite where erfc underflows."""
+
+    name = "graph.erfcx"
+
+
+@irdl_op_definition
 class ErfinvOp(FloatUnaryOp):
     name = "graph.erfinv"
 
@@ -1430,7 +1437,7 @@ class FusedOp(GraphOp):
 ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
                      TanhOp, SigmoidOp, ErfOp, NotOp, FloorOp, SinOp, CosOp, TanOp, AsinOp,
                      AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op,
-                     ErfcOp, ErfinvOp, LgammaOp, DigammaOp)
+                     ErfcOp, ErfcxOp, ErfinvOp, LgammaOp, DigammaOp)
 ELEMENTWISE_BINARY = (AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, AndOp, OrOp,
                       EqOp, NeOp, LtOp, LeOp, GtOp, GeOp, Atan2Op, FmodOp)
 

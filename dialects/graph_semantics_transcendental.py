@@ -330,6 +330,17 @@ def erfc(b: Builder, op: g.ErfcOp) -> list[SSAValue]:
     return [m.where(m.lt(x, 0.0), m.sub(2.0, tail), tail)]
 
 
+def erfcx(b: Builder, op: g.ErfcxOp) -> list[SSAValue]:
+    """erfcc without its exp(-x^2) factor on |x| (relative error below 1.2e-7, no
+    underflow), reflected as 2 exp(x^2) - erfcx(-x) below 0."""
+    m, x = Math(b, op.input), op.input
+    z = m.abs(x)
+    t = m.recip(m.add(m.mul(z, 0.5), 1.0))
+    tail = m.mul(t, m.unary(g.ExpOp, m.poly(t, ERFC_E)))
+    return [m.where(m.lt(x, 0.0), m.sub(m.mul(m.unary(g.ExpOp, m.mul(x, x)), 2.0), tail),
+                    tail)]
+
+
 def erfinv(b: Builder, op: g.ErfinvOp) -> list[SSAValue]:
     """Giles' two polynomials in w = -log((1 - x)(1 + x)); ±inf at ±1, NaN past them
     (the logarithm of a negative number)."""

@@ -241,8 +241,13 @@ def _slice_scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
     dim, start, end, step = [*node.args[2:], *[0, None, None, 1][len(node.args) - 2:]]
     dim = dim % len(shape)
     start, end, step = slice(start, end, step).indices(shape[dim])
-    if step != 1:
-        raise unsupported(node, "slice_scatter with a step other than 1")
+    if step != 1:  # an index_put of the strided positions, along dim moved first
+        perm = [dim, *[d for d in range(len(shape)) if d != dim]]
+        moved = [imp.insert(g.PermuteOp(v, perm=perm), hint=False) for v in (base, src)]
+        positions = imp.constant(np.arange(start, end, step), g.i64,
+                                 (len(range(start, end, step)),))
+        put = imp.insert(g.IndexPutOp(moved[0], positions, moved[1]), hint=False)
+        return imp.insert(g.PermuteOp(put, perm=[perm.index(d) for d in range(len(shape))]))
     pieces = []
     if start > 0:
         pieces.append(imp.insert(g.SliceOp(base, dim=dim, start=0, end=start),

@@ -30,6 +30,7 @@ FUNCTIONS: dict[Any, type[g.GraphOp]] = {
     aten.asinh.default: g.AsinhOp, aten.acosh.default: g.AcoshOp,
     aten.atanh.default: g.AtanhOp, aten.expm1.default: g.Expm1Op,
     aten.erfc.default: g.ErfcOp, aten.erfinv.default: g.ErfinvOp,
+    aten.special_erfcx.default: g.ErfcxOp,
     aten.lgamma.default: g.LgammaOp, aten.digamma.default: g.DigammaOp,
     aten.atan2.default: g.Atan2Op,
     aten.fmod.Tensor: g.FmodOp, aten.fmod.Scalar: g.FmodOp,

@@ -61,14 +61,11 @@ def scatter_reduce(imp: FxImporter, node: fx.Node, x: SSAValue, dim: int, index:
     source = _slice_to(imp, source, ishape)
     region = _slice_to(imp, x, [n if d == dim else s for d, s in enumerate(ishape)])
     # (..., n positions, ..., sources along dim last): source j lands on position t
-    at = [*ishape, 1]
-    at[dim] = 1
     position = [1] * (rank + 1)
     position[dim] = n
-    landing = imp.reshape(_last(imp, index, dim), at)
     positions = imp.constant(np.arange(n).reshape(position), g.i64, position)
-    lands = m.eq(landing, positions)
-    values = imp.reshape(_last(imp, source, dim), at)
+    lands = m.eq(_last(imp, index, dim), positions)
+    values = _last(imp, source, dim)
     kept = m.where(lands, values, _identity(x, how))
     last = rank
     if how in ("sum", "mean"):

@@ -33,6 +33,8 @@ from mncore_ir.frontends import (  # noqa: F401 (their handlers)
     aten_order,
     aten_scans,
     aten_scatter,
+    aten_special,
+    aten_views,
     aten_windows,
 )
 from mncore_ir.frontends.aten_handlers import HANDLERS

@@ -44,7 +44,11 @@ class UnsupportedOpError(FxImportError):
 
 
 def unsupported(node: fx.Node, what: str) -> UnsupportedOpError:
-    """``what`` at the user's source line of ``node``."""
+    """``what`` at the user's source line of ``node``, named after its op unless
+    ``what`` names it."""
+    op = str(node.target)
+    if node.op == "call_function" and op.rsplit(".", 1)[0] not in what:
+        what = f"{op}: {what}"
     return UnsupportedOpError(f"{what} at {user_frame(node.meta.get('stack_trace'))}")
 
 

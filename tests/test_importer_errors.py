@@ -29,21 +29,20 @@ def line_of(fn: Callable[..., Any], text: str) -> tuple[str, int]:
     return fn.__code__.co_filename, start + index
 
 
-def uses_cumprod(x: torch.Tensor) -> torch.Tensor:
+def uses_polygamma(x: torch.Tensor) -> torch.Tensor:  # a form its handler refuses
     y = x * 2
-    return torch.cumprod(y, dim=0) + 1
+    return torch.polygamma(2, y) + 1
 
 
-def uses_sort(x: torch.Tensor) -> torch.Tensor:
+def uses_nextafter(x: torch.Tensor) -> torch.Tensor:  # an op with no handler
     y = torch.tanh(x)
-    values, _indices = torch.sort(y, dim=-1)
-    return values
+    return torch.nextafter(y, torch.zeros_like(y))
 
 
 @pytest.mark.parametrize(("fn", "call", "aten_op"), [
-    (uses_cumprod, "torch.cumprod", "aten.cumprod"),
-    (uses_sort, "torch.sort", "aten.sort"),
-], ids=["cumprod", "sort"])
+    (uses_polygamma, "torch.polygamma", "aten.polygamma"),
+    (uses_nextafter, "torch.nextafter", "aten.nextafter"),
+], ids=["polygamma", "nextafter"])
 def test_unsupported_op_in_a_function_names_op_and_line(
         fn: Callable[[torch.Tensor], torch.Tensor], call: str, aten_op: str) -> None:
     captured = capture(fn, torch.randn(3, 4))
@@ -56,13 +55,13 @@ def test_unsupported_op_in_a_function_names_op_and_line(
     assert call in message  # the source line itself is quoted
 
 
-class CumprodModel(nn.Module):
+class PolygammaModel(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.linear = nn.Linear(4, 3)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumprod(self.linear(x), dim=1)
+        return torch.polygamma(2, self.linear(x))
 
 
 def plain_sgd(params: Tensors, grads: Tensors, state: Tensors) -> None:
@@ -74,15 +73,15 @@ def test_unsupported_op_in_a_training_step_names_op_and_line() -> None:
     """Through autograd and the optimizer, the error still points at ``forward``."""
     torch.manual_seed(0)
     step = TrainingStep(
-        "cumprod", CumprodModel(), F.cross_entropy,
+        "polygamma", PolygammaModel(), F.cross_entropy,
         plain_sgd,
         (torch.randn(2, 4), torch.tensor([0, 2])), {})
     captured = capture(step, *step.example_inputs())
     with pytest.raises(UnsupportedOpError) as info:
         import_captured(captured)
-    path, line = line_of(CumprodModel.forward, "torch.cumprod")
+    path, line = line_of(PolygammaModel.forward, "torch.polygamma")
     message = str(info.value)
-    assert "aten.cumprod" in message
+    assert "aten.polygamma" in message
     assert f"{path}:{line}" in message, message
 
 

@@ -34,6 +34,7 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
   %atanh = graph.atanh %x : tensor<2x3xf32>
   %expm1 = graph.expm1 %x : tensor<2x3xf32>
   %erfc = graph.erfc %x : tensor<2x3xf32>
+  %erfcx = graph.erfcx %x : tensor<2x3xf32>
   %erfinv = graph.erfinv %x : tensor<2x3xf32>
   %lgamma = graph.lgamma %x : tensor<2x3xf32>
   %digamma = graph.digamma %x : tensor<2x3xf32>
@@ -76,6 +77,7 @@ func.func @unary(%x: tensor<2x3xf32>, %i: tensor<4xi64>, %b: tensor<4xi1>) {
 // CHECK-NEXT:  [[ATANH:%\w+]] = graph.atanh [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[EXPM1:%\w+]] = graph.expm1 [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[ERFC:%\w+]] = graph.erfc [[X]] : tensor<2x3xf32>
+// CHECK-NEXT:  [[ERFCX:%\w+]] = graph.erfcx [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[ERFINV:%\w+]] = graph.erfinv [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[LGAMMA:%\w+]] = graph.lgamma [[X]] : tensor<2x3xf32>
 // CHECK-NEXT:  [[DIGAMMA:%\w+]] = graph.digamma [[X]] : tensor<2x3xf32>
