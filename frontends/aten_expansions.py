@@ -433,12 +433,16 @@ def _masked_put(imp: FxImporter, node: fx.Node, indices: Sequence[Any], accumula
 
 
 @handles(aten.gather.default)
+@zeros_when_empty
 def _gather(imp: FxImporter, node: fx.Node) -> SSAValue:
     """An index smaller than the input outside ``dim`` reads the input's first
     elements there."""
     x, dim, index = node.args[:3]
     v, i = imp.value(x), imp.value(index)
-    dim %= max(len(g.shape_of(v)), 1)
+    if not g.shape_of(v):  # a 0-d input: its one element, as the index's shape
+        return imp.reshape(imp.insert(g.GatherOp(imp.reshape(v, (1,)), imp.reshape(
+            i, (1,)), dim=0), hint=False), g.shape_of(i))
+    dim %= len(g.shape_of(v))
     for d, (n, size) in enumerate(zip(g.shape_of(i), g.shape_of(v), strict=True)):
         if d != dim and n < size:
             v = imp.insert(g.SliceOp(v, dim=d, start=0, end=n), hint=False)

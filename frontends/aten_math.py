@@ -286,3 +286,12 @@ def _fmax(imp: FxImporter, node: fx.Node) -> SSAValue:
     b_or_both = imp.insert(g.WhereOp(imp.insert(g.NeOp(b, b), hint=False), a, both),
                            hint=False)
     return imp.insert(g.WhereOp(imp.insert(g.NeOp(a, a), hint=False), b, b_or_both))
+
+
+@handles(aten.angle.default)
+def _angle(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A real number's argument: π below 0, else 0 (NaN stays NaN)."""
+    dtype = imp.meta(node).dtype
+    x = imp.as_type(node.args[0], dtype)
+    m = Math(imp.builder, x)
+    return m.where(m.lt(x, 0.0), math.pi, m.where(m.ne(x, x), x, 0.0))

@@ -139,8 +139,8 @@ def _index_reduce(imp: FxImporter, node: fx.Node) -> SSAValue:
     dtype = imp.meta(node).dtype
     v, s = imp.as_type(x, dtype), imp.as_type(source, dtype)
     rank = len(g.shape_of(v))
-    if not rank:
-        raise unsupported(node, "index_reduce of a 0-d tensor")
+    if not rank:  # a 0-d tensor is one of one element
+        v, s, rank = imp.reshape(v, (1,)), imp.reshape(s, (1,)), 1
     dim %= rank
     where = [1] * rank
     where[dim] = g.shape_of(s)[dim]
@@ -148,7 +148,8 @@ def _index_reduce(imp: FxImporter, node: fx.Node) -> SSAValue:
                         hint=False)
     if g.element_type_of(spread) != g.i64:
         spread = imp.insert(g.ConvertOp(spread, g.i64), hint=False)
-    return scatter_reduce(imp, node, v, dim, spread, s, how, include_self)
+    out = scatter_reduce(imp, node, v, dim, spread, s, how, include_self)
+    return imp.reshape(out, imp.meta(node).shape)
 
 
 @handles(aten.scatter.reduce, aten.scatter.value_reduce)

@@ -18,7 +18,7 @@ from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.graph_semantics_transcendental import Math
-from mncore_ir.frontends.aten_expansions import argument, put, take
+from mncore_ir.frontends.aten_expansions import argument, put, take, zeros_when_empty
 from mncore_ir.frontends.aten_handlers import handles, narrowed, reduce, widened
 from mncore_ir.frontends.aten_order import ORDER_MAX
 from mncore_ir.frontends.aten_scans import scan
@@ -139,6 +139,7 @@ def _masked_scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 
 @handles(aten.nonzero_static.default)
+@zeros_when_empty
 def _nonzero_static(imp: FxImporter, node: fx.Node) -> SSAValue:
     """The coordinates of the first ``size`` nonzero elements, ``fill_value`` rows
     after them: row r is the element whose running count of nonzeros is r + 1."""
@@ -242,3 +243,20 @@ def _pdist(imp: FxImporter, node: fx.Node) -> SSAValue:
     m = Math(imp.builder, v)
     rows = [take(imp, v, [imp.constant(i, g.i64, (i.size,))]) for i in (first, second)]
     return narrowed(imp, _norm(m, imp, m.sub(*rows), float(p), 1), typ)
+
+
+@handles(aten.put.default)
+def _put(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``x.flatten()[index] = source`` (``+=``), negative indices from the end."""
+    x, index, source = node.args[:3]
+    accumulate = argument(node, 3, "accumulate", False)
+    dtype = imp.meta(node).dtype
+    v = imp.as_type(x, dtype)
+    shape = g.shape_of(v)
+    count = math.prod(imp.meta(index).shape)
+    if not count:
+        return v
+    flat = imp.reshape(v, (math.prod(shape),))
+    written = put(imp, flat, [imp.reshape(imp.value(index), (count,))],
+                  imp.reshape(imp.as_type(source, dtype), (count,)), bool(accumulate))
+    return imp.reshape(written, shape)

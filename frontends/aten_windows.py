@@ -143,6 +143,18 @@ def _adaptive_avg_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
 # ------------------------------------------------------------------ convolutions
 
 
+def _full_extent(x2d: SSAValue, w2d: SSAValue, windows: dict[str, list[int]]) -> list[int]:
+    """Unpadded, a transposed convolution covers (in - 1) s + d (k - 1) + 1 elements per
+    spatial dimension; padding p crops p of them from the front, and output padding
+    past their end holds only the bias."""
+    return [(g.shape_of(x2d)[2 + i] - 1) * windows["stride"][i] + windows["dilation"][i]
+            * (g.shape_of(w2d)[2 + i] - 1) + 1 for i in range(2)]
+
+
+def _zeros(imp: FxImporter, typ: Any, shape: Sequence[int]) -> SSAValue:
+    return imp.insert(g.ExpandOp(imp.constant(0, typ), tuple(shape)), hint=False)
+
+
 @handles(aten.convolution.default)
 def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
     """A transposed convolution ``y = conv_transpose(x, w)`` is the input gradient of
@@ -153,10 +165,23 @@ def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
     out = imp.meta(node)
     windows = windows_of(node, stride, padding, dilation, len(out.shape))
     shape = out.shape if len(out.shape) == 4 else (*out.shape[:2], 1, *out.shape[2:])
-    like = imp.insert(g.ExpandOp(imp.constant(0, g.element_type_of(imp.value(x))), shape),
-                      hint=False)
-    y = imp.insert(g.Conv2dBackwardOp(as_2d(imp, x), like, as_2d(imp, w), **windows,
+    x2d, w2d = as_2d(imp, x), as_2d(imp, w)
+    full = _full_extent(x2d, w2d, windows)
+    typ = g.element_type_of(imp.value(x))
+    like = imp.insert(g.ExpandOp(imp.constant(0, typ), (*shape[:2], *full)), hint=False)
+    y = imp.insert(g.Conv2dBackwardOp(x2d, like, w2d, stride=windows["stride"],
+                                      padding=[0, 0], dilation=windows["dilation"],
                                       groups=groups), hint=False)[0]
+    for i in range(2):
+        start, size = windows["padding"][i], shape[2 + i]
+        end = min(full[i], start + size)
+        if (start, end) != (0, full[i]):
+            y = imp.insert(g.SliceOp(y, dim=2 + i, start=start, end=end), hint=False)
+        if end - start < size:
+            zeros = [*g.shape_of(y)]
+            zeros[2 + i] = size - (end - start)
+            pad = imp.insert(g.ExpandOp(imp.constant(0, typ), tuple(zeros)), hint=False)
+            y = imp.insert(g.ConcatOp(y, pad, dim=2 + i), hint=False)
     if b is not None:
         bias = imp.reshape(imp.value(b), (1, out.shape[1], 1, 1))
         y = imp.insert(g.AddOp(y, bias), hint=False)
@@ -172,18 +197,35 @@ def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     if not transposed:
         return convolution_backward(imp, node)
     windows = windows_of(node, stride, padding, dilation, len(imp.meta(x).shape))
-    grad2d, x2d, w2d = as_2d(imp, grad), as_2d(imp, x), as_2d(imp, w)
+    x2d, w2d = as_2d(imp, x), as_2d(imp, w)
     typ = g.element_type_of(x2d)
+    full = _full_extent(x2d, w2d, windows)
+    grad2d = as_2d(imp, grad)  # in the unpadded output's coordinates (see _convolution)
+    for i in range(2):
+        front, size = windows["padding"][i], g.shape_of(grad2d)[2 + i]
+        if front:
+            zeros = [*g.shape_of(grad2d)]
+            zeros[2 + i] = front
+            grad2d = imp.insert(g.ConcatOp(_zeros(imp, typ, zeros), grad2d, dim=2 + i),
+                                hint=False)
+        if front + size > full[i]:
+            grad2d = imp.insert(g.SliceOp(grad2d, dim=2 + i, start=0, end=full[i]),
+                                hint=False)
+        elif front + size < full[i]:
+            zeros = [*g.shape_of(grad2d)]
+            zeros[2 + i] = full[i] - front - size
+            grad2d = imp.insert(g.ConcatOp(grad2d, _zeros(imp, typ, zeros), dim=2 + i),
+                                hint=False)
+    unpadded = {**windows, "padding": [0, 0]}
     grad_x = grad_w = grad_b = None
     if mask[0]:
-        zeros = imp.insert(g.ExpandOp(imp.constant(0, typ), (imp.meta(w).shape[0],)),
-                           hint=False)
-        conv = imp.insert(g.Conv2dOp(grad2d, w2d, zeros, **windows, groups=groups),
+        zeros = _zeros(imp, typ, [imp.meta(w).shape[0]])
+        conv = imp.insert(g.Conv2dOp(grad2d, w2d, zeros, **unpadded, groups=groups),
                           hint=False)
         grad_x = imp.reshape(conv, imp.meta(x).shape)
     if mask[1]:
-        weights = imp.insert(g.Conv2dBackwardOp(x2d, grad2d, w2d, **windows, groups=groups),
-                             hint=False)[1]
+        weights = imp.insert(g.Conv2dBackwardOp(x2d, grad2d, w2d, **unpadded,
+                                                groups=groups), hint=False)[1]
         grad_w = imp.reshape(weights, imp.meta(w).shape)
     if mask[2]:
         dims = [0, *range(2, len(imp.meta(grad).shape))]

@@ -71,7 +71,7 @@ KEPT_COMPOSITES = (
 DECOMPOSITIONS = {**{k: v for k, v in core_aten_decompositions().items()
                      if k not in KEPT_COMPOSITES}, **RNN_DECOMPOSITIONS}
 HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions(
-    [aten.native_batch_norm, aten._native_batch_norm_legit])
+    [aten.native_batch_norm, aten._native_batch_norm_legit, aten._batch_norm_with_update])
 
 
 @dataclass

@@ -62,6 +62,10 @@ CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
         x, torch.linspace(-1, 1, 3 * 4 * 9).reshape(3, 4, 3, 3).to(x.device),
         torch.tensor([0.5, -1.0, 0.0, 2.0]).to(x.device), stride=2, padding=1,
         output_padding=1),
+    "conv_transpose2d_output_padding_past_stride": lambda x: F.conv_transpose2d(
+        x[:, :2, :4, :4], torch.linspace(-1, 1, 2 * 2 * 4 * 5).reshape(2, 2, 4, 5).to(
+            x.device), stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2,
+        dilation=(4, 4)),
     "conv_transpose1d_groups": lambda x: F.conv_transpose1d(
         x[:, :2].flatten(2), torch.linspace(-1, 1, 2 * 3 * 4).reshape(2, 3, 4).to(x.device),
         stride=3, groups=2, dilation=2),
