@@ -480,6 +480,9 @@ def ensure_backend() -> None:
         # writes through an out= kernel or calls a CPU-only stub with device tensors.
         for name in ("_copy_from", "_copy_from_and_resize", *_factory_names()):
             lib.impl(name, _runtime_kernel(name), "PrivateUse1")
+        # above autograd: the composite kernel would refuse a device tensor first
+        lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
+                 "AutogradPrivateUse1")
         _LIBRARIES.append(lib)
         from mncore_ir.frontends import lazy_autocast
 
@@ -488,6 +491,15 @@ def ensure_backend() -> None:
 
 
 _LIBRARIES: list[Any] = []
+
+
+def _tensor_split(x: torch.Tensor, split: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:
+    """``tensor_split`` at split points held by a tensor: its values read to the host
+    (as ``.tolist()`` would; CUDA refuses a device tensor here), the split traced."""
+    points = split.cpu()
+    if points.dim() == 0:
+        return torch.ops.aten.tensor_split.sections(x, int(points.item()), dim)
+    return torch.ops.aten.tensor_split.indices(x, points.tolist(), dim)
 
 
 def _empty(size: Sequence[int], dtype: torch.dtype | None = None, layout: Any = None,

@@ -12,9 +12,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "sparse.mm.reduce@bfloat16": _SPARSE,
     "to_sparse@float32": _SPARSE,
     "to_sparse@bfloat16": _SPARSE,
-    "tensor_split@float32": "its split points must be a host tensor, as on CUDA: the "
-                            "composite kernel checks before the device sees the call",
-    "tensor_split@bfloat16": "as tensor_split@float32",
     "native_layer_norm@bfloat16": "torch's decomposition returns f32 mean and rstd for bf16 "
                                   "input where the CPU kernel returns bf16 (as CUDA's does)",
     "nn.functional.batch_norm@bfloat16": _BF16_NORM,
