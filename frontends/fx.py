@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from mncore_ir.frontends import (  # noqa: F401 (their handlers)
     aten_expansions,
+    aten_linalg,
     aten_math,
     aten_order,
     aten_scans,
