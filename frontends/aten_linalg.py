@@ -80,12 +80,13 @@ class Matrices:
         return reduce(self.imp, g.SumOp, masked, [len(g.shape_of(a)) - 1], False, hint=False)
 
 
-def _square(node: fx.Node, a: SSAValue) -> int:
+def _square(node: fx.Node, a: SSAValue, rectangular: bool = False) -> int:
+    """The matrices' side (columns, for ``rectangular`` ops), checked."""
     shape = g.shape_of(a)
-    if len(shape) < 2 or shape[-1] != shape[-2]:
+    if len(shape) < 2 or (shape[-1] != shape[-2] and not rectangular):
         raise unsupported(node, f"{node.target} of a non-square {list(shape)} matrix")
-    if shape[-1] > LINALG_MAX:
-        raise unsupported(node, f"{node.target} of {shape[-1]} x {shape[-1]} matrices "
+    if max(shape[-2:]) > LINALG_MAX:
+        raise unsupported(node, f"{node.target} of {shape[-2]} x {shape[-1]} matrices "
                                 f"(unrolled up to {LINALG_MAX})")
     if not g.is_float(g.element_type_of(a)):
         raise unsupported(node, f"{node.target} of {g.element_type_of(a)}")
@@ -101,37 +102,40 @@ def _swap(mm: Matrices, n: int, k: int, p: SSAValue) -> SSAValue:
 
 def lu(mm: Matrices, a: SSAValue, n: int) -> tuple[SSAValue, SSAValue, list[SSAValue],
                                                     SSAValue, SSAValue]:
-    """P^T A = L U: U (upper), L (unit lower), the pivot row of each step (..., 1, 1)
-    i64, the composed row order (..., n, 1) and info (..., 1, 1) i32."""
+    """P^T A = L U for A (..., m, n): U (upper, m x n), L (unit lower, m x n; its first
+    min(m, n) columns are L's), the pivot row of each of the min(m, n) steps (..., 1, 1)
+    i64, the composed row order (..., m, 1) and info (..., 1, 1) i32."""
     imp, m = mm.imp, mm.m
     rank = len(g.shape_of(a))
+    height = g.shape_of(a)[-2]
     u = a
     lower = imp.insert(g.ExpandOp(imp.constant(0.0, mm.typ), g.shape_of(a)), hint=False)
-    order = imp.insert(g.ExpandOp(mm.const(np.arange(n).reshape(n, 1), g.i64),
+    order = imp.insert(g.ExpandOp(mm.const(np.arange(height).reshape(height, 1), g.i64),
                                   (*g.shape_of(a)[:-1], 1)), hint=False)
     info = imp.constant(0, I32)
     pivots = []
-    for k in range(n):
-        magnitude = m.where(mm.rows(n, lambda i, k=k: i >= k), m.abs(mm.col(u, k)), -1.0)
+    for k in range(min(height, n)):
+        magnitude = m.where(mm.rows(height, lambda i, k=k: i >= k), m.abs(mm.col(u, k)),
+                            -1.0)
         best = extreme(imp, magnitude, [rank - 2], True, True)
         p = first_index(imp, magnitude, best, rank - 2, True)
-        swap = _swap(mm, n, k, p)
+        swap = _swap(mm, height, k, p)
         u, lower, order = (mm.gather_rows(v, swap) for v in (u, lower, order))
         pivot = mm.col(mm.row(u, k), k)
-        below = m.where(mm.rows(n, lambda i, k=k: i > k), mm.col(u, k), 0.0)
+        below = m.where(mm.rows(height, lambda i, k=k: i > k), mm.col(u, k), 0.0)
         factor = m.where(m.eq(pivot, 0.0), 0.0, m.div(below, pivot))
         u = m.sub(u, m.mul(factor, mm.row(u, k)))
         lower = m.add(lower, m.mul(factor, mm.unit_row(n, k)))
         pivots.append(p)
         zero = m.and_(m.eq(info, imp.constant(0, I32)), m.eq(pivot, 0.0))
         info = m.where(zero, imp.constant(k + 1, I32), info)
-    upper = m.where(mm.const(np.triu(np.ones((n, n), bool)), g.i1), u, 0.0)
-    unit = m.add(lower, mm.const(np.eye(n)))
+    upper = m.where(mm.const(np.triu(np.ones((height, n), bool)), g.i1), u, 0.0)
+    unit = m.add(lower, mm.const(np.eye(height, n)))
     return upper, unit, pivots, order, info
 
 
-def _packed(mm: Matrices, upper: SSAValue, unit: SSAValue, n: int) -> SSAValue:
-    return mm.m.sub(mm.m.add(upper, unit), mm.const(np.eye(n)))
+def _packed(mm: Matrices, upper: SSAValue, unit: SSAValue) -> SSAValue:
+    return mm.m.sub(mm.m.add(upper, unit), mm.const(np.eye(*g.shape_of(upper)[-2:])))
 
 
 def _pivot_tensor(mm: Matrices, pivots: list[SSAValue]) -> SSAValue:
@@ -188,12 +192,12 @@ def _lu_solve(mm: Matrices, upper: SSAValue, unit: SSAValue, order: SSAValue,
 @handles(aten.linalg_lu_factor_ex.default)
 def _lu_factor(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue, SSAValue]:
     a = imp.value(node.args[0])
-    n = _square(node, a)
+    n = _square(node, a, rectangular=True)
     if not node.kwargs.get("pivot", True):
         raise unsupported(node, "LU without pivoting")
     mm = Matrices(imp, a)
     upper, unit, pivots, _, info = lu(mm, a, n)
-    return (_packed(mm, upper, unit, n), _pivot_tensor(mm, pivots),
+    return (_packed(mm, upper, unit), _pivot_tensor(mm, pivots),
             imp.reshape(info, g.shape_of(a)[:-2]))
 
 
@@ -204,6 +208,13 @@ def _det(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
     n = _square(node, a)
     mm = Matrices(imp, a)
     m = mm.m
+    if not n:  # the empty product: det 1, log|det| 0
+        batch = g.shape_of(a)[:-2]
+        one = imp.insert(g.ExpandOp(imp.constant(1.0, mm.typ), batch), hint=False)
+        pivots_ = imp.insert(g.ExpandOp(imp.constant(0, I32), (*batch, 0)), hint=False)
+        if node.target == aten._linalg_det.default:
+            return one, a, pivots_
+        return one, m.mul(one, 0.0), a, pivots_
     upper, unit, pivots, _, _ = lu(mm, a, n)
     batch = g.shape_of(a)[:-2]
     diag = mm.diagonal(upper)
@@ -213,7 +224,7 @@ def _det(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
         *flips, dim=len(g.shape_of(flips[0])) - 1), hint=False),
         len(g.shape_of(flips[0])) - 1, m.mul, 1.0), batch)
     rank = len(g.shape_of(diag)) - 1
-    packed, pivot_tensor = _packed(mm, upper, unit, n), _pivot_tensor(mm, pivots)
+    packed, pivot_tensor = _packed(mm, upper, unit), _pivot_tensor(mm, pivots)
     if node.target == aten._linalg_det.default:
         det = m.mul(sign, imp.reshape(fold(imp, diag, rank, m.mul, 1.0), batch))
         return det, packed, pivot_tensor
@@ -248,7 +259,7 @@ def _solve(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, ...]:
     x = mm.t(x) if not left else x
     if vector:
         x = imp.reshape(x, g.shape_of(x)[:-1])
-    return x, _packed(mm, upper, unit, n), _pivot_tensor(mm, pivots), info
+    return x, _packed(mm, upper, unit), _pivot_tensor(mm, pivots), info
 
 
 def cholesky(mm: Matrices, a: SSAValue, n: int) -> tuple[SSAValue, SSAValue]:
@@ -338,7 +349,7 @@ def _order_of(mm: Matrices, pivots: SSAValue, n: int) -> SSAValue:
     order = imp.insert(g.ExpandOp(mm.const(np.arange(n).reshape(n, 1), g.i64),
                                   (*batch, n, 1)), hint=False)
     rank = len(batch) + 1
-    for k in range(n):
+    for k in range(g.shape_of(pivots)[-1]):
         p = m.sub(imp.reshape(imp.insert(g.SliceOp(rows, dim=rank - 1, start=k, end=k + 1),
                                          hint=False), (*batch, 1, 1)), imp.constant(1, g.i64))
         order = mm.gather_rows(order, _swap(mm, n, k, p))
@@ -355,19 +366,29 @@ def _permutation(mm: Matrices, order: SSAValue, n: int) -> SSAValue:
 
 @handles(aten.lu_unpack.default, aten.linalg_lu.default)
 def _lu_unpack(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """P (m x m), L (m x k) and U (k x n), k = min(m, n), of a factorization or of
+    packed LU and its pivots."""
     a = imp.value(node.args[0])
-    n = _square(node, a)
+    n = _square(node, a, rectangular=True)
+    height = g.shape_of(a)[-2]
     mm = Matrices(imp, a)
     if node.target == aten.linalg_lu.default:
         if not node.kwargs.get("pivot", True):
             raise unsupported(node, "LU without pivoting")
         upper, unit, _, order, _ = lu(mm, a, n)
     else:
-        upper = mm.m.where(mm.const(np.triu(np.ones((n, n), bool)), g.i1), a, 0.0)
-        unit = mm.m.add(mm.m.where(mm.const(np.tril(np.ones((n, n), bool), -1), g.i1), a,
-                                   0.0), mm.const(np.eye(n)))
-        order = _order_of(mm, imp.value(node.args[1]), n)
-    return _permutation(mm, order, n), unit, upper
+        upper = mm.m.where(mm.const(np.triu(np.ones((height, n), bool)), g.i1), a, 0.0)
+        strict = np.tril(np.ones((height, n), bool), -1)
+        unit = mm.m.add(mm.m.where(mm.const(strict, g.i1), a, 0.0),
+                        mm.const(np.eye(height, n)))
+        order = _order_of(mm, imp.value(node.args[1]), height)
+    k = min(height, n)
+    rank = len(g.shape_of(a))
+    if k < n:
+        unit = imp.insert(g.SliceOp(unit, dim=rank - 1, start=0, end=k), hint=False)
+    if k < height:
+        upper = imp.insert(g.SliceOp(upper, dim=rank - 2, start=0, end=k), hint=False)
+    return _permutation(mm, order, height), unit, upper
 
 
 @handles(aten.linalg_lu_solve.default)

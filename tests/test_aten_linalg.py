@@ -64,6 +64,11 @@ CASES: dict[str, Callable[[torch.Tensor], Any]] = {
         _d(TRI, a), _d(B, a), upper=True, unitriangular=True),
     "triangular_solve": lambda a: torch.triangular_solve(_d(B, a), _d(TRI, a),
                                                          transpose=True),
+    "lu_wide": lambda a: torch.linalg.lu(a[:, :3]),
+    "lu_factor_tall": lambda a: torch.linalg.lu_factor(torch.cat([a, a[:, :2] * 2], 1)),
+    "lu_unpack_wide": lambda a: torch.lu_unpack(*torch.linalg.lu_factor(a[:, :3])),
+    "det_empty": lambda a: torch.linalg.det(a[:, :0, :0]),
+    "slogdet_empty": lambda a: torch.linalg.slogdet(a[:, :0, :0]),
     "det_singular": lambda a: torch.linalg.det(_d(SINGULAR, a)),
     "lu_factor_singular": lambda a: torch.linalg.lu_factor_ex(_d(SINGULAR, a)),
 }
