@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.graph_semantics_transcendental import Math
-from mncore_ir.frontends.aten_expansions import argument
+from mncore_ir.frontends.aten_expansions import argument, extreme
 from mncore_ir.frontends.aten_handlers import handles, reduce
 from mncore_ir.frontends.fx_importer import FxImporter, unsupported
 
@@ -248,3 +248,36 @@ def _searchsorted(imp: FxImporter, node: fx.Node) -> SSAValue:
     if int32:
         return imp.insert(g.ConvertOp(found, IntegerType(32)))
     return found
+
+
+@handles(aten.histc.default)
+def _histc(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """Counts of ``bins`` equal bins over [min, max] (the data's range when both are 0,
+    widened by 1 each way when that is one value); the top edge belongs to the last
+    bin and values outside are not counted, as torch."""
+    x = imp.value(node.args[0])
+    bins = argument(node, 1, "bins", 100)
+    low, high = argument(node, 2, "min", 0), argument(node, 3, "max", 0)
+    flat = imp.reshape(x, (max(math.prod(g.shape_of(x)), 1),))
+    total = g.shape_of(flat)[0]
+    if total * bins > ORDER_MAX:
+        raise unsupported(node, f"histc of {total} elements into {bins} bins")
+    m = Math(imp.builder, flat)
+    if low == high:
+        lo = extreme(imp, flat, [0], False, False)
+        hi = extreme(imp, flat, [0], False, True)
+        same = m.eq(lo, hi)
+        lo, hi = m.where(same, m.sub(lo, 1.0), lo), m.where(same, m.add(hi, 1.0), hi)
+    else:
+        lo, hi = m.v(float(low)), m.v(float(high))
+    position = m.floor(m.div(m.mul(m.sub(flat, lo), float(bins)), m.sub(hi, lo)))
+    position = m.where(m.eq(flat, hi), float(bins - 1), position)
+    inside = m.and_(m.le(lo, flat), m.le(flat, hi))
+    edges = imp.constant(np.arange(bins, dtype=np.float64).reshape(bins, 1),
+                         g.element_type_of(flat), (bins, 1))
+    hit = m.and_(m.eq(imp.reshape(position, (1, total)), edges),
+                 imp.reshape(inside, (1, total)))
+    counts = reduce(imp, g.SumOp, m.where(hit, 1.0, 0.0), [1], False, hint=False)
+    if not math.prod(g.shape_of(x)):
+        return m.mul(counts, 0.0)
+    return counts

@@ -260,3 +260,23 @@ def _put(imp: FxImporter, node: fx.Node) -> SSAValue:
     written = put(imp, flat, [imp.reshape(imp.value(index), (count,))],
                   imp.reshape(imp.as_type(source, dtype), (count,)), bool(accumulate))
     return imp.reshape(written, shape)
+
+
+@handles(aten._trilinear.default)
+def _trilinear(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``sum(i1' * i2' * i3', sumdim)`` with each input's ``expand`` dimensions inserted
+    (what ``bilinear`` decomposes to): one broadcast product and a sum."""
+    i1, i2, i3, e1, e2, e3, sumdim = node.args[:7]
+    dtype = imp.meta(node).dtype
+    values = []
+    for arg, expand in ((i1, e1), (i2, e2), (i3, e3)):
+        v = imp.as_type(arg, dtype)
+        shape = list(g.shape_of(v))
+        for d in sorted(expand):
+            shape.insert(d, 1)
+        values.append(imp.reshape(v, shape))
+    m = Math(imp.builder, values[0])
+    product = m.mul(m.mul(values[0], values[1]), values[2])
+    if not sumdim:
+        return product
+    return reduce(imp, g.SumOp, product, sorted(sumdim), False)

@@ -57,6 +57,8 @@ ORDER: dict[str, Case] = {
     "searchsorted_sorter": lambda t: torch.searchsorted(
         BOUNDARIES.flip(0).to(t.device), t.float(),
         sorter=torch.arange(3, -1, -1).to(t.device), side="right"),
+    "histc": lambda t: torch.histc(t.float().nan_to_num(), 6),
+    "histc_range": lambda t: torch.histc(t.float().nan_to_num(), 5, -1.0, 1.0),
     "quantile": lambda t: torch.quantile(t.float(), 0.3, dim=1),
     "isin": lambda t: torch.isin(t, t[0]),
     "prod": lambda t: t.prod(),

@@ -2,7 +2,8 @@
 slice_scatter through torch_mncore against eager on each device: unfold, as_strided
 reads and writes, diagonal_scatter (offsets of both signs, dims swapped, dims apart),
 masked_scatter (a full and a broadcast mask), nonzero_static (padded and cut short),
-addbmm with alpha/beta, cdist (p = 1, 2, 3, inf), pdist (p = 2, 0)."""
+addbmm with alpha/beta, bilinear (torch's _trilinear), cdist (p = 1, 2, 3, inf), pdist
+(p = 2, 0)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ SOURCE = torch.arange(30.0).reshape(5, 6)
 
 def _on(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return t.to(like.device)
+
+
+def _d3(like: torch.Tensor) -> torch.Tensor:
+    """A bilinear weight (2 outputs, 3 x 4 inputs)."""
+    return torch.linspace(-1, 1, 24).reshape(2, 3, 4).to(like.device)
 
 
 CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -50,6 +56,7 @@ CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "cdist_p1": lambda a: torch.cdist(a, a[:3] + 1, p=1),
     "cdist_p3": lambda a: torch.cdist(a, a[:3] + 1, p=3.0),
     "cdist_pinf": lambda a: torch.cdist(a, a[:3] + 1, p=float("inf")),
+    "bilinear": lambda a: F.bilinear(a[:, :3], a[:, 2:], _d3(a), a[0, :2]),
     "pdist": lambda a: F.pdist(a),
     "pdist_p0": lambda a: F.pdist(a.round(), p=0),
 }
