@@ -178,22 +178,29 @@ def _nonzero_static(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 @handles(aten.addbmm.default)
 def _addbmm(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` as ATen computes it: one
+    addmm per batch into the result (each in f32, rounded once for a narrow float)."""
     x, b1, b2 = node.args[:3]
     beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
     dtype = imp.meta(node).dtype
-    m = Math(imp.builder, imp.as_type(b1, dtype))
-    products = m.e(g.MatmulOp(imp.as_type(b1, dtype), imp.as_type(b2, dtype)))
-    total = reduce(imp, g.SumOp, products, [0], False, hint=False)
-    if alpha != 1:
-        total = m.mul(total, float(alpha))
-    if beta == 0:
-        return imp.insert(g.ExpandOp(total, imp.meta(node).shape)) if g.shape_of(
-            total) != tuple(imp.meta(node).shape) else total
-    base = imp.as_type(x, dtype)
-    if beta != 1:
-        base = m.mul(base, float(beta))
-    return imp.insert(g.AddOp(base, total))
+    typ, shape = TORCH_TO_ELEMENT[dtype], tuple(imp.meta(node).shape)
+    first, second = (widened(imp, imp.as_type(v, dtype)) for v in (b1, b2))
+    m = Math(imp.builder, first)
+    result = imp.as_type(x, dtype)
+    if g.shape_of(result) != shape:
+        result = imp.insert(g.ExpandOp(result, shape), hint=False)
+    scale = beta
+    for b in range(g.shape_of(first)[0]):
+        pick = [imp.reshape(imp.insert(g.SliceOp(v, dim=0, start=b, end=b + 1), hint=False),
+                            g.shape_of(v)[1:]) for v in (first, second)]
+        product = m.e(g.MatmulOp(*pick))
+        if alpha != 1:
+            product = m.mul(product, float(alpha))
+        if scale != 0:
+            current = widened(imp, result)
+            product = m.add(current if scale == 1 else m.mul(current, float(scale)), product)
+        result, scale = narrowed(imp, product, typ), 1
+    return result
 
 
 def _norm(m: Math, imp: FxImporter, diff: SSAValue, p: float, axis: int) -> SSAValue:
@@ -265,18 +272,28 @@ def _put(imp: FxImporter, node: fx.Node) -> SSAValue:
 @handles(aten._trilinear.default)
 def _trilinear(imp: FxImporter, node: fx.Node) -> SSAValue:
     """``sum(i1' * i2' * i3', sumdim)`` with each input's ``expand`` dimensions inserted
-    (what ``bilinear`` decomposes to): one broadcast product and a sum."""
+    (what ``bilinear`` decomposes to), in ATen's order: i1 with i2 summed over the
+    dimensions i3 lacks, then with i3 over the rest (each in f32, rounded once for a
+    narrow float)."""
     i1, i2, i3, e1, e2, e3, sumdim = node.args[:7]
     dtype = imp.meta(node).dtype
+    typ = TORCH_TO_ELEMENT[dtype]
     values = []
     for arg, expand in ((i1, e1), (i2, e2), (i3, e3)):
-        v = imp.as_type(arg, dtype)
+        v = widened(imp, imp.as_type(arg, dtype))
         shape = list(g.shape_of(v))
         for d in sorted(expand):
             shape.insert(d, 1)
         values.append(imp.reshape(v, shape))
     m = Math(imp.builder, values[0])
-    product = m.mul(m.mul(values[0], values[1]), values[2])
-    if not sumdim:
-        return product
-    return reduce(imp, g.SumOp, product, sorted(sumdim), False)
+    pair = m.mul(values[0], values[1])
+    first = sorted(d for d in sumdim if d in e3)
+    if first:
+        pair = reduce(imp, g.SumOp, pair, first, True, hint=False)
+    pair = widened(imp, narrowed(imp, pair, typ))
+    product = m.mul(pair, values[2])
+    rest = sorted(d for d in sumdim if d not in e3)
+    if rest:
+        product = reduce(imp, g.SumOp, product, rest, True, hint=False)
+    out = tuple(imp.meta(node).shape)
+    return narrowed(imp, imp.reshape(product, out), typ)
