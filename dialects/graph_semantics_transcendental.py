@@ -376,7 +376,8 @@ def _lifted(m: Math, z: SSAValue) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
 def lgamma(b: Builder, op: g.LgammaOp) -> list[SSAValue]:
     """Stirling's series past 8 (the recurrence subtracts log z(z+1)...(z+7) below),
     Taylor series near the zeros 1 and 2; reflection log(π / |sin πx|) - log Γ(1 - x)
-    below 1/2; +inf at the poles and at ±inf, as torch."""
+    below 1/2; +inf at the poles and at ±inf, as torch. Between the Taylor windows the
+    lift subtracts terms near 10: absolute errors of a few 1e-6."""
     m, x = Math(b, op.input), op.input
     reflect, z, offset = _reflected(m, x)
     lift, zs, steps = _lifted(m, z)

@@ -9,10 +9,13 @@ import os
 # the interpreter before anything is imported.
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from mncore_ir.frontends.fx import CapturedGraph, capture
 from mncore_ir.pipeline import GRAPH_PIPELINE
@@ -41,6 +44,26 @@ def assert_all_close(outputs: Sequence[np.ndarray], expected: Sequence[np.ndarra
         assert out.shape == exp.shape, f"{name}: shape {out.shape} != {exp.shape}"
         assert out.dtype == exp.dtype, f"{name}: dtype {out.dtype} != {exp.dtype}"
         np.testing.assert_allclose(out, exp, rtol=RTOL, atol=ATOL, err_msg=name)
+
+def run_on_device(device: str, fn: Callable[..., Any], *args: torch.Tensor,
+                  implicit_sync: str = "error") -> tuple[list[torch.Tensor], list[str]]:
+    """``fn`` of ``args`` moved to a fresh ``device`` runtime, synced and read back (a
+    tuple result as a list), and the names of the ops that ran on the host."""
+    import torch_mncore
+
+    torch_mncore.init(device, implicit_sync=implicit_sync)
+    try:
+        torch_mncore.reset_metrics()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*[a.mncore() for a in args])
+            torch_mncore.sync()
+            got = [o.cpu() for o in (out if isinstance(out, tuple) else (out,))]
+        host = [k for k in torch_mncore.counters() if k.startswith("CpuFallback")]
+    finally:
+        torch_mncore.init("cpu")
+    return got, host
+
 
 CapturedStep = tuple[TrainingStep, CapturedGraph]
 

@@ -7,12 +7,12 @@ singular matrix: det 0, LU's info, and linalg.inv's own LinAlgError."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
+from conftest import run_on_device
 
 import torch_mncore
 
@@ -78,17 +78,7 @@ CASES: dict[str, Callable[[torch.Tensor], Any]] = {
 @pytest.mark.parametrize("case", CASES)
 def test_matches_eager(case: str, device: str) -> None:
     fn = CASES[case]
-    torch_mncore.init(device, implicit_sync="silent")
-    try:
-        torch_mncore.reset_metrics()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = fn(A.mncore())
-            torch_mncore.sync()
-            got = [o.cpu() for o in (out if isinstance(out, tuple) else (out,))]
-        host = [k for k in torch_mncore.counters() if k.startswith("CpuFallback")]
-    finally:
-        torch_mncore.init("cpu")
+    got, host = run_on_device(device, fn, A, implicit_sync="silent")
     want = fn(A)
     want = list(want) if isinstance(want, tuple) else [want]
     assert not host, host

@@ -8,12 +8,12 @@ scatter/scatter_add of tensors, gather with a smaller index, boolean-mask writes
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
+from conftest import run_on_device
 
 import torch_mncore
 
@@ -108,19 +108,9 @@ TINY_HOST = ("quantile", "prod", "cumprod", "cummax", "cummin", "mean", "isin")
 def _on_device(device: str, fn: Callable[..., Any], *args: torch.Tensor,
                compiled: bool = True) -> list[Any]:
     """``fn`` on the device; with ``compiled``, also that no op ran on the host."""
-    torch_mncore.init(device, implicit_sync="error")
-    try:
-        torch_mncore.reset_metrics()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            got = fn(*[a.mncore() for a in args])
-            torch_mncore.sync()
-            out = [g.cpu() for g in (got if isinstance(got, tuple) else (got,))]
-        host = [k for k in torch_mncore.counters() if k.startswith("CpuFallback")]
-    finally:
-        torch_mncore.init("cpu")
+    got, host = run_on_device(device, fn, *args)
     assert not (compiled and host), host
-    return out
+    return got
 
 
 def _assert_same(got: list[torch.Tensor], want: Any) -> None:

@@ -7,12 +7,12 @@ addbmm with alpha/beta, bilinear (torch's _trilinear), cdist (p = 1, 2, 3, inf),
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import run_on_device
 
 import torch_mncore
 
@@ -66,17 +66,7 @@ CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 @pytest.mark.parametrize("case", CASES)
 def test_matches_eager(case: str, device: str) -> None:
     fn = CASES[case]
-    torch_mncore.init(device, implicit_sync="error")
-    try:
-        torch_mncore.reset_metrics()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out = fn(X.mncore())
-            torch_mncore.sync()
-            got = out.cpu()
-        host = [k for k in torch_mncore.counters() if k.startswith("CpuFallback")]
-    finally:
-        torch_mncore.init("cpu")
+    (got,), host = run_on_device(device, fn, X)
     want = fn(X)
     assert got.dtype == want.dtype and got.shape == want.shape
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -183,6 +183,11 @@ CASES: dict[str, tuple[list[Attribute], Build, Callable[[], list[np.ndarray]]]] 
 }
 
 
+#: Absolute errors of decompositions that subtract nearly equal terms of size ~10
+#: (lgamma and digamma lifted by the recurrence, near their zeros): a few 1e-6.
+LOOSER = {"lgamma": 1e-5, "digamma": 1e-5}
+
+
 def test_every_decomposition_is_tested() -> None:
     decomposed = {op.name for op, e in SEMANTICS.items() if e.decompose is not None}
     tested = {_module(types, build)[1].name for types, build, _ in CASES.values()}
@@ -209,10 +214,11 @@ def test_reference_torch_and_decomposition_agree(case: str) -> None:
             assert entry.alu is not None or isinstance(o, g.PowOp | g.ConvertOp), o.name
     expanded = run_function(decomposed, inputs)
 
+    atol = LOOSER.get(case, 2e-6)
     for ref, nat, dec in zip(reference, native, expanded, strict=True):
         assert nat.dtype == torch.from_numpy(ref).dtype and dec.dtype == ref.dtype
         np.testing.assert_allclose(nat.numpy(), ref, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(dec, ref, rtol=1e-5, atol=2e-6)
+        np.testing.assert_allclose(dec, ref, rtol=1e-5, atol=atol)
 
 
 def test_erf_decomposition_is_abramowitz_stegun() -> None:

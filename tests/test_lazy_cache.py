@@ -353,8 +353,9 @@ def test_boolean_mask_loss_is_a_lazy_error_at_the_users_line(
     with pytest.raises(torch_mncore.LazyError) as info:
         torch_mncore.sync()
     message = str(info.value)
-    assert message.startswith("the cpu device cannot compile this step: indexing with a "
-                              "torch.bool tensor"), message
+    assert message.startswith("the cpu device cannot compile this step: "
+                              "aten.index_put.default: indexing with a torch.bool tensor"
+                              ), message
     assert f"(first at {line_of(masked_loss, 'loss = p[y > 0].sum()')}: " in message, message
     assert info.value.__cause__ is not None
     assert type(info.value.__cause__).__name__ == "UnsupportedOpError"
