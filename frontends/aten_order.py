@@ -3,9 +3,10 @@ order is the number of elements that sort before it (NaN last ascending, first
 descending, as torch), ties broken by position, so the sort is stable. ``sort``,
 ``topk``, ``kthvalue``, ``median``/``nanmedian`` gather at those places;
 ``searchsorted``/``bucketize`` count the boundaries below. The comparisons are
-pairwise along the dimension (n**2 per row), so a dimension past :data:`ORDER_MAX`
-runs on the host. Exact: only comparisons, integer sums and gathers. Checked against
-eager in ``tests/test_aten_order.py``."""
+pairwise along the dimension (n**2 per row) up to :data:`ORDER_MAX` of them; longer
+rows sort by a bitonic network (n log**2 n), up to :data:`BITONIC_MAX` elements, past
+which the op runs on the host. Exact: only comparisons, integer sums and gathers.
+Checked against eager in ``tests/test_aten_order.py``."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ aten = torch.ops.aten
 #: Pairwise comparisons (elements times the sorted dimension's length) one sort may
 #: build; past this it runs on the host.
 ORDER_MAX = 1 << 22
+#: Longer rows sort by a bitonic network (:func:`bitonic_order`) up to this length.
+BITONIC_MAX = 1 << 17
 
 
 def _last(imp: FxImporter, x: SSAValue, dim: int) -> SSAValue:
@@ -73,11 +76,12 @@ def sort_order(imp: FxImporter, node: fx.Node, x: SSAValue, descending: bool
     """The indices that sort ``x`` along its last dimension, stably (i64, x's shape)."""
     shape = g.shape_of(x)
     n = shape[-1]
-    if math.prod(shape) * n > ORDER_MAX:
-        raise unsupported(node, f"sorting {n} elements {math.prod(shape[:-1])} times "
-                                f"(more than {ORDER_MAX} comparisons)")
     if g.element_type_of(x) == g.i1:
         x = imp.insert(g.ConvertOp(x, g.i64), hint=False)
+    if math.prod(shape) * n > ORDER_MAX:
+        if n > BITONIC_MAX:
+            raise unsupported(node, f"sorting {n} elements (more than {BITONIC_MAX})")
+        return bitonic_order(imp, x, descending)
     m = Math(imp.builder, x)
     mine, other = _pairs(imp, x)  # rows i, columns j
     before = m.lt(mine, other) if descending else m.lt(other, mine)
@@ -95,6 +99,75 @@ def sort_order(imp: FxImporter, node: fx.Node, x: SSAValue, descending: bool
     chosen = m.where(m.eq(at, k), _positions(imp, n, rank, rank - 1),
                      imp.constant(0, g.i64))
     return reduce(imp, g.SumOp, chosen, [rank - 1], False, hint=False)
+
+
+def _bounds(typ: Any) -> tuple[float | int, float | int]:
+    if g.is_float(typ):
+        return -math.inf, math.inf
+    bits = typ.width.data
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def bitonic_order(imp: FxImporter, x: SSAValue, descending: bool) -> SSAValue:
+    """The stable sorting indices of long rows by Batcher's bitonic network: the row
+    padded to a power of two N (with elements that sort last), then log2(N)(log2(N)+1)/2
+    compare-exchange stages on (value, index) pairs, each pairing i with i + j inside
+    blocks of 2j as a reshape (ties broken by index, which makes it stable; NaN placed
+    as torch places it)."""
+    shape, typ = g.shape_of(x), g.element_type_of(x)
+    n, lead = shape[-1], shape[:-1]
+    size = 1 << max(n - 1, 0).bit_length()
+    low, high = _bounds(typ)
+    pad = (low if descending else (math.nan if g.is_float(typ) else high))
+    m = Math(imp.builder, x)
+    index = imp.insert(g.ExpandOp(imp.constant(np.arange(size).reshape((1,) * len(lead)
+                                                                       + (size,)), g.i64,
+                                               (1,) * len(lead) + (size,)),
+                                  (*lead, size)), hint=False)
+    values = x
+    if size > n:
+        filler = imp.insert(g.ExpandOp(imp.constant(pad, typ), (*lead, size - n)), hint=False)
+        values = imp.insert(g.ConcatOp(x, filler, dim=len(lead)), hint=False)
+    floats = g.is_float(typ)
+
+    def first(a: SSAValue, ia: SSAValue, b: SSAValue, ib: SSAValue) -> SSAValue:
+        """Whether (a, ia) sorts before (b, ib)."""
+        strictly = m.lt(b, a) if descending else m.lt(a, b)
+        same = m.eq(a, b)
+        if floats:
+            nan_a, nan_b = m.ne(a, a), m.ne(b, b)
+            ahead, behind = (nan_a, nan_b) if descending else (nan_b, nan_a)
+            strictly = m.or_(strictly, m.and_(ahead, m.e(g.NotOp(behind))))
+            same = m.or_(same, m.and_(nan_a, nan_b))
+        return m.or_(strictly, m.and_(same, m.lt(ia, ib)))
+
+    k = 2
+    while k <= size:
+        j = k // 2
+        while j >= 1:
+            blocks = size // (2 * j)
+            view = (*lead, blocks, 2, j)
+            pieces = []
+            for v in (values, index):
+                r = imp.reshape(v, view)
+                pieces.append([imp.reshape(imp.insert(g.SliceOp(r, dim=len(lead) + 1,
+                                                                start=h, end=h + 1),
+                                                      hint=False), (*lead, blocks, j))
+                               for h in (0, 1)])
+            (a, b), (ia, ib) = pieces
+            rising = imp.constant(np.array([((q * 2 * j) & k) == 0 for q in range(blocks)])
+                                  .reshape(blocks, 1), g.i1, (blocks, 1))
+            ordered = first(a, ia, b, ib)  # the pair is in ascending network order
+            swap = m.ne(ordered, rising)
+            moved = [[m.where(swap, q, p), m.where(swap, p, q)] for p, q in ((a, b), (ia, ib))]
+            values, index = (imp.reshape(imp.insert(g.ConcatOp(
+                *(imp.reshape(h, (*lead, blocks, 1, j)) for h in pair), dim=len(lead) + 1),
+                hint=False), (*lead, size)) for pair in moved)
+            j //= 2
+        k *= 2
+    if size == n:
+        return index
+    return imp.insert(g.SliceOp(index, dim=len(lead), start=0, end=n), hint=False)
 
 
 def _gathered(imp: FxImporter, x: SSAValue, indices: SSAValue) -> SSAValue:
