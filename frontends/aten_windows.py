@@ -18,7 +18,13 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.frontends.aten_expansions import along, zeros_when_empty
+from mncore_ir.frontends.aten_expansions import (
+    along,
+    extreme,
+    first_index,
+    put,
+    zeros_when_empty,
+)
 from mncore_ir.frontends.aten_handlers import (
     as_2d,
     convolution,
@@ -30,7 +36,7 @@ from mncore_ir.frontends.aten_handlers import (
     widened,
     windows_of,
 )
-from mncore_ir.frontends.fx_importer import FxImporter, unsupported
+from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, unsupported
 
 aten = torch.ops.aten
 
@@ -294,3 +300,62 @@ def _max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
     dx = imp.insert(g.MaxPool2dBackwardOp(*(_batched(imp, imp.value(v))
                                             for v in (grad, x, indices))), hint=False)
     return imp.reshape(dx, imp.meta(node).shape)
+
+
+#: Window memberships times plane elements an adaptive max pool may compare.
+ADAPTIVE_MAX = 1 << 24
+
+
+def _membership(size: int, out: int) -> np.ndarray:
+    """(out, size): whether input position p is in adaptive window i, [floor(i size /
+    out), ceil((i + 1) size / out))."""
+    starts = (np.arange(out) * size) // out
+    ends = -((-(np.arange(out) + 1) * size) // out)
+    p = np.arange(size)
+    return (p[None, :] >= starts[:, None]) & (p[None, :] < ends[:, None])
+
+
+@handles(aten.adaptive_max_pool2d.default)
+def _adaptive_max_pool(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
+    """Each output cell's maximum over its window (the plane masked to -inf outside it)
+    and the flat index ``h * W + w`` of its first maximum in scan order, NaN counting
+    as the maximum, as torch's kernel picks them."""
+    x = widened(imp, imp.value(node.args[0]))
+    typ = TORCH_TO_ELEMENT[imp.meta(node)[0].dtype]
+    oh, ow = node.args[1]
+    shape = g.shape_of(x)
+    lead, (h, w) = shape[:-2], shape[-2:]
+    if math.prod(shape) * oh * ow > ADAPTIVE_MAX:
+        raise unsupported(node, f"adaptive max pool of {h}x{w} to {oh}x{ow} "
+                                f"(more than {ADAPTIVE_MAX} comparisons)")
+    inside = (_membership(h, oh)[:, None, :, None] & _membership(w, ow)[None, :, None, :])
+    inside = inside.reshape(oh, ow, h * w)
+    rank = len(lead) + 3
+    mask = imp.constant(inside.reshape((1,) * len(lead) + inside.shape), g.i1,
+                        (1,) * len(lead) + inside.shape)
+    plane = imp.reshape(x, (*lead, 1, 1, h * w))
+    low = imp.constant(-math.inf, g.element_type_of(x))
+    masked = imp.insert(g.WhereOp(mask, plane, low), hint=False)
+    best = extreme(imp, masked, [rank - 1], True, True)
+    index = first_index(imp, masked, best, rank - 1, False)
+    values = imp.reshape(best, (*lead, oh, ow))
+    return narrowed(imp, values, typ), index
+
+
+@handles(aten.adaptive_max_pool2d_backward.default)
+def _adaptive_max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """Each output's gradient added at its maximum's flat index of the plane."""
+    grad, _, indices = node.args[:3]
+    shape = tuple(imp.meta(node).shape)
+    lead, plane = shape[:-2], shape[-2] * shape[-1]
+    dtype = imp.meta(node).dtype
+    rows = math.prod(lead)
+    out = math.prod(imp.meta(indices).shape[-2:])
+    base = imp.insert(g.ExpandOp(imp.constant(0, TORCH_TO_ELEMENT[dtype]), (rows, plane)),
+                      hint=False)
+    flat_index = imp.reshape(imp.value(indices), (rows, out))
+    row_ids = imp.constant(np.arange(rows).reshape(rows, 1), g.i64, (rows, 1))
+    row_ids = imp.insert(g.ExpandOp(row_ids, (rows, out)), hint=False)
+    written = put(imp, base, [row_ids, flat_index],
+                  imp.reshape(imp.as_type(grad, dtype), (rows, out)), True)
+    return imp.reshape(written, shape)

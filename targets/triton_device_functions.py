@@ -448,21 +448,28 @@ def _reduce_source(tt: TaskType) -> list[str]:
     bl = min(pow2(tt.largest[2]), 1024)
     br = max(1, min(pow2(tt.largest[1]), 4096 // bl))
     ty = TYPES[dt[1].name][1]
-    if isinstance(tt.op, g.AmaxOp):
-        init = other = "float('-inf')"
+    if isinstance(tt.op, g.AmaxOp):  # from the least value of the type
+        low = dt[0]
+        init = other = ("float('-inf')" if np.issubdtype(low, np.floating) else "0"
+                        if low == np.bool_ else str(np.iinfo(low).min))
         combine = "tl.maximum(acc, tl.max(x, axis=1))"
     else:
         init, other, combine = "0", "0", "acc + tl.sum(x, axis=1)"
+    # tl.max drops NaN where torch.amax propagates it: a float maximum counts NaNs
+    nan = isinstance(tt.op, g.AmaxOp) and np.issubdtype(dt[0], np.floating)
     lines = [*_load_desc(2), "R = s0 * s1 * s2", "L = s3 * s4 * s5",
              f"for r0 in range(0, R, {br}):",
              f"    rows = r0 + tl.arange(0, {br})", "    rmask = rows < R",
              f"    acc = tl.full([{br}], {init}, {ty})",
+             *([f"    nan = tl.zeros([{br}], tl.int32)"] if nan else []),
              f"    for l0 in range(0, L, {bl}):",
              f"        cols = l0 + tl.arange(0, {bl})",
              "        m2 = rmask[:, None] & (cols[None, :] < L)",
              "        x = " + _load(0, dt[0], f"{_rows(0, 'rows')}[:, None] + "
                                   f"{_cols(0, 'cols')}[None, :]", "m2", other),
-             f"        acc = ({combine}).to({ty})"]
+             f"        acc = ({combine}).to({ty})",
+             *(["        nan = tl.maximum(nan, tl.max((x != x).to(tl.int32), axis=1))",
+                "    acc = tl.where(nan > 0, float('nan'), acc)"] if nan else [])]
     if isinstance(tt.op, g.MeanOp):
         lines.append("    acc = acc / L")
     lines.append("    " + _store(1, dt[1], _rows(1, "rows"), "acc", "rmask"))

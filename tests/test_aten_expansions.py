@@ -55,6 +55,9 @@ CASES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "max_pool_ceil_dilated": lambda x: _with_indices(F.max_pool2d(
         x[0], (2, 3), 2, 0, 2, ceil_mode=True, return_indices=True)),
     "max_pool1d_ceil": lambda x: F.max_pool1d(x.flatten(2), 4, 3, 1, ceil_mode=True),
+    "adaptive_max_pool": lambda x: _with_indices(F.adaptive_max_pool2d(
+        x, (3, 4), return_indices=True)),
+    "adaptive_max_pool1d": lambda x: F.adaptive_max_pool1d(x.flatten(2), 5),
     "adaptive_avg_pool": lambda x: F.adaptive_avg_pool2d(x, (3, 4)),
     "conv1d": lambda x: F.conv1d(x.flatten(2), torch.linspace(-1, 1, 60).reshape(4, 3, 5)
                                  .to(x.device), stride=2, padding=1),

@@ -203,3 +203,15 @@ def test_equal_and_allclose_compute_on_the_device(device: str) -> None:
         torch_mncore.init("cpu")
     assert got == [False, True, False, False, True, False, True]
     assert not [k for k in counters if k.startswith("CpuFallback")]
+
+
+def test_triton_maxima_propagate_nan_and_take_integers() -> None:
+    """The Triton target's maximum starts from the type's least value (it started from
+    -inf, which no integer holds) and propagates NaN as torch.amax does (tl.max drops
+    it: a silent wrong maximum)."""
+    floats = torch.randn(3, 700)
+    floats[1, 2] = float("nan")
+    ints = torch.randint(-5, 5, (3, 7))
+    for fn, x in ((lambda t: torch.amax(t, 1), floats), (lambda t: t.argmax(1), floats),
+                  (lambda t: torch.amax(t, 1), ints), (lambda t: t.max(1), ints)):
+        _assert_same(_on_device("triton", fn, x), fn(x))
