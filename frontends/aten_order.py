@@ -71,16 +71,21 @@ def _pairs(imp: FxImporter, x: SSAValue) -> tuple[SSAValue, SSAValue]:
     return imp.reshape(x, (*shape, 1)), imp.reshape(x, (*shape[:-1], 1, shape[-1]))
 
 
-def sort_order(imp: FxImporter, node: fx.Node, x: SSAValue, descending: bool
-               ) -> SSAValue:
-    """The indices that sort ``x`` along its last dimension, stably (i64, x's shape)."""
+def sort_order(imp: FxImporter, node: fx.Node, x: SSAValue, descending: bool,
+               network: bool = False) -> SSAValue:
+    """The indices that sort ``x`` along its last dimension, stably (i64, x's shape).
+    A long row sorts by the bitonic network only with ``network``: where the caller
+    asked for a stable sort; torch's other sorts order long rows' ties their own way,
+    so those run on the host, as eager orders them."""
     shape = g.shape_of(x)
     n = shape[-1]
     if g.element_type_of(x) == g.i1:
         x = imp.insert(g.ConvertOp(x, g.i64), hint=False)
     if math.prod(shape) * n > ORDER_MAX:
-        if n > BITONIC_MAX:
-            raise unsupported(node, f"sorting {n} elements (more than {BITONIC_MAX})")
+        if n > BITONIC_MAX or not network:
+            raise unsupported(node, f"sorting {n} elements {math.prod(shape[:-1])} times "
+                                    f"(past {ORDER_MAX} comparisons; a stable sort of up "
+                                    f"to {BITONIC_MAX} elements uses a sorting network)")
         return bitonic_order(imp, x, descending)
     m = Math(imp.builder, x)
     mine, other = _pairs(imp, x)  # rows i, columns j
@@ -182,15 +187,17 @@ def _first(imp: FxImporter, x: SSAValue, k: int) -> SSAValue:
 @handles(aten.sort.default, aten.sort.stable)
 def _sort(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
     x = imp.value(node.args[0])
+    stable = False
     if node.target == aten.sort.stable:
         dim, descending = node.kwargs.get("dim", -1), node.kwargs.get("descending", False)
+        stable = bool(node.kwargs.get("stable", False))
     else:
         dim, descending = argument(node, 1, "dim", -1), argument(node, 2, "descending", False)
     if not g.shape_of(x):
         return x, imp.constant(0, g.i64)
     dim %= len(g.shape_of(x))
     moved = _last(imp, x, dim)
-    order = sort_order(imp, node, moved, descending)
+    order = sort_order(imp, node, moved, descending, network=stable)
     return _back(imp, _gathered(imp, moved, order), dim), _back(imp, order, dim)
 
 

@@ -155,10 +155,10 @@ def test_arg_extremes_of_the_least_integer() -> None:
 
 @pytest.mark.parametrize("device", ["cpu", "interp", "task"])
 def test_long_rows_sort_by_a_bitonic_network(device: str) -> None:
-    """Past 4M pairwise comparisons a bitonic network sorts (stable: ties by index;
-    NaN last ascending, first descending); values match eager's default sort, and
-    indices too where the order is defined (stable=True). (The tiny MN-Core machine
-    takes minutes to compile the network: issue 14.)"""
+    """Past 4M pairwise comparisons a bitonic network sorts when a stable sort is asked
+    for (ties by index; NaN last ascending, first descending); other sorts of long rows
+    order ties as torch's kernels do, so they run on the host. (The tiny MN-Core
+    machine takes minutes to compile the network: issue 14.)"""
     torch.manual_seed(3)
     x = torch.randn(2, 3000)
     x[0, 5] = x[0, 100] = float("nan")
@@ -168,9 +168,10 @@ def test_long_rows_sort_by_a_bitonic_network(device: str) -> None:
         for fn in (lambda t: torch.sort(t, stable=True),
                    lambda t: torch.sort(t, descending=True, stable=True)):
             _assert_same(_on_device(device, fn, src), fn(src))
-        for fn in (lambda t: t.sort(), lambda t: t.topk(7)):  # tie order unspecified
-            got = _on_device(device, fn, src)
-            torch.testing.assert_close(got[0], fn(src)[0], equal_nan=True)
+        for fn in (lambda t: t.sort(), lambda t: t.topk(7)):  # eager's own tie order:
+            got, host = run_on_device(device, fn, src)  # on the host
+            _assert_same(got, fn(src))
+            assert host, "a long unstable sort should run on the host"
 
 
 def test_sorting_past_the_network_runs_on_the_host() -> None:
