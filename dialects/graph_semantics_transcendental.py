@@ -4,8 +4,8 @@ select and floor. They are the recipes of targets without an instruction for the
 (the MN-Core ALU, the Triton target where ``tl`` has none); the cpu and interp devices
 run torch's and numpy's own functions. Each is a published single-precision method
 (Cephes' ``sinf``/``atanf``, Numerical Recipes' ``erfcc``, Giles' ``erfinv``,
-Dekker's exact product), checked against the numpy reference in
-``tests/test_graph_semantics.py``.
+Dekker's exact product) or a Chebyshev fit computed here (log Γ near its zeros),
+checked against the numpy reference in ``tests/test_graph_semantics.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.builder import Builder
 from xdsl.ir import SSAValue
 
@@ -48,15 +49,22 @@ ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
 GAMMA_SHIFT = 8
 #: Stirling's series for log Γ past the shift: 1/(12z) - 1/(360z^3) + 1/(1260z^5).
 LGAMMA_SERIES = (1 / 1260, -1 / 360, 1 / 12)
-#: ζ(2), ..., ζ(10), for log Γ's Taylor series at its zeros 1 and 2, where the series
-#: above would lose the leading digits: log Γ(1 + e) = -ce + Σ (-e)^k ζ(k)/k (c:
-#: Euler's constant), and log Γ(2 + e) = log Γ(1 + e) + log1p(e), for |e| < 1/5 (the
-#: first term left out is below 1e-8).
-ZETA = (1.6449340668482264, 1.2020569031595942, 1.0823232337111381, 1.0369277551433699,
-        1.0173430619844491, 1.0083492773819228, 1.0040773561979443, 1.0020083928260822,
-        1.0009945751278181)
-EULER_GAMMA = 0.5772156649015329
-LGAMMA_NEAR_ZERO = 0.2
+#: On [1/2, 5/2], log Γ(z) = (z - 1)(z - 2) R(z - 3/2): the factor holds both zeros, so
+#: the result keeps its relative precision next to them (2 ulp); below 8 the
+#: recurrence steps down into this interval (adding logarithms: nothing cancels).
+LGAMMA_CORE_DEGREE = 14
+
+
+def _lgamma_core() -> tuple[float, ...]:
+    """R's coefficients, highest power first: a Chebyshev fit of log Γ(z) / (z-1)(z-2)
+    in double precision at 400 nodes (its poles are 3/2 away: degree 14 leaves 1e-9)."""
+    nodes = np.cos((2 * np.arange(400) + 1) * np.pi / 800)
+    ratio = [math.lgamma(1.5 + t) / ((0.5 + t) * (t - 0.5)) for t in nodes]
+    fit = np.polynomial.chebyshev.chebfit(nodes, ratio, LGAMMA_CORE_DEGREE)
+    return tuple(float(c) for c in np.polynomial.chebyshev.cheb2poly(fit)[::-1])
+
+
+LGAMMA_CORE = _lgamma_core()
 #: ψ(z) = log z - 1/(2z) - w/12 + w^2/120 - w^3/252, w = 1/z^2.
 DIGAMMA_SERIES = (-1 / 252, 1 / 120, -1 / 12)
 #: Beyond this magnitude the hyperbolic functions drop their vanishing term.
@@ -374,29 +382,27 @@ def _lifted(m: Math, z: SSAValue) -> tuple[SSAValue, SSAValue, list[SSAValue]]:
 
 
 def lgamma(b: Builder, op: g.LgammaOp) -> list[SSAValue]:
-    """Stirling's series past 8 (the recurrence subtracts log z(z+1)...(z+7) below),
-    Taylor series near the zeros 1 and 2; reflection log(π / |sin πx|) - log Γ(1 - x)
-    below 1/2; +inf at the poles and at ±inf, as torch. Between the Taylor windows the
-    lift subtracts terms near 10: absolute errors of a few 1e-6."""
+    """Stirling's series from 8; below, the recurrence steps z down by n into [3/2, 5/2)
+    (log Γ(z) = log Γ(z - n) + log (z-1)...(z-n)) and a polynomial with the zeros 1
+    and 2 as factors takes [1/2, 5/2]; reflection log(π / |sin πx|) - log Γ(1 - x)
+    below 1/2; +inf at the poles and at ±inf, as torch."""
     m, x = Math(b, op.input), op.input
     reflect, z, offset = _reflected(m, x)
-    lift, zs, steps = _lifted(m, z)
-    inv = m.recip(zs)
+    inv = m.recip(z)
     series = m.mul(inv, m.poly(m.mul(inv, inv), LGAMMA_SERIES))
-    log_zs = m.unary(g.LogOp, zs)
-    stirling = m.add(m.sub(m.mul(m.sub(zs, 0.5), log_zs), zs),
+    stirling = m.add(m.sub(m.mul(m.sub(z, 0.5), m.unary(g.LogOp, z)), z),
                      m.add(series, 0.5 * math.log(2 * math.pi)))
-    product = steps[0]
-    for step in steps[1:]:
-        product = m.mul(product, step)
-    value = m.where(lift, m.sub(stirling, m.unary(g.LogOp, product)), stirling)
-    terms = [(-1) ** k * zeta / k for k, zeta in enumerate(ZETA, start=2)]
-    for root in (1.0, 2.0):
-        e = m.sub(x, root)
-        series = m.mul(e, m.poly(e, [*reversed(terms), -EULER_GAMMA]))
-        if root == 2.0:  # log Γ(2 + e) = log Γ(1 + e) + log(1 + e)
-            series = m.add(series, m.unary(g.Log1pOp, e))
-        value = m.where(m.lt(m.abs(e), LGAMMA_NEAR_ZERO), series, value)
+    # n = floor(z - 3/2) for z in [5/2, 8), so n <= 6; z - n is exact
+    steps = m.where(m.lt(z, 2.5), 0.0, m.floor(m.sub(z, 1.5)))
+    t = m.sub(z, steps)
+    factors = [m.where(m.lt(float(k), steps), m.add(t, float(k)) if k else t, 1.0)
+               for k in range(GAMMA_SHIFT - 2)]
+    product = factors[0]
+    for factor in factors[1:]:
+        product = m.mul(product, factor)
+    core = m.mul(m.mul(m.sub(t, 1.0), m.sub(t, 2.0)), m.poly(m.sub(t, 1.5), LGAMMA_CORE))
+    near = m.add(core, m.unary(g.LogOp, product))
+    value = m.where(m.lt(z, float(GAMMA_SHIFT)), near, stirling)
     sine = m.abs(m.unary(g.SinOp, m.mul(offset, math.pi)))
     reflected = m.sub(m.unary(g.LogOp, m.div(math.pi, sine)), value)
     value = m.where(reflect, reflected, value)
