@@ -1434,6 +1434,103 @@ class FusedOp(GraphOp):
                                       f"not {op.name}")
 
 
+# --------------------------------------------------------------------------- collectives
+
+#: How a collective combines the ranks' values (``torch.distributed``'s names).
+COLLECTIVE_REDUCTIONS = ("sum", "avg", "max", "min", "product")
+
+
+class CollectiveOp(GraphOp, abc.ABC):
+    """An op over the ``group_size`` ranks of a device group, each running the same
+    function: every rank reaches it in the same order, so it has no ``Pure`` trait (no
+    pass removes, merges or moves one). ``group`` names the group for the engine that
+    runs it (a ``torch.distributed`` group name; any name for simulated ranks)."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    group = prop_def(StringAttr)
+    group_size = prop_def(IntegerAttr[I64])
+
+    @classmethod
+    def check_group(cls, props: Props) -> int:
+        size = int_prop(props, "group_size")
+        if size < 1:
+            raise VerifyException(f"{cls.name}: a group has at least one rank, not {size}")
+        reduce = props.get("reduce")
+        if isinstance(reduce, StringAttr) and reduce.data not in COLLECTIVE_REDUCTIONS:
+            raise VerifyException(f"{cls.name}: unknown reduction {reduce.data!r}; "
+                                  f"reductions: {', '.join(COLLECTIVE_REDUCTIONS)}")
+        return size
+
+
+@irdl_op_definition
+class AllReduceOp(CollectiveOp):
+    """Every rank gets the ``reduce`` of all ranks' inputs, elementwise."""
+
+    name = "graph.all_reduce"
+    reduce = prop_def(StringAttr)
+    assembly_format = ("$input $reduce `group` $group `size` $group_size attr-dict `:` "
+                       "type($input) `->` type($result)")
+
+    def __init__(self, input: Operand, *, reduce: str, group: str, group_size: int) -> None:
+        self._init([input], {"reduce": StringAttr(reduce), "group": StringAttr(group),
+                             "group_size": i64_attr(group_size)})
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
+        cls.check_group(props)
+        return [types[0]]
+
+
+@irdl_op_definition
+class AllGatherOp(CollectiveOp):
+    """The ranks' inputs concatenated along dim 0, in rank order, on every rank."""
+
+    name = "graph.all_gather"
+    assembly_format = ("$input `group` $group `size` $group_size attr-dict `:` "
+                       "type($input) `->` type($result)")
+
+    def __init__(self, input: Operand, *, group: str, group_size: int) -> None:
+        self._init([input], {"group": StringAttr(group), "group_size": i64_attr(group_size)})
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
+        size = cls.check_group(props)
+        shape = list(shape_of(types[0]))
+        if not shape:
+            raise VerifyException(f"{cls.name} gathers along dim 0: a 0-d input has none")
+        shape[0] *= size
+        return [tensor(shape, types[0].element_type)]
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveOp):
+    """The ``reduce`` of all ranks' inputs, cut into ``group_size`` equal parts along
+    dim 0: rank r gets part r."""
+
+    name = "graph.reduce_scatter"
+    reduce = prop_def(StringAttr)
+    assembly_format = ("$input $reduce `group` $group `size` $group_size attr-dict `:` "
+                       "type($input) `->` type($result)")
+
+    def __init__(self, input: Operand, *, reduce: str, group: str, group_size: int) -> None:
+        self._init([input], {"reduce": StringAttr(reduce), "group": StringAttr(group),
+                             "group_size": i64_attr(group_size)})
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
+        size = cls.check_group(props)
+        shape = list(shape_of(types[0]))
+        if not shape or shape[0] % size:
+            raise VerifyException(f"{cls.name}: dim 0 of {types[0]} does not split into "
+                                  f"{size} equal parts")
+        shape[0] //= size
+        return [tensor(shape, types[0].element_type)]
+
+
+COLLECTIVES = (AllReduceOp, AllGatherOp, ReduceScatterOp)
+
+
 ELEMENTWISE_UNARY = (NegOp, AbsOp, ReluOp, ExpOp, LogOp, Log1pOp, SqrtOp, RsqrtOp, ReciprocalOp,
                      TanhOp, SigmoidOp, ErfOp, NotOp, FloorOp, SinOp, CosOp, TanOp, AsinOp,
                      AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, Expm1Op,
@@ -1454,5 +1551,6 @@ Graph = Dialect(
         LayerNormOp, LayerNormBackwardOp,
         Conv2dOp, Conv2dBackwardOp, MaxPool2dOp, MaxPool2dBackwardOp,
         YieldOp, FusedOp,
+        *COLLECTIVES,
     ],
 )

@@ -28,6 +28,7 @@ from torch.utils import _pytree as pytree
 from xdsl.dialects.builtin import ModuleOp
 
 from mncore_ir.frontends import (  # noqa: F401 (their handlers)
+    aten_collectives,
     aten_expansions,
     aten_linalg,
     aten_math,

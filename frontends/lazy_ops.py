@@ -286,6 +286,8 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
         node_op, node_args = aten.slice_scatter.default, (base, column, dim, index, index + 1)
     elif packet is aten.slice:
         node_op, node_args = aten.slice_scatter.default, (base, new, *args)
+    elif packet is aten.as_strided:  # (DDP's gradient views into its buckets)
+        node_op, node_args = aten.as_strided_scatter.default, (base, new, *args)
     else:
         raise LazyError(f"an in-place update through a view made by {op} is not supported, "
                         f"at {lt.describe_location(lt.user_location())}")

@@ -81,7 +81,25 @@ def split(graph: fx.Graph, failures: dict[str, BaseException]) -> Parts:
     host = [host_op(node, failures.get(node.name, "it reads a value the device lacks"))
             for node in fused.graph.nodes
             if node.op == "call_function" and node.target is not operator.getitem]
+    for node in fused.graph.nodes:
+        if node.op == "call_function" and getattr(node.target, "namespace", None) == \
+                "_c10d_functional":
+            node.target = _waiting(node.target)
+    fused.recompile()
     return Parts(fused, device, host)
+
+
+def _waiting(op: torch._ops.OpOverload) -> Callable[..., Any]:
+    """A functional collective run on the host, waited for before its value crosses to
+    the device (which reads it at once)."""
+    wait = torch.ops._c10d_functional.wait_tensor.default
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        out = op(*args, **kwargs)
+        return [wait(x) for x in out] if isinstance(out, list | tuple) else wait(out)
+
+    run.__name__ = f"waited_{op._opname}"
+    return run
 
 
 def blamed_nodes(error: BaseException, origins: dict[Any, str]) -> set[str]:

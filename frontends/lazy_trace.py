@@ -15,6 +15,7 @@ import torch
 from torch._decomp import decomposition_table
 from torch.utils import _pytree as pytree
 
+from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
@@ -95,6 +96,10 @@ class Tracer(abc.ABC):
             return args[0].copy_(self.read(args[1]))
         if func in (aten.equal.default, aten.allclose.default):
             return self._truth(func, *args, **kwargs)
+        if lazy_collectives.is_process_group_op(func):  # dist.all_reduce and friends
+            return lazy_collectives.run_process_group_op(self, func, args, kwargs)
+        if lazy_collectives.is_ready_op(func):
+            return lazy_collectives.ready(func, args[0])
         if func is aten._linalg_check_errors.default:  # torch's check, of the read info
             self._pure(f"{func} reads a value")
             return func(self.read(args[0]), *args[1:], **kwargs)
@@ -513,6 +518,8 @@ class Tracer(abc.ABC):
             lambda x: self.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
             (args, kwargs))
         out = func(*host_args, **host_kwargs)
+        if func.namespace == "_c10d_functional":
+            out = lazy_collectives.waited(out)
         written: dict[int, LazyTensor] = {}  # host tensor's id -> the device tensor
         for i, arg in enumerate(func._schema.arguments):
             if arg.alias_info is None or not arg.alias_info.is_write:

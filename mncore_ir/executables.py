@@ -31,12 +31,21 @@ def torch_code(module: ModuleOp) -> Executable:
 
 
 def reference_interpreter(module: ModuleOp) -> Executable:
-    """The module's entry function in the numpy reference interpreter."""
+    """The module's entry function in the numpy reference interpreter; its collectives
+    go through ``torch.distributed``."""
+    from mncore_ir.dialects import graph as g
     from mncore_ir.dialects.values import find_function
-    from mncore_ir.targets.graph_interpreter import run_function
+    from mncore_ir.targets.graph_interpreter import Communicator, run_function
 
-    outputs = [t.get_element_type() for t in find_function(module).function_type.outputs]
-    return on_arrays(lambda arrays: run_function(module, arrays), outputs)
+    func = find_function(module)
+    communicator: Communicator | None = None
+    if any(isinstance(op, g.CollectiveOp) for op in func.walk()):  # a torchrun rank
+        from mncore_ir.targets.torch_distributed import ProcessGroupRanks
+
+        communicator = ProcessGroupRanks()
+    outputs = [t.get_element_type() for t in func.function_type.outputs]
+    return on_arrays(lambda arrays: run_function(module, arrays, communicator=communicator),
+                     outputs)
 
 
 def megakernel_simulator(module: ModuleOp) -> Executable:

@@ -7,8 +7,9 @@ checks. Later levels are checked against it. Values are ``numpy.ndarray``s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -140,13 +141,147 @@ def check_inputs(func: Any, inputs: Sequence[Any]) -> list[np.ndarray]:
     return out
 
 
+# ------------------------------------------------------------------ collectives
+
+
+class Communicator(Protocol):
+    """How one rank's collectives reach the others: simulated ranks in threads
+    (:class:`SimulatedRanks`) or a real engine (``torch.distributed``, in
+    ``mncore_ir.executables``). Reductions are ``graph.COLLECTIVE_REDUCTIONS``."""
+
+    def all_reduce(self, x: np.ndarray, reduce: str, group: str, size: int) -> np.ndarray: ...
+
+    def all_gather(self, x: np.ndarray, group: str, size: int) -> np.ndarray: ...
+
+    def reduce_scatter(self, x: np.ndarray, reduce: str, group: str, size: int
+                       ) -> np.ndarray: ...
+
+
+def combine(values: Sequence[np.ndarray], reduce: str) -> np.ndarray:
+    """The ranks' values reduced in rank order (so every rank computes the same bits);
+    ``avg`` is the sum divided by the count, as torch.distributed's backends compute it."""
+    if reduce in ("max", "min"):
+        pick = np.maximum if reduce == "max" else np.minimum
+        out = values[0]
+        for v in values[1:]:
+            out = pick(out, v)
+        return out
+    out = values[0]
+    for v in values[1:]:
+        out = out * v if reduce == "product" else out + v
+    if reduce == "avg":
+        out = out / len(values) if np.issubdtype(out.dtype, np.floating) else out // len(values)
+    return out
+
+
+class SimulatedRanks:
+    """``size`` ranks as threads of one process, meeting at a barrier for each
+    collective; each rank keeps its own view (``rank``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.barrier = threading.Barrier(size)
+        self.slots: list[np.ndarray | None] = [None] * size
+        self.local = threading.local()
+
+    def exchange(self, x: np.ndarray, size: int, what: str) -> list[np.ndarray]:
+        if size != self.size:
+            raise InterpretationError(f"{what} is for a group of {size} ranks, run on "
+                                      f"{self.size}")
+        self.slots[self.local.rank] = x
+        self.barrier.wait()
+        values = [v for v in self.slots if v is not None]
+        self.barrier.wait()  # every rank has read the slots before they are reused
+        return values
+
+    def all_reduce(self, x: np.ndarray, reduce: str, group: str, size: int) -> np.ndarray:
+        return combine(self.exchange(x, size, "graph.all_reduce"), reduce)
+
+    def all_gather(self, x: np.ndarray, group: str, size: int) -> np.ndarray:
+        return np.concatenate(self.exchange(x, size, "graph.all_gather"))
+
+    def reduce_scatter(self, x: np.ndarray, reduce: str, group: str, size: int
+                       ) -> np.ndarray:
+        total = combine(self.exchange(x, size, "graph.reduce_scatter"), reduce)
+        return np.split(total, size)[self.local.rank]
+
+
+@register_impls
+class CollectiveFunctions(InterpreterFunctions):
+    """The collectives, through the rank's communicator (none: a clear error)."""
+
+    def __init__(self, communicator: Communicator | None) -> None:
+        self.communicator = communicator
+
+    def _through(self, op: g.CollectiveOp) -> Communicator:
+        if self.communicator is None:
+            raise InterpretationError(
+                f"{op.name} needs the other ranks: run the function with run_ranks (or on "
+                "a device started under torch.distributed)")
+        return self.communicator
+
+    @impl(g.AllReduceOp)
+    def run_all_reduce(self, interp: Interpreter, op: g.AllReduceOp, args: PythonValues):
+        return (_cast(self._through(op).all_reduce(
+            args[0], op.reduce.data, op.group.data, op.group_size.value.data),
+            op.result.type),)
+
+    @impl(g.AllGatherOp)
+    def run_all_gather(self, interp: Interpreter, op: g.AllGatherOp, args: PythonValues):
+        return (_cast(self._through(op).all_gather(
+            args[0], op.group.data, op.group_size.value.data), op.result.type),)
+
+    @impl(g.ReduceScatterOp)
+    def run_reduce_scatter(self, interp: Interpreter, op: g.ReduceScatterOp,
+                           args: PythonValues):
+        return (_cast(self._through(op).reduce_scatter(
+            args[0], op.reduce.data, op.group.data, op.group_size.value.data),
+            op.result.type),)
+
+
 def run_function(module: ModuleOp, inputs: Sequence[Any], name: str | None = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> list[np.ndarray]:
-    """Run a graph-level function on numpy inputs; returns its outputs."""
+                 max_bytes: int = DEFAULT_MAX_BYTES,
+                 communicator: Communicator | None = None) -> list[np.ndarray]:
+    """Run a graph-level function on numpy inputs; returns its outputs. Its collectives
+    go through ``communicator``."""
     func = find_function(module, name)
     check_sizes(func, func.function_type.inputs.data, max_bytes)
     args = check_inputs(func, inputs)
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(GraphFunctions())
+    interpreter.register_implementations(CollectiveFunctions(communicator))
     return [np.asarray(v) for v in interpreter.call_op(func, tuple(args))]
+
+
+def run_ranks(module: ModuleOp, inputs: Sequence[Sequence[Any]], name: str | None = None,
+              max_bytes: int = DEFAULT_MAX_BYTES) -> list[list[np.ndarray]]:
+    """Run a graph-level function on ``len(inputs)`` simulated ranks, rank r on
+    ``inputs[r]``, their collectives meeting in threads; returns each rank's outputs.
+    A rank's error stops the others and is raised (the first by rank)."""
+    ranks = SimulatedRanks(len(inputs))
+    results: list[list[np.ndarray] | None] = [None] * len(inputs)
+    errors: list[BaseException | None] = [None] * len(inputs)
+
+    def rank_main(rank: int) -> Callable[[], None]:
+        def run() -> None:
+            ranks.local.rank = rank
+            try:
+                results[rank] = run_function(module, inputs[rank], name, max_bytes, ranks)
+            except threading.BrokenBarrierError as error:
+                errors[rank] = error
+            except BaseException as error:
+                errors[rank] = error
+                ranks.barrier.abort()  # the others stop waiting for this rank
+        return run
+
+    threads = [threading.Thread(target=rank_main(r), name=f"rank{r}") for r in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = next((e for e in errors if not isinstance(e, threading.BrokenBarrierError | None)),
+                 next((e for e in errors if e is not None), None))
+    if first is not None:
+        raise first
+    return [r for r in results if r is not None]

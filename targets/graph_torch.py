@@ -553,6 +553,17 @@ def _max_pool2d_backward(gen: _Generator, op: g.MaxPool2dBackwardOp) -> None:
                          f".reshape({_tuple((n, c, h, w))})")
 
 
+@_emits(*g.COLLECTIVES)
+def _collective(gen: _Generator, op: g.CollectiveOp) -> None:
+    """Through ``torch.distributed`` (``targets/torch_distributed``)."""
+    from mncore_ir.targets import torch_distributed
+
+    gen.globals["_dist"] = torch_distributed
+    reduce = [repr(op.reduce.data)] if isinstance(op, g.AllReduceOp | g.ReduceScatterOp) else []
+    args = [gen.t(op.input), *reduce, repr(op.group.data), str(op.group_size.value.data)]
+    gen.emit(op.results, f"_dist.{op.name.removeprefix('graph.')}({', '.join(args)})")
+
+
 for _op_type, _entry in SEMANTICS.items():  # every other op: its spelling as it stands
     if _entry.torch is not None and _op_type not in _EMITTERS:
         _EMITTERS[_op_type] = _generic

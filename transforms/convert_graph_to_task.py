@@ -282,6 +282,11 @@ class KernelBuilder:
                 continue  # materialised (or inlined) where used
             if not isinstance(op, g.GraphOp):
                 raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}", op)
+            if isinstance(op, g.CollectiveOp):
+                raise TaskConversionError(
+                    f"{op.name}: the task level has no collectives yet (it stays at the "
+                    "graph level: the cpu and interp devices run it, the lazy runtime runs "
+                    "it on the host through torch.distributed)", op)
             self.current = op
             self.check_addressable(op, [*op.operands, *op.results])
             for r in op.results:

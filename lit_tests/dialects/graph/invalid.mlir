@@ -692,3 +692,39 @@ func.func @neg_bool(%a: tensor<3xi1>) {
   %0 = graph.neg %a : tensor<3xi1>
   func.return
 }
+
+// -----
+
+// A reduction torch.distributed does not name.
+func.func @all_reduce_unknown_reduction(%x: tensor<4xf32>) {
+  // expected-error@+1 {{graph.all_reduce: unknown reduction 'mean'; reductions: sum, avg, max, min, product}}
+  %0 = graph.all_reduce %x "mean" group "0" size 2 : tensor<4xf32> -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// A group without ranks.
+func.func @all_gather_empty_group(%x: tensor<4xf32>) {
+  // expected-error@+1 {{graph.all_gather: a group has at least one rank, not 0}}
+  %0 = graph.all_gather %x group "0" size 0 : tensor<4xf32> -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+// An all-gather's result holds every rank's rows.
+func.func @all_gather_wrong_result(%x: tensor<4x2xf32>) {
+  // expected-error@+1 {{graph.all_gather: result type tensor<4x2xf32> does not match the inferred type tensor<12x2xf32>}}
+  %0 = graph.all_gather %x group "0" size 3 : tensor<4x2xf32> -> tensor<4x2xf32>
+  func.return
+}
+
+// -----
+
+// Rows that do not split evenly over the group.
+func.func @reduce_scatter_uneven(%x: tensor<5x2xf32>) {
+  // expected-error@+1 {{graph.reduce_scatter: dim 0 of tensor<5x2xf32> does not split into 2 equal parts}}
+  %0 = graph.reduce_scatter %x "sum" group "0" size 2 : tensor<5x2xf32> -> tensor<2x2xf32>
+  func.return
+}

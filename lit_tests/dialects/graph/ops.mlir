@@ -324,6 +324,22 @@ func.func @fused(%x: tensor<2x3xf32>, %r: tensor<3xf32>) -> (tensor<2x3xf32>, te
 // CHECK-NEXT:  func.return [[ONE]], [[MASK]] : tensor<2x3xf32>, tensor<2x3xi1>
 // CHECK-NEXT:  }
 
+// Collectives over a group of ranks: all-reduce (each reduction), all-gather (dim 0
+// times the group's size), reduce-scatter (dim 0 divided by it).
+func.func @collectives(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<8x3xf32>, tensor<2x3xf32>) {
+  %sum = graph.all_reduce %x "sum" group "0" size 2 : tensor<4x3xf32> -> tensor<4x3xf32>
+  %max = graph.all_reduce %sum "max" group "tp" size 2 : tensor<4x3xf32> -> tensor<4x3xf32>
+  %gathered = graph.all_gather %max group "0" size 2 : tensor<4x3xf32> -> tensor<8x3xf32>
+  %part = graph.reduce_scatter %x "avg" group "0" size 2 : tensor<4x3xf32> -> tensor<2x3xf32>
+  func.return %max, %gathered, %part : tensor<4x3xf32>, tensor<8x3xf32>, tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @collectives(
+// CHECK-NEXT:  [[SUM:%\w+]] = graph.all_reduce %x "sum" group "0" size 2 : tensor<4x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:  [[MAX:%\w+]] = graph.all_reduce [[SUM]] "max" group "tp" size 2 : tensor<4x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:  %{{\w+}} = graph.all_gather [[MAX]] group "0" size 2 : tensor<4x3xf32> -> tensor<8x3xf32>
+// CHECK-NEXT:  %{{\w+}} = graph.reduce_scatter %x "avg" group "0" size 2 : tensor<4x3xf32> -> tensor<2x3xf32>
+
 // The generic form: quoted op names, operand and result types as a function type,
 // every property in <{...}> with the defaults the custom parser filled in spelled out.
 // GENERIC:      "builtin.module"() ({
@@ -346,3 +362,5 @@ func.func @fused(%x: tensor<2x3xf32>, %r: tensor<3xf32>) -> (tensor<2x3xf32>, te
 // GENERIC-NEXT:     ^bb0(%{{\w+}}: tensor<2x3xf32>, %{{\w+}}: tensor<3xf32>):
 // GENERIC:            "graph.yield"(%{{\w+}}, %{{\w+}}) : (tensor<2x3xf32>, tensor<2x3xi1>) -> ()
 // GENERIC-NEXT:     }) : (tensor<2x3xf32>, tensor<3xf32>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
+// GENERIC:          %{{\w+}} = "graph.all_reduce"(%{{\w+}}) <{reduce = "sum", group = "0", group_size = 2 : i64}> : (tensor<4x3xf32>) -> tensor<4x3xf32>
+// GENERIC:          %{{\w+}} = "graph.all_gather"(%{{\w+}}) <{group = "0", group_size = 2 : i64}> : (tensor<4x3xf32>) -> tensor<8x3xf32>

@@ -1,0 +1,171 @@
+"""Collectives: the graph level's ops over simulated ranks (the reference interpreter,
+against the same computation on one device), their import from torch.distributed's
+functional collectives, and real two-process runs under torchrun (gloo) on each device:
+``dist.*`` calls on device tensors, collectives recorded into a step's graph, a
+tensor-parallel MLP and data-parallel training equal to single-process training."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+from torch.testing._internal.distributed.fake_pg import FakeStore
+
+from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.parsing import parse_module
+from mncore_ir.pipeline import apply_pipeline, make_context
+from mncore_ir.targets.graph_interpreter import InterpretationError, run_function, run_ranks
+from mncore_ir.targets.graph_torch import compile_module
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node", "2"]
+
+
+@pytest.fixture
+def fake_world() -> Iterator[None]:
+    """A two-rank process group that only traces (torch's fake backend)."""
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def _shards(seed: int = 0) -> tuple[list[torch.Tensor], list[list[torch.Tensor]]]:
+    g = torch.Generator().manual_seed(seed)
+    x, w1 = torch.randn(4, 8, generator=g), torch.randn(16, 8, generator=g)
+    b1, w2 = torch.randn(16, generator=g), torch.randn(8, 16, generator=g)
+    halves = [slice(0, 8), slice(8, 16)]
+    return [x, w1, b1, w2], [[x, w1[h], b1[h], w2[:, h]] for h in halves]
+
+
+def tensor_parallel_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
+                        w2: torch.Tensor) -> torch.Tensor:
+    """Megatron-LM's MLP on one rank: columns of the first linear, rows of the second."""
+    h = torch.relu(x @ w1.t() + b1)
+    return funcol.all_reduce(h @ w2.t(), "sum", dist.group.WORLD)
+
+
+def sequence_parallel_mlp(x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
+                          w2: torch.Tensor) -> torch.Tensor:
+    """The same with the rows of ``x`` split over ranks: all-gather in, reduce-scatter
+    out (Megatron's sequence parallelism)."""
+    whole = funcol.all_gather_single(x, 0, dist.group.WORLD)
+    h = torch.relu(whole @ w1.t() + b1)
+    return funcol.reduce_scatter_single(h @ w2.t(), "sum", 0, dist.group.WORLD)
+
+
+def test_tensor_parallel_mlp_on_simulated_ranks_equals_one_device(fake_world: None) -> None:
+    (x, w1, b1, w2), shards = _shards()
+    module = import_captured(capture(tensor_parallel_mlp, *shards[0]))
+    apply_pipeline(module, "canonicalize,cse,dce")
+    assert 'graph.all_reduce %mm_1 "sum" group "0" size 2' in str(module)
+    outs = run_ranks(module, [[t.numpy() for t in s] for s in shards])
+    expected = (torch.relu(x @ w1.t() + b1) @ w2.t()).numpy()
+    for rank_outs in outs:
+        np.testing.assert_allclose(rank_outs[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_sequence_parallel_mlp_on_simulated_ranks(fake_world: None) -> None:
+    (x, w1, b1, w2), shards = _shards(1)
+    shards = [[x[r * 2:(r + 1) * 2], *s[1:]] for r, s in enumerate(shards)]
+    module = import_captured(capture(sequence_parallel_mlp, *shards[0]))
+    text = str(module)
+    assert "graph.all_gather" in text and 'graph.reduce_scatter' in text
+    outs = run_ranks(module, [[t.numpy() for t in s] for s in shards])
+    expected = (torch.relu(x @ w1.t() + b1) @ w2.t()).numpy()
+    np.testing.assert_allclose(np.concatenate([o[0] for o in outs]), expected, rtol=1e-5,
+                               atol=1e-5)
+
+
+COLLECTIVES_IR = """
+func.func @main(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>,
+                                          tensor<12x2xf32>, tensor<1x2xf32>) {
+  %a = graph.all_reduce %x "avg" group "g" size 3 : tensor<4x2xf32> -> tensor<4x2xf32>
+  %b = graph.all_reduce %x "max" group "g" size 3 : tensor<4x2xf32> -> tensor<4x2xf32>
+  %c = graph.all_reduce %x "product" group "g" size 3 : tensor<4x2xf32> -> tensor<4x2xf32>
+  %d = graph.all_gather %x group "g" size 3 : tensor<4x2xf32> -> tensor<12x2xf32>
+  %e = graph.reduce_scatter %d "min" group "g" size 3 : tensor<12x2xf32> -> tensor<4x2xf32>
+  %f = graph.slice %e dim 0 [0:1] : tensor<4x2xf32> -> tensor<1x2xf32>
+  func.return %a, %b, %c, %d, %f : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>,
+                                  tensor<12x2xf32>, tensor<1x2xf32>
+}
+"""
+
+
+def test_every_reduction_on_three_ranks() -> None:
+    module = parse_module(make_context(), COLLECTIVES_IR)
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((4, 2)).astype(np.float32) for _ in range(3)]
+    outs = run_ranks(module, [[x] for x in xs])
+    stacked = np.stack(xs)
+    for rank, (a, b, c, d, f) in enumerate(outs):
+        np.testing.assert_allclose(a, stacked.mean(0), rtol=1e-6)
+        np.testing.assert_array_equal(b, stacked.max(0))
+        np.testing.assert_allclose(c, stacked.prod(0), rtol=1e-6)
+        np.testing.assert_array_equal(d, np.concatenate(xs))
+        # every rank gathered the same rows: rank r keeps rows 4r..4r+3 of their minimum
+        np.testing.assert_array_equal(f, np.concatenate(xs)[4 * rank:4 * rank + 1])
+
+
+def test_empty_collectives() -> None:
+    """Zero-size values go through every collective (each rank still meets the others)."""
+    text = COLLECTIVES_IR.replace("4x2", "0x2").replace("12x2", "0x2").replace("1x2", "0x2")
+    text = text.replace("[0:1]", "[0:0]")
+    outs = run_ranks(parse_module(make_context(), text), [[np.zeros((0, 2), np.float32)]] * 3)
+    assert all(o.shape == (0, 2) for rank in outs for o in rank)
+
+
+def test_a_collective_needs_its_ranks() -> None:
+    module = parse_module(make_context(), COLLECTIVES_IR)
+    x = np.zeros((4, 2), np.float32)
+    with pytest.raises(InterpretationError, match=r"graph\.all_reduce needs the other ranks"):
+        run_function(module, [x])
+    with pytest.raises(InterpretationError, match="for a group of 3 ranks, run on 2"):
+        run_ranks(module, [[x], [x]])
+
+
+def test_the_cpu_code_calls_torch_distributed() -> None:
+    source = compile_module(parse_module(make_context(), COLLECTIVES_IR)).source
+    assert "_dist.all_reduce(x, 'avg', 'g', 3)" in source
+    assert "_dist.reduce_scatter(" in source
+
+
+def test_the_task_level_refuses_a_collective() -> None:
+    module = parse_module(make_context(), COLLECTIVES_IR)
+    with pytest.raises(Exception, match="the task level has no collectives yet"):
+        apply_pipeline(module, "convert-graph-to-task")
+
+
+def _torchrun(*args: str) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*TORCHRUN, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task", "mncore"])
+def test_torch_distributed_on_each_device(device: str) -> None:
+    out = _torchrun("tests/distributed_worker.py", device)
+    for check in ("dist.all_reduce", "dist.broadcast", "dist.all_gather_into_tensor",
+                  "dist.all_reduce of a view", "functional collective 4",
+                  "tensor-parallel MLP"):
+        assert f"ok {check}\n" in out, out
+
+
+@pytest.mark.parametrize(("mode", "device"), [("ddp", "cpu"), ("all_reduce", "cpu"),
+                                              ("functional", "cpu"), ("ddp", "interp")])
+def test_data_parallel_training_equals_one_process(mode: str, device: str) -> None:
+    out = _torchrun("examples/ddp_training.py", "--device", device, "--mode", mode,
+                    "--steps", "3", "--batch", "16", "--features", "32", "--hidden", "32")
+    assert "weights" in out and ": equal" in out, out
