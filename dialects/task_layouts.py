@@ -155,6 +155,21 @@ def _embedding_regions(op: g.GraphOp, reads: Accesses, writes: Accesses) -> None
                               f"the rows of the output tile [{tile}]")
 
 
+def _collective_regions(op: g.GraphOp, reads: Accesses, writes: Accesses) -> None:
+    """An all-reduce combines the ranks' values point by point: any matching regions;
+    an all-gather or a reduce-scatter moves rows between ranks: all of them, at the
+    same columns of input and output."""
+    if isinstance(op, g.AllReduceOp):
+        return
+    ((value, region),) = reads
+    ((out, tile),) = writes
+    _need_whole(value, region, [0], f"{op.name} input 0", "ranks exchange whole rows")
+    _need_whole(out, tile, [0], f"{op.name} output 0", "ranks exchange whole rows")
+    if region.offsets[1:] != tile.offsets[1:]:
+        raise VerifyException(f"task.task {op.name}: input region [{region}] and output "
+                              f"region [{tile}] are at different columns")
+
+
 def _any_regions(op: g.GraphOp, reads: Accesses, writes: Accesses) -> None:
     """A permute task reads the region its output tile maps back to, wherever it is."""
 
@@ -165,6 +180,7 @@ _TILED: dict[type[g.GraphOp], Rule] = {
     g.SoftmaxBackwardOp: _row_regions, g.LogSoftmaxBackwardOp: _row_regions,
     g.LayerNormOp: _row_regions, g.SliceOp: _slice_regions, g.ReshapeOp: _reshape_regions,
     g.EmbeddingOp: _embedding_regions, g.PermuteOp: _any_regions,
+    **dict.fromkeys(g.COLLECTIVES, _collective_regions),
 }
 """Ops convert-graph-to-task tiles, with what their regions must satisfy beyond the
 op's shapes; other ops that are not elementwise run over whole buffers."""

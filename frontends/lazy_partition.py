@@ -81,12 +81,18 @@ def split(graph: fx.Graph, failures: dict[str, BaseException]) -> Parts:
     host = [host_op(node, failures.get(node.name, "it reads a value the device lacks"))
             for node in fused.graph.nodes
             if node.op == "call_function" and node.target is not operator.getitem]
-    for node in fused.graph.nodes:
+    return Parts(fused, device, host)
+
+
+def _wait_for_collectives(graph: fx.Graph) -> bool:
+    """Make the functional collectives of ``graph`` wait for their values; whether
+    there were any."""
+    found = False
+    for node in graph.nodes:
         if node.op == "call_function" and getattr(node.target, "namespace", None) == \
                 "_c10d_functional":
-            node.target = _waiting(node.target)
-    fused.recompile()
-    return Parts(fused, device, host)
+            node.target, found = _waiting(node.target), True
+    return found
 
 
 def _waiting(op: torch._ops.OpOverload) -> Callable[..., Any]:
@@ -152,6 +158,9 @@ class PartsRun:
 
     def __init__(self, module: fx.GraphModule, host_ops: Sequence[str],
                  device_runs: Sequence[Run]) -> None:
+        for inner in module.modules():  # the step and the parts that run on the host
+            if isinstance(inner, fx.GraphModule) and _wait_for_collectives(inner.graph):
+                inner.recompile()
         self.module = module
         self.per_run = Counter(f"CpuFallback::{op}" for op in host_ops)
         self.device_runs = list(device_runs)

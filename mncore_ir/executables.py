@@ -15,8 +15,10 @@ from xdsl.dialects.builtin import ModuleOp
 
 if TYPE_CHECKING:  # torch is imported where a device runs: the tools do not need it
     import torch
+    from xdsl.ir import Operation
 
     from mncore_ir.dialects.mncore import ProgramOp
+    from mncore_ir.targets.graph_interpreter import Communicator
 
 Executable = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 ArrayFunction = Callable[[list[np.ndarray]], Sequence[Any]]
@@ -33,28 +35,35 @@ def torch_code(module: ModuleOp) -> Executable:
 def reference_interpreter(module: ModuleOp) -> Executable:
     """The module's entry function in the numpy reference interpreter; its collectives
     go through ``torch.distributed``."""
-    from mncore_ir.dialects import graph as g
     from mncore_ir.dialects.values import find_function
-    from mncore_ir.targets.graph_interpreter import Communicator, run_function
+    from mncore_ir.targets.graph_interpreter import run_function
 
     func = find_function(module)
-    communicator: Communicator | None = None
-    if any(isinstance(op, g.CollectiveOp) for op in func.walk()):  # a torchrun rank
-        from mncore_ir.targets.torch_distributed import ProcessGroupRanks
-
-        communicator = ProcessGroupRanks()
+    communicator = _process_group_ranks(func)
     outputs = [t.get_element_type() for t in func.function_type.outputs]
     return on_arrays(lambda arrays: run_function(module, arrays, communicator=communicator),
                      outputs)
 
 
+def _process_group_ranks(root: Operation) -> Communicator | None:
+    """The communicator of a torchrun rank, where ``root`` holds collectives."""
+    from mncore_ir.dialects import graph as g
+
+    if not any(isinstance(op, g.CollectiveOp) for op in root.walk()):
+        return None
+    from mncore_ir.targets.torch_distributed import ProcessGroupRanks
+
+    return ProcessGroupRanks()
+
+
 def megakernel_simulator(module: ModuleOp) -> Executable:
-    """The module's task kernel in the megakernel simulator."""
+    """The module's task kernel in the megakernel simulator; its collective tasks go
+    through ``torch.distributed``."""
     from mncore_ir.dialects.task import find_kernel
     from mncore_ir.targets.task_simulator import TileEvaluator, simulate
 
     kernel = find_kernel(module)
-    evaluator = TileEvaluator(kernel)
+    evaluator = TileEvaluator(kernel, _process_group_ranks(kernel))
     return on_arrays(lambda arrays: simulate(kernel, arrays, evaluator=evaluator))
 
 

@@ -63,10 +63,11 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
            executables.megakernel_simulator, "task", TASK_ELEMENT_TYPES),
     Device("triton", "the Triton megakernel (Triton's interpreter without a GPU)",
-           "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
+           "canonicalize,cse,dce,graph-fuse-elementwise,"
+           "convert-graph-to-task{collectives=false}",
            executables.triton_megakernel, "triton", TASK_ELEMENT_TYPES),
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
-           f"{GRAPH_PIPELINE},convert-graph-to-task,"
+           f"{GRAPH_PIPELINE},convert-graph-to-task{{collectives=false}},"
            f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",
            executables.cycle_simulator, f"mncore-{MACHINE}", MNCORE_ELEMENT_TYPES),
 )}

@@ -174,9 +174,28 @@ def combine(values: Sequence[np.ndarray], reduce: str) -> np.ndarray:
     return out
 
 
+def collective(op: g.CollectiveOp, value: np.ndarray, communicator: Communicator | None
+               ) -> np.ndarray:
+    """``op`` on this rank's ``value`` through ``communicator`` (none: a clear error),
+    of ``op``'s result type."""
+    if communicator is None:
+        raise InterpretationError(
+            f"{op.name} needs the other ranks: run the function with run_ranks (or on "
+            "a device started under torch.distributed)")
+    group, size = op.group.data, op.group_size.value.data
+    if isinstance(op, g.AllReduceOp):
+        out = communicator.all_reduce(value, op.reduce.data, group, size)
+    elif isinstance(op, g.AllGatherOp):
+        out = communicator.all_gather(value, group, size)
+    else:
+        assert isinstance(op, g.ReduceScatterOp)
+        out = communicator.reduce_scatter(value, op.reduce.data, group, size)
+    return _cast(out, op.result.type)
+
+
 class SimulatedRanks:
     """``size`` ranks as threads of one process, meeting at a barrier for each
-    collective; each rank keeps its own view (``rank``)."""
+    collective; each thread says which rank it is (``local.rank``)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -205,38 +224,55 @@ class SimulatedRanks:
         total = combine(self.exchange(x, size, "graph.reduce_scatter"), reduce)
         return np.split(total, size)[self.local.rank]
 
+    def run(self, rank_main: Callable[[int], Any]) -> list[Any]:
+        """``rank_main(rank)`` on every rank, each in its thread; their results by rank.
+        A rank's error stops the others and is raised (the first by rank that is not
+        another's abandoned barrier)."""
+        results: list[Any] = [None] * self.size
+        errors: list[BaseException | None] = [None] * self.size
+
+        def run(rank: int) -> None:
+            self.local.rank = rank
+            try:
+                results[rank] = rank_main(rank)
+            except threading.BrokenBarrierError as error:
+                errors[rank] = error
+            except BaseException as error:
+                errors[rank] = error
+                self.barrier.abort()  # the others stop waiting for this rank
+
+        threads = [threading.Thread(target=run, args=(r,), name=f"rank{r}")
+                   for r in range(self.size)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        raised = [e for e in errors if e is not None]
+        if raised:
+            raise next((e for e in raised if not isinstance(e, threading.BrokenBarrierError)),
+                       raised[0])
+        return results
+
 
 @register_impls
 class CollectiveFunctions(InterpreterFunctions):
-    """The collectives, through the rank's communicator (none: a clear error)."""
+    """The collectives, through the rank's communicator."""
 
     def __init__(self, communicator: Communicator | None) -> None:
         self.communicator = communicator
 
-    def _through(self, op: g.CollectiveOp) -> Communicator:
-        if self.communicator is None:
-            raise InterpretationError(
-                f"{op.name} needs the other ranks: run the function with run_ranks (or on "
-                "a device started under torch.distributed)")
-        return self.communicator
-
     @impl(g.AllReduceOp)
     def run_all_reduce(self, interp: Interpreter, op: g.AllReduceOp, args: PythonValues):
-        return (_cast(self._through(op).all_reduce(
-            args[0], op.reduce.data, op.group.data, op.group_size.value.data),
-            op.result.type),)
+        return (collective(op, args[0], self.communicator),)
 
     @impl(g.AllGatherOp)
     def run_all_gather(self, interp: Interpreter, op: g.AllGatherOp, args: PythonValues):
-        return (_cast(self._through(op).all_gather(
-            args[0], op.group.data, op.group_size.value.data), op.result.type),)
+        return (collective(op, args[0], self.communicator),)
 
     @impl(g.ReduceScatterOp)
     def run_reduce_scatter(self, interp: Interpreter, op: g.ReduceScatterOp,
                            args: PythonValues):
-        return (_cast(self._through(op).reduce_scatter(
-            args[0], op.reduce.data, op.group.data, op.group_size.value.data),
-            op.result.type),)
+        return (collective(op, args[0], self.communicator),)
 
 
 def run_function(module: ModuleOp, inputs: Sequence[Any], name: str | None = None,
@@ -257,31 +293,6 @@ def run_function(module: ModuleOp, inputs: Sequence[Any], name: str | None = Non
 def run_ranks(module: ModuleOp, inputs: Sequence[Sequence[Any]], name: str | None = None,
               max_bytes: int = DEFAULT_MAX_BYTES) -> list[list[np.ndarray]]:
     """Run a graph-level function on ``len(inputs)`` simulated ranks, rank r on
-    ``inputs[r]``, their collectives meeting in threads; returns each rank's outputs.
-    A rank's error stops the others and is raised (the first by rank)."""
+    ``inputs[r]``, their collectives meeting in threads; returns each rank's outputs."""
     ranks = SimulatedRanks(len(inputs))
-    results: list[list[np.ndarray] | None] = [None] * len(inputs)
-    errors: list[BaseException | None] = [None] * len(inputs)
-
-    def rank_main(rank: int) -> Callable[[], None]:
-        def run() -> None:
-            ranks.local.rank = rank
-            try:
-                results[rank] = run_function(module, inputs[rank], name, max_bytes, ranks)
-            except threading.BrokenBarrierError as error:
-                errors[rank] = error
-            except BaseException as error:
-                errors[rank] = error
-                ranks.barrier.abort()  # the others stop waiting for this rank
-        return run
-
-    threads = [threading.Thread(target=rank_main(r), name=f"rank{r}") for r in range(len(inputs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    first = next((e for e in errors if not isinstance(e, threading.BrokenBarrierError | None)),
-                 next((e for e in errors if e is not None), None))
-    if first is not None:
-        raise first
-    return [r for r in results if r is not None]
+    return ranks.run(lambda rank: run_function(module, inputs[rank], name, max_bytes, ranks))

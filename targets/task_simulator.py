@@ -36,7 +36,10 @@ from mncore_ir.dialects.task import predecessors as predecessors
 from mncore_ir.dialects.values import constant_value, numpy_dtype
 from mncore_ir.targets.graph_interpreter import (
     DEFAULT_MAX_BYTES,
+    CollectiveFunctions,
+    Communicator,
     GraphFunctions,
+    SimulatedRanks,
     check_inputs,
     check_sizes,
 )
@@ -88,13 +91,15 @@ def poisoned(typ: Attribute, poison: bool) -> np.ndarray:
 
 
 class TileEvaluator:
-    """Runs one task's computation on numpy tiles, with the graph interpreter."""
+    """Runs one task's computation on numpy tiles, with the graph interpreter; a
+    collective task's tile goes through ``communicator`` to the other ranks' tiles."""
 
-    def __init__(self, kernel: t.KernelOp) -> None:
+    def __init__(self, kernel: t.KernelOp, communicator: Communicator | None = None) -> None:
         self.bodies = kernel.bodies()
         self.interpreter = Interpreter(ModuleOp([]))
         self.interpreter.register_implementations(GraphFunctions())
         self.interpreter.register_implementations(TaskBodyFunctions())
+        self.interpreter.register_implementations(CollectiveFunctions(communicator))
         self.computations: dict[str, Operation | None] = {}  # by body: tasks share them
 
     def __call__(self, task: t.TaskOp, args: Sequence[np.ndarray]) -> PythonValues:
@@ -112,8 +117,11 @@ class TileEvaluator:
 
 def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None = None,
              poison: bool = True, evaluator: TileEvaluator | None = None,
-             max_bytes: int = DEFAULT_MAX_BYTES) -> list[np.ndarray]:
-    """Run ``kernel`` on numpy inputs; returns its outputs."""
+             max_bytes: int = DEFAULT_MAX_BYTES,
+             communicator: Communicator | None = None) -> list[np.ndarray]:
+    """Run ``kernel`` on numpy inputs; returns its outputs. Its collective tasks go
+    through ``communicator`` (every rank runs the tasks in the same order, so the
+    ranks' tiles of a collective task meet)."""
     check_sizes(kernel, kernel.function_type.inputs.data, max_bytes)
     args = [a.copy() for a in check_inputs(kernel, inputs)]  # tasks must not write them
     memory: dict[SSAValue, np.ndarray] = dict(zip(kernel.inputs, args, strict=True))
@@ -125,7 +133,7 @@ def simulate(kernel: t.KernelOp, inputs: Sequence[Any], order_seed: int | None =
         elif isinstance(op, t.ConstantOp):
             memory[op.result] = constant_value(op.value)
     tasks = kernel.tasks()
-    evaluate = evaluator or TileEvaluator(kernel)
+    evaluate = evaluator or TileEvaluator(kernel, communicator)
     order = (range(len(tasks)) if order_seed is None
              else execution_order(predecessors(kernel), order_seed))
     bodies = kernel.bodies()
@@ -153,3 +161,13 @@ def run_kernel(module: ModuleOp, inputs: Sequence[Any], name: str | None = None,
                order_seed: int | None = None) -> list[np.ndarray]:
     """Simulate the kernel ``name`` (or the module's only kernel) on numpy inputs."""
     return simulate(find_kernel(module, name), inputs, order_seed)
+
+
+def simulate_ranks(kernel: t.KernelOp, inputs: Sequence[Sequence[Any]],
+                   order_seed: int | None = None, poison: bool = True) -> list[list[np.ndarray]]:
+    """Run ``kernel`` on ``len(inputs)`` simulated devices, device r on ``inputs[r]``
+    (each with its own buffers, in threads), their collective tasks meeting tile by
+    tile; returns each device's outputs."""
+    ranks = SimulatedRanks(len(inputs))
+    return ranks.run(lambda rank: simulate(kernel, inputs[rank], order_seed, poison,
+                                           communicator=ranks))

@@ -12,9 +12,21 @@ peak FLOP/s and bandwidth. Two schedules are compared:
   an operator's tasks spread over all workers, and the next operator starts when it
   has finished.
 
+Collective tasks (a tile of an all-reduce, all-gather or reduce-scatter over a group
+of N devices) run the **ring algorithm**: an all-reduce of S bytes is 2(N-1) steps that
+each send S/N bytes to the next device, an all-gather or reduce-scatter N-1 such steps
+(of its larger side). The devices run the same kernel (SPMD), so one device's schedule
+stands for all of them. Each device's link to the next serves one transfer at a time
+at ``link_bandwidth`` (transfers of different tiles queue on it); each step adds
+``link_latency_s``, which transfers in flight overlap. A collective task holds its
+worker until its last step (MPK's communication tasks are run by workers too). In the
+kernel-per-operator schedule a collective is one launch over the whole tensor, after
+its producer, at the full link bandwidth.
+
 The defaults describe an NVIDIA H200 SXM from its public specifications: 132 SMs,
-989 TFLOP/s dense BF16 Tensor Core peak, 4.8 TB/s HBM3e. Overheads follow the MPK
-paper's setting: a few microseconds per kernel launch, under one per in-kernel dispatch.
+989 TFLOP/s dense BF16 Tensor Core peak, 4.8 TB/s HBM3e, NVLink 4 at 900 GB/s (450 GB/s
+each way). Overheads follow the MPK paper's setting: a few microseconds per kernel
+launch, under one per in-kernel dispatch, a microsecond or two per NVLink step.
 """
 
 from __future__ import annotations
@@ -23,7 +35,7 @@ import heapq
 import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from xdsl.ir import Operation
@@ -49,11 +61,20 @@ class MachineModel:
     """Device peak compute."""
     bandwidth: float = 4.8e12
     """Device memory bandwidth."""
+    link_bandwidth: float = 450e9
+    """Bytes per second a device sends to the next one of its ring."""
+    link_latency_s: float = 1.5e-6
+    """Latency of one ring step (a put and its flag, across the link)."""
 
     def describe(self) -> str:
         return (f"workers={self.workers} dispatch={self.dispatch_s * 1e6:g}us "
                 f"launch={self.launch_s * 1e6:g}us peak={self.peak_flops / 1e12:g}TFLOP/s "
-                f"bandwidth={self.bandwidth / 1e12:g}TB/s")
+                f"bandwidth={self.bandwidth / 1e12:g}TB/s "
+                f"link={self.link_bandwidth / 1e9:g}GB/s+{self.link_latency_s * 1e6:g}us/step")
+
+    def ring_seconds(self, wire_bytes: float, steps: int) -> float:
+        """A collective alone on the link: its steps' latency and its bytes."""
+        return steps * self.link_latency_s + wire_bytes / self.link_bandwidth
 
     @staticmethod
     def from_options(text: str) -> MachineModel:
@@ -86,6 +107,8 @@ class TaskWork:
 
     def _body_flops(self, task: t.TaskOp) -> tuple[float, float] | None:
         op = t.computation(task, self.bodies)
+        if isinstance(op, g.CollectiveOp):  # its time is the link's (ring_traffic)
+            return 0.0, 0.0
         if isinstance(op, t.BodyOp):
             return sum(flops_per_element(inner) for inner in op.body.block.ops
                        if not isinstance(inner, t.YieldOp)), 0.0
@@ -106,6 +129,25 @@ class TaskWork:
             points = math.prod(writes[0][1].sizes) if writes else 0
             flops = rates[0] * points + rates[1]
         return float(flops), float(moved)
+
+
+def ring_traffic(op: g.CollectiveOp, in_bytes: float, out_bytes: float) -> tuple[float, int]:
+    """(bytes each device sends, steps) of ``op`` by the ring algorithm."""
+    n = op.group_size.value.data
+    if isinstance(op, g.AllReduceOp):
+        return 2 * (n - 1) / n * in_bytes, 2 * (n - 1)
+    return (n - 1) / n * max(in_bytes, out_bytes), n - 1
+
+
+def collective_traffic(task: t.TaskOp, bodies: Mapping[str, t.BodyOp]
+                       ) -> tuple[float, int] | None:
+    """A collective task's ring traffic (bytes sent, steps); None for other tasks."""
+    op = t.computation(task, bodies)
+    if not isinstance(op, g.CollectiveOp):
+        return None
+    sizes = [sum(math.prod(tile.sizes) * numpy_dtype(element_type(v)).itemsize
+                 for v, tile in pairs) for pairs in (task.reads(), task.writes())]
+    return ring_traffic(op, *sizes)
 
 
 def task_work(task: t.TaskOp, bodies: Mapping[str, t.BodyOp]) -> tuple[float, float]:
@@ -132,6 +174,8 @@ class Timeline:
     start: list[float]
     end: list[float]
     worker: list[int]
+    transfers: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """When each collective task's bytes were on the link (start, end)."""
 
 
 @dataclass(frozen=True)
@@ -201,22 +245,43 @@ def _spread(durations: Sequence[float], workers: int) -> float:
 def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
                         preds: Sequence[Sequence[int]],
                         seconds: Sequence[float] | None = None) -> Timeline:
-    """Workers take tasks in kernel order; ``seconds``: each task's time, if known."""
-    tasks = kernel.tasks()
+    """Workers take tasks in kernel order; ``seconds``: each task's time, if known. A
+    collective task's transfer waits for the link (one transfer at a time)."""
+    tasks, bodies = kernel.tasks(), kernel.bodies()
     if seconds is None:
-        work = TaskWork(kernel.bodies())
+        work = TaskWork(bodies)
         seconds = [_seconds(work(task), machine) for task in tasks]
     free = [(0.0, w) for w in range(machine.workers)]
     heapq.heapify(free)
     start, end, worker = [0.0] * len(tasks), [0.0] * len(tasks), [0] * len(tasks)
-    for index in range(len(tasks)):
+    link_free = 0.0
+    transfers: dict[int, tuple[float, float]] = {}
+    for index, task in enumerate(tasks):
         at, w = heapq.heappop(free)
         ready = max((end[p] for p in preds[index]), default=0.0)
         start[index] = max(at, ready)
         end[index] = start[index] + machine.dispatch_s + seconds[index]
+        traffic = collective_traffic(task, bodies)
+        if traffic is not None:
+            wire, steps = traffic
+            sending = max(end[index], link_free)
+            link_free = sending + wire / machine.link_bandwidth
+            transfers[index] = (sending, link_free)
+            end[index] = link_free + steps * machine.link_latency_s
         worker[index] = w
         heapq.heappush(free, (end[index], w))
-    return Timeline(start, end, worker)
+    return Timeline(start, end, worker, transfers)
+
+
+def _operator_seconds(run: Sequence[int], tasks: Sequence[t.TaskOp],
+                      bodies: Mapping[str, t.BodyOp], seconds: Sequence[float],
+                      machine: MachineModel) -> float:
+    """One launch's time: its tasks spread over the workers, or, for a collective,
+    the ring over the whole tensor at the link's full bandwidth."""
+    traffic = [c for c in (collective_traffic(tasks[i], bodies) for i in run) if c is not None]
+    if not traffic:
+        return _spread([seconds[i] for i in run], machine.workers)
+    return machine.ring_seconds(sum(wire for wire, _ in traffic), traffic[0][1])
 
 
 def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
@@ -230,9 +295,8 @@ def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
     makespan = max(timeline.end, default=0.0)
     busy = sum(e - s for s, e in zip(timeline.start, timeline.end, strict=True))
     runs = operators(tasks, bodies)
-    per_operator = sum(
-        machine.launch_s + _spread([seconds[i] for i in run], machine.workers)
-        for run in runs)
+    per_operator = sum(machine.launch_s + _operator_seconds(run, tasks, bodies, seconds, machine)
+                       for run in runs)
     events = sum(1 for op in kernel.body.block.ops if isinstance(op, t.EventOp))
     report = TimingReport(
         len(tasks), events, len(runs), machine.launch_s + makespan, per_operator,
@@ -246,29 +310,53 @@ def _trace_name(op: Operation | None, task: t.TaskOp) -> str:
     return t.computation_label(op) if op is not None else t.task_label(task)
 
 
-def chrome_trace(kernel: t.KernelOp, timeline: Timeline, report: TimingReport) -> str:
-    """A Chrome/Perfetto trace (JSON): one row per worker, one slice per task."""
+def kernel_devices(kernel: t.KernelOp) -> int:
+    """How many devices run the kernel: the largest group of its collectives (1 when
+    it has none)."""
     bodies = kernel.bodies()
-    events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": 0,
-         "args": {"name": f"megakernel @{kernel.sym_name.data}"}},
-    ]
+    sizes = [op.group_size.value.data for op in (t.computation(task, bodies)
+                                                  for task in kernel.tasks())
+             if isinstance(op, g.CollectiveOp)]
+    return max(sizes, default=1)
+
+
+def chrome_trace(kernel: t.KernelOp, timeline: Timeline, report: TimingReport) -> str:
+    """A Chrome/Perfetto trace (JSON): one process per device (they run the same
+    schedule), one row per worker, one slice per task, and a row of the link's
+    transfers."""
+    bodies = kernel.bodies()
     used = sorted(set(timeline.worker))
-    events += [{"name": "thread_name", "ph": "M", "pid": 0, "tid": w,
-                "args": {"name": f"worker {w}"}} for w in used]
+    link = max(used, default=0) + 1
     names: dict[str, str] = {}  # by body
+    slices: list[dict[str, Any]] = []
     for index, task in enumerate(kernel.tasks()):
         if task.body_name not in names:
             names[task.body_name] = _trace_name(t.computation(task, bodies), task)
-        events.append({
-            "name": names[task.body_name], "ph": "X", "pid": 0, "tid": timeline.worker[index],
+        slices.append({
+            "name": names[task.body_name], "ph": "X", "tid": timeline.worker[index],
             "ts": timeline.start[index] * 1e6,
             "dur": (timeline.end[index] - timeline.start[index]) * 1e6,
             "args": {"task": index, "body": "@" + t.task_label(task),
                      "writes": [f"{v.name_hint or 'arg'}[{tile}]" for v, tile in task.writes()]},
         })
+        if index in timeline.transfers:
+            begin, finish = timeline.transfers[index]
+            slices.append({"name": f"send ({names[task.body_name]})", "ph": "X", "tid": link,
+                           "ts": begin * 1e6, "dur": (finish - begin) * 1e6,
+                           "args": {"task": index}})
+    devices = kernel_devices(kernel)
+    events: list[dict[str, Any]] = []
+    for device in range(devices):
+        events.append({"name": "process_name", "ph": "M", "pid": device,
+                       "args": {"name": f"device {device}: megakernel @{kernel.sym_name.data}"}})
+        events += [{"name": "thread_name", "ph": "M", "pid": device, "tid": w,
+                    "args": {"name": f"worker {w}"}} for w in used]
+        if timeline.transfers:
+            events.append({"name": "thread_name", "ph": "M", "pid": device, "tid": link,
+                           "args": {"name": f"link to device {(device + 1) % devices}"}})
+        events += [{**event, "pid": device} for event in slices]
     meta = {key: value for key, value in asdict(report.machine).items()}
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
-                       "otherData": {"machine": meta,
+                       "otherData": {"machine": meta, "devices": devices,
                                      "megakernel_us": report.megakernel_s * 1e6,
                                      "per_operator_us": report.per_operator_s * 1e6}})

@@ -6,11 +6,13 @@ tensor-parallel MLP and data-parallel training equal to single-process training.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,11 +21,14 @@ import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
+from mncore_ir.dialects.task import computation
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import InterpretationError, run_function, run_ranks
 from mncore_ir.targets.graph_torch import compile_module
+from mncore_ir.targets.task_simulator import find_kernel, predecessors, simulate_ranks
+from mncore_ir.targets.task_timing import MachineModel, chrome_trace, estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -140,10 +145,68 @@ def test_the_cpu_code_calls_torch_distributed() -> None:
     assert "_dist.reduce_scatter(" in source
 
 
-def test_the_task_level_refuses_a_collective() -> None:
+def test_a_target_without_collectives_refuses_them_at_the_op() -> None:
     module = parse_module(make_context(), COLLECTIVES_IR)
-    with pytest.raises(Exception, match="the task level has no collectives yet"):
-        apply_pipeline(module, "convert-graph-to-task")
+    with pytest.raises(Exception, match="this target has no collective tasks"):
+        apply_pipeline(module, "convert-graph-to-task{collectives=false}")
+
+
+def _task_kernel(fn: Any, shards: list[list[torch.Tensor]], tile: int = 16) -> Any:
+    module = import_captured(capture(fn, *shards[0]))
+    apply_pipeline(module, "canonicalize,cse,dce,graph-fuse-elementwise,"
+                           f"convert-graph-to-task{{matmul_tile={tile},{tile}}}")
+    return find_kernel(module)
+
+
+@pytest.mark.parametrize("fn", [tensor_parallel_mlp, sequence_parallel_mlp])
+def test_collective_tasks_on_simulated_devices(fake_world: None, fn: Any) -> None:
+    """The megakernel simulator over two devices equals the whole MLP on one, in the
+    kernel's order and in random orders its events allow."""
+    (x, w1, b1, w2), shards = _shards(2)
+    if fn is sequence_parallel_mlp:
+        shards = [[x[r * 2:(r + 1) * 2], *s[1:]] for r, s in enumerate(shards)]
+    kernel = _task_kernel(fn, shards)
+    expected = (torch.relu(x @ w1.t() + b1) @ w2.t()).numpy()
+    for seed in (None, 1, 2):
+        outs = simulate_ranks(kernel, [[t.numpy() for t in s] for s in shards], seed)
+        got = outs[0][0] if fn is tensor_parallel_mlp else np.concatenate([o[0] for o in outs])
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_an_all_reduce_tile_waits_only_for_the_tiles_it_reads(fake_world: None) -> None:
+    """MPK's fine-grained overlap: each all-reduce task depends on the one matmul task
+    that writes its tile, not on the whole matmul."""
+    g = torch.Generator().manual_seed(0)
+    shards = [[torch.randn(32, 16, generator=g), torch.randn(16, 32, generator=g)]] * 2
+    kernel = _task_kernel(lambda a, b: funcol.all_reduce(a @ b, "sum", dist.group.WORLD),
+                          shards)
+    tasks, bodies = kernel.tasks(), kernel.bodies()
+    kinds = [type(computation(task, bodies)).__name__ for task in tasks]
+    assert kinds.count("MatmulOp") == 4 and kinds.count("AllReduceOp") == 4, kinds
+    preds = predecessors(kernel)
+    for index, kind in enumerate(kinds):
+        if kind == "AllReduceOp":
+            (only,) = preds[index]
+            assert kinds[only] == "MatmulOp"
+            assert tasks[only].writes()[0][1] == tasks[index].reads()[0][1]
+
+
+def test_fine_grained_collectives_beat_whole_tensor_ones(fake_world: None) -> None:
+    """In the timing model the megakernel overlaps tile transfers with the matmul
+    tiles still computing; one process per device in the trace."""
+    g = torch.Generator().manual_seed(0)
+    shards = [[torch.randn(256, 512, generator=g), torch.randn(512, 1024, generator=g)]] * 2
+    kernel = _task_kernel(lambda a, b: funcol.all_reduce(a @ b, "sum", dist.group.WORLD),
+                          shards, tile=64)
+    report, timeline = estimate(kernel)
+    assert report.megakernel_s < report.per_operator_s
+    assert timeline.transfers  # the link was used
+    trace = json.loads(chrome_trace(kernel, timeline, report))
+    assert trace["otherData"]["devices"] == 2
+    assert {e["pid"] for e in trace["traceEvents"]} == {0, 1}
+    link = MachineModel().link_bandwidth
+    whole = 256 * 1024 * 4  # bytes of the all-reduced tensor: 2(N-1)/N of it on the wire
+    assert report.per_operator_s > whole / link
 
 
 def _torchrun(*args: str) -> str:

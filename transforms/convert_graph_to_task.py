@@ -146,6 +146,11 @@ class ConvertGraphToTaskPass(ModulePass):
     short, so that a task holds about ``elementwise_tile`` elements (a 100000x8 softmax
     is 196 tasks of 512 rows, not 6250 of 16)."""
 
+    collectives: bool = True
+    """Lower collectives to collective tasks (the megakernel simulator runs them);
+    false refuses them at the op, for targets without them (the lazy runtime then
+    runs them on the host, through torch.distributed)."""
+
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
 
@@ -282,11 +287,6 @@ class KernelBuilder:
                 continue  # materialised (or inlined) where used
             if not isinstance(op, g.GraphOp):
                 raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}", op)
-            if isinstance(op, g.CollectiveOp):
-                raise TaskConversionError(
-                    f"{op.name}: the task level has no collectives yet (it stays at the "
-                    "graph level: the cpu and interp devices run it, the lazy runtime runs "
-                    "it on the host through torch.distributed)", op)
             self.current = op
             self.check_addressable(op, [*op.operands, *op.results])
             for r in op.results:
@@ -424,9 +424,35 @@ class KernelBuilder:
                 self.plan(op, [(op.weight, whole(g.shape_of(op.weight))),
                                (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
                           [(op.result, tile)])
+        elif isinstance(op, g.CollectiveOp):
+            self.lower_collective(op)
         else:  # one task over whole tensors
             self.plan(op, [(v, whole(g.shape_of(v))) for v in op.operands],
                       [(r, whole(g.shape_of(r))) for r in op.results])
+
+    def lower_collective(self, op: g.CollectiveOp) -> None:
+        """Tiles that each wait only for the tasks writing what they read (MPK's
+        fine-grained overlap of communication with computation): an all-reduce in the
+        matmul's output tiles (rank >= 2) or elementwise ones; an all-gather or a
+        reduce-scatter, which move rows between ranks, in column bands of all rows."""
+        o = self.options
+        if not o.collectives:
+            raise TaskConversionError(f"{op.name}: this target has no collective tasks "
+                                      "(convert-graph-to-task{collectives=false})", op)
+        shape = g.shape_of(op.input)
+        if isinstance(op, g.AllReduceOp):
+            rank = len(shape)
+            sizes = (tile_sizes(shape, 1, {rank - 2: o.matmul_tile[0],
+                                           rank - 1: o.matmul_tile[1]}) if rank >= 2
+                     else tile_sizes(shape, o.elementwise_tile))
+            for tile in self.grid(shape, sizes):
+                self.plan(op, [(op.input, tile)], [(op.result, tile)])
+            return
+        out = g.shape_of(op.result)
+        budget = o.elementwise_tile // max(shape[0], out[0], 1)
+        for tile in self.grid(shape, tile_sizes(shape, budget, {0: shape[0]})):
+            self.plan(op, [(op.input, tile)],
+                      [(op.result, Tile(tile.offsets, (out[0], *tile.sizes[1:])))])
 
     def rows_per_task(self, row: int) -> int:
         """Rows per task of an op whose rows hold ``row`` elements each (a reduction's
