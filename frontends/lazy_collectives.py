@@ -4,8 +4,9 @@
 ops, whose schemas declare no mutation although they write their tensors: run as an
 ordinary host fallback, they wrote host copies and the device tensors kept their old
 values (an all-reduce that returned without reducing). Here each runs through the
-process group on the tensors' host values, is waited for, and writes its outputs back
-into the device tensors. The functional collectives (``_c10d_functional``) are
+process group on the tensors' host values, after every graph traced before it has run
+(collectives meet in program order on every rank), is waited for, and writes its outputs
+back into the device tensors. The functional collectives (``_c10d_functional``) are
 recorded into the step's graph instead (``aten_collectives``); those the importer
 lacks run on the host, waited for before any value crosses back.
 """
@@ -56,6 +57,10 @@ def run_process_group_op(tracer: Tracer, func: torch._ops.OpOverload, args: tupl
                         "host first (tensor.cpu())")
     tracer._pure(f"{func} communicates")
     tracer.metrics.counters[f"Collective::{func}"] += 1
+    # Collectives must reach the process group in program order on every rank: the
+    # graphs traced so far (which may hold recorded collectives) run first, and no
+    # graph runs on the worker thread while this one communicates.
+    tracer.sync(wait=True, reason=f"{func} at {describe_location(user_location())}")
     pairs: list[tuple[LazyTensor, torch.Tensor]] = []
 
     def to_host(x: Any) -> Any:

@@ -86,6 +86,10 @@ class Tracer(abc.ABC):
     def read(self, tensor: Any, fallback: bool = False) -> torch.Tensor:
         """The host value of ``tensor`` (a sync when it is not computed yet)."""
 
+    @abc.abstractmethod
+    def sync(self, wait: bool = False, reason: str | None = None) -> None:
+        """Cut the trace into a graph and run it (``wait``: until every graph is done)."""
+
     def dispatch(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
         if func is aten._local_scalar_dense.default:
