@@ -77,30 +77,36 @@ def data_parallel_step(x: torch.Tensor, y: torch.Tensor, w1: torch.Tensor,
             for p, g in zip(params, grads, strict=True)]
 
 
-def timed(fn: Callable[..., Any], args: Sequence[Any], devices: int, options: str = ""
-          ) -> tuple[TimingReport, int, float]:
+def timed(fn: Callable[..., Any], args: Sequence[Any], devices: int
+          ) -> tuple[TimingReport, float, int, float]:
     """Capture ``fn`` for a group of ``devices`` and estimate its kernel: the report,
-    the kernel's tasks and the capture-and-lowering seconds."""
+    the megakernel's latency with whole-tensor collectives, the kernel's tasks and the
+    capture-and-lowering seconds."""
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=devices)
     try:
         start = time.perf_counter()
-        module = import_captured(capture(fn, *args))
-        apply_pipeline(module, TO_TASK + options)
+        captured = capture(fn, *args)
+        module = import_captured(captured)
+        apply_pipeline(module, TO_TASK)
         seconds = time.perf_counter() - start
+        whole = import_captured(captured)
+        apply_pipeline(whole, TO_TASK + "{tile_collectives=false}")
     finally:
         dist.destroy_process_group()
     kernel = find_kernel(module)
     report, _ = estimate(kernel, MachineModel())
-    return report, len(kernel.tasks()), seconds
+    return report, estimate(find_kernel(whole))[0].megakernel_s, len(kernel.tasks()), seconds
 
 
-def row(label: str, report: TimingReport, tasks: int, seconds: float) -> str:
-    return (f"| {label} | {tasks} | {report.megakernel_s * 1e6:.1f} | "
-            f"{report.per_operator_s * 1e6:.1f} | {report.speedup:.2f}x | {seconds:.1f} |")
+def row(label: str, report: TimingReport, whole: float, tasks: int, seconds: float) -> str:
+    return (f"| {label} | {tasks} | {report.operators} | {report.megakernel_s * 1e6:.1f} | "
+            f"{whole * 1e6:.1f} | {report.per_operator_s * 1e6:.1f} | "
+            f"{report.speedup:.2f}x | {seconds:.1f} |")
 
 
-HEADER = ("| case | tasks | megakernel (us) | kernel per operator (us) | speedup | "
-          "lowering (s) |\n|---|---|---|---|---|---|")
+HEADER = ("| case | tasks | operators | megakernel (us) | megakernel, whole collectives (us) "
+          "| kernel per operator (us) | speedup | lowering (s) |\n"
+          "|---|---|---|---|---|---|---|---|")
 
 
 def tensor_parallel(width: int, heads: int, seq: int, batches: Sequence[int],
@@ -117,8 +123,8 @@ def tensor_parallel(width: int, heads: int, seq: int, batches: Sequence[int],
                     torch.randn(width, shard, generator=g) * 0.02,
                     torch.randn(4 * shard, width, generator=g) * 0.02,
                     torch.randn(width, 4 * shard, generator=g) * 0.02)
-            report, tasks, seconds = timed(tensor_parallel_block(heads // n, batch), args, n)
-            print(row(f"{n} devices, batch {batch}", report, tasks, seconds), flush=True)
+            timing = timed(tensor_parallel_block(heads // n, batch), args, n)
+            print(row(f"{n} devices, batch {batch}", *timing), flush=True)
 
 
 def data_parallel(width: int, batches: Sequence[int], devices: Sequence[int]) -> None:
@@ -133,9 +139,8 @@ def data_parallel(width: int, batches: Sequence[int], devices: Sequence[int]) ->
                     torch.randn(width, width, generator=g) * 0.02,
                     torch.randn(width, width, generator=g) * 0.02,
                     torch.randn(10, width, generator=g) * 0.02)
-            report, tasks, seconds = timed(data_parallel_step, args, n)
-            print(row(f"{n} devices, batch {batch} per device", report, tasks, seconds),
-                  flush=True)
+            timing = timed(data_parallel_step, args, n)
+            print(row(f"{n} devices, batch {batch} per device", *timing), flush=True)
 
 
 def torchrun(steps: int, processes: int, batch: int, mode: str) -> float:

@@ -61,19 +61,12 @@ def run_process_group_op(tracer: Tracer, func: torch._ops.OpOverload, args: tupl
     # graphs traced so far (which may hold recorded collectives) run first, and no
     # graph runs on the worker thread while this one communicates.
     tracer.sync(wait=True, reason=f"{func} at {describe_location(user_location())}")
-    pairs: list[tuple[LazyTensor, torch.Tensor]] = []
-
-    def to_host(x: Any) -> Any:
-        if not isinstance(x, LazyTensor):
-            return x
-        host = tracer.read(x, fallback=True).clone()
-        pairs.append((x, host))
-        return host
-
-    host_args, host_kwargs = pytree.tree_map(to_host, (args, kwargs))
+    host_args, host_kwargs = pytree.tree_map(  # copies: the op writes them
+        lambda x: tracer.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
+        (args, kwargs))
     out = func(*host_args, **host_kwargs)
-    for work in pytree.tree_leaves(out):
-        if isinstance(work, torch._C.ScriptObject) and hasattr(work, "wait"):
+    for work in pytree.tree_leaves(out):  # the op's Work, done before the values are read
+        if not isinstance(work, torch.Tensor) and hasattr(work, "wait"):
             work.wait()
     written: dict[int, LazyTensor] = {}
     if name not in READ_ONLY:

@@ -101,27 +101,33 @@ class TaskWork:
     pointwise body's ops at every point of its tile, a graph op on its regions. What a
     body computes is looked up once: the tasks of an operator share a few bodies."""
 
+    #: What a collective body's rates are: no FLOPs, and its bytes move over the link
+    #: (``ring_traffic``), not through the worker's share of memory bandwidth.
+    LINK: tuple[float, float] = (0.0, 0.0)
+
     def __init__(self, bodies: Mapping[str, t.BodyOp]) -> None:
         self.bodies = bodies
         self.flops: dict[str, tuple[float, float] | None] = {}  # (per point, per task)
 
     def _body_flops(self, task: t.TaskOp) -> tuple[float, float] | None:
         op = t.computation(task, self.bodies)
-        if isinstance(op, g.CollectiveOp):  # its time is the link's (ring_traffic)
-            return 0.0, 0.0
+        if isinstance(op, g.CollectiveOp):
+            return self.LINK
         if isinstance(op, t.BodyOp):
             return sum(flops_per_element(inner) for inner in op.body.block.ops
                        if not isinstance(inner, t.YieldOp)), 0.0
         return (0.0, op_flops(op)) if op is not None else None
 
     def __call__(self, task: t.TaskOp) -> tuple[float, float]:
-        reads, writes = task.reads(), task.writes()
-        moved = sum(math.prod(tile.sizes) * numpy_dtype(element_type(v)).itemsize
-                    for v, tile in [*reads, *writes])
         name = task.body_name
         if name not in self.flops:
             self.flops[name] = self._body_flops(task)
         rates = self.flops[name]
+        if rates is self.LINK:
+            return 0.0, 0.0
+        reads, writes = task.reads(), task.writes()
+        moved = sum(math.prod(tile.sizes) * numpy_dtype(element_type(v)).itemsize
+                    for v, tile in [*reads, *writes])
         if rates is None:  # nothing runs it: one operation per element read (or written)
             flops = float(sum(math.prod(tile.sizes) for _, tile in reads)
                           or sum(math.prod(tile.sizes) for _, tile in writes))

@@ -200,6 +200,13 @@ def test_fine_grained_collectives_beat_whole_tensor_ones(fake_world: None) -> No
                           shards, tile=64)
     report, timeline = estimate(kernel)
     assert report.megakernel_s < report.per_operator_s
+    whole = import_captured(capture(lambda a, b: funcol.all_reduce(a @ b, "sum",
+                                                                   dist.group.WORLD), *shards[0]))
+    apply_pipeline(whole, "convert-graph-to-task{matmul_tile=64,64 tile_collectives=false}")
+    kinds = [type(computation(task, find_kernel(whole).bodies())).__name__
+             for task in find_kernel(whole).tasks()]
+    assert kinds.count("AllReduceOp") == 1
+    assert estimate(find_kernel(whole))[0].megakernel_s > report.megakernel_s
     assert timeline.transfers  # the link was used
     trace = json.loads(chrome_trace(kernel, timeline, report))
     assert trace["otherData"]["devices"] == 2

@@ -151,6 +151,11 @@ class ConvertGraphToTaskPass(ModulePass):
     false refuses them at the op, for targets without them (the lazy runtime then
     runs them on the host, through torch.distributed)."""
 
+    tile_collectives: bool = True
+    """Cut collectives into tiles that overlap the computation; false: one task per
+    collective over its whole tensor, after all of its producer (to measure what the
+    overlap gains)."""
+
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
 
@@ -439,6 +444,10 @@ class KernelBuilder:
         if not o.collectives:
             raise TaskConversionError(f"{op.name}: this target has no collective tasks "
                                       "(convert-graph-to-task{collectives=false})", op)
+        if not o.tile_collectives:
+            self.plan(op, [(op.input, whole(g.shape_of(op.input)))],
+                      [(op.result, whole(g.shape_of(op.result)))])
+            return
         shape = g.shape_of(op.input)
         if isinstance(op, g.AllReduceOp):
             rank = len(shape)
