@@ -22,6 +22,8 @@
 // CHECK-NEXT: {{^}}      matmul_tile: tuple[int, ...] = 64,64
 // CHECK-NEXT: {{^}}      elementwise_tile: int = 4096
 // CHECK-NEXT: {{^}}      row_tile: int = 16
+// CHECK-NEXT: {{^}}      collectives: bool = true
+// CHECK-NEXT: {{^}}      tile_collectives: bool = true
 // CHECK-NEXT: {{^}}      reuse_buffers: bool = true
 // CHECK-NEXT: {{^}}      max_tasks: int = 50000
 // CHECK-NEXT: {{^}}  convert-task-to-mncore   Lower every task.kernel to an mncore.program

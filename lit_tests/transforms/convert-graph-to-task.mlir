@@ -23,6 +23,20 @@
 // RUN: mncore-run %t.task.mlir --function reuse --random-inputs 1 --random-order 1 | diff - %t.reuse
 // RUN: mncore-run %t.task.mlir --function reuse --random-inputs 1 --random-order 2 | diff - %t.reuse
 // RUN: mncore-run %t.task.mlir --function reuse --random-inputs 1 --random-order 3 | diff - %t.reuse
+// Collectives become collective tasks: an all-reduce in the matmul's tiles, each waiting
+// only for the matmul tile it reads; an all-gather and a reduce-scatter in column bands
+// of all rows. A target without collective tasks refuses them at the op.
+// RUN: mncore-opt %S/Inputs/collectives.mlir -p 'convert-graph-to-task{matmul_tile=2,3 elementwise_tile=12}' | filecheck %s --check-prefix=COLL
+// COLL:      task.body @all_reduce0(%{{\w+}}: tensor<2x3xf32>) {
+// COLL-NEXT:   %{{\w+}} = graph.all_reduce %{{\w+}} "sum" group "tp" size 2 : tensor<2x3xf32> -> tensor<2x3xf32>
+// COLL:      task.body @all_gather0(%{{\w+}}: tensor<4x1xf32>) {
+// COLL-NEXT:   %{{\w+}} = graph.all_gather %{{\w+}} group "tp" size 2 : tensor<4x1xf32> -> tensor<8x1xf32>
+// COLL:      task.task @matmul0 ins(%a[0:2, 0:2], %b[0:2, 0:3]) outs(%mm[0:2, 0:3]) signal([[E0:%\w+]])
+// COLL:      task.task @all_reduce0 ins(%mm[0:2, 0:3]) outs([[SUM:%\w+]][0:2, 0:3]) waits([[E0]])
+// COLL:      task.task @all_gather0 ins([[SUM]][0:4, 0:1]) outs(%{{\w+}}[0:8, 0:1])
+// COLL:      task.task @reduce_scatter0 ins([[SUM]][0:4, 0:3]) outs(%{{\w+}}[0:2, 0:3])
+// RUN: not mncore-opt %S/Inputs/collectives.mlir -p 'convert-graph-to-task{collectives=false}' 2>&1 | filecheck %s --check-prefix=NOCOLL
+// NOCOLL: collectives.mlir:4:3: error: graph.all_reduce: this target has no collective tasks (convert-graph-to-task{collectives=false})
 // Bad options.
 // RUN: not mncore-opt %s -p 'convert-graph-to-task{matmul_tile=2}' 2>&1 | filecheck %s --check-prefix=MATMUL-TILE
 // MATMUL-TILE: mncore-opt: error: convert-graph-to-task: matmul_tile needs two sizes >= 1
