@@ -164,10 +164,11 @@ def run_kernel(module: ModuleOp, inputs: Sequence[Any], name: str | None = None,
 
 
 def simulate_ranks(kernel: t.KernelOp, inputs: Sequence[Sequence[Any]],
-                   order_seed: int | None = None, poison: bool = True) -> list[list[np.ndarray]]:
+                   order_seed: int | None = None, poison: bool = True,
+                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[list[np.ndarray]]:
     """Run ``kernel`` on ``len(inputs)`` simulated devices, device r on ``inputs[r]``
     (each with its own buffers, in threads), their collective tasks meeting tile by
     tile; returns each device's outputs."""
     ranks = SimulatedRanks(len(inputs))
     return ranks.run(lambda rank: simulate(kernel, inputs[rank], order_seed, poison,
-                                           communicator=ranks))
+                                           max_bytes=max_bytes, communicator=ranks))

@@ -35,6 +35,17 @@
 // COLL:      task.task @all_reduce0 ins(%mm[0:2, 0:3]) outs([[SUM:%\w+]][0:2, 0:3]) waits([[E0]])
 // COLL:      task.task @all_gather0 ins([[SUM]][0:4, 0:1]) outs(%{{\w+}}[0:8, 0:1])
 // COLL:      task.task @reduce_scatter0 ins([[SUM]][0:4, 0:3]) outs(%{{\w+}}[0:2, 0:3])
+// On two simulated ranks (mncore-run --ranks), the kernel computes what the function
+// does, in the kernel's order and in a random one; one rank alone is refused.
+// RUN: mncore-run %S/Inputs/collectives.mlir --ranks 2 --random-inputs 1 > %t.coll
+// RUN: mncore-opt %S/Inputs/collectives.mlir -p 'convert-graph-to-task{matmul_tile=2,3}' -o %t.coll.task.mlir
+// RUN: mncore-run %t.coll.task.mlir --ranks 2 --random-inputs 1 | diff - %t.coll
+// RUN: mncore-run %t.coll.task.mlir --ranks 2 --random-inputs 1 --random-order 1 | diff - %t.coll
+// RUN: filecheck %s --check-prefix=RANKS < %t.coll
+// RANKS: rank0 result0 = tensor<4x6xf32>:
+// RANKS: rank1 result2 = tensor<2x6xf32>:
+// RUN: not mncore-run %t.coll.task.mlir --random-inputs 1 2>&1 | filecheck %s --check-prefix=ONE-RANK
+// ONE-RANK: mncore-run: {{.*}}.coll.task.mlir:29:5: error: task 4 (all_reduce): graph.all_reduce is for a group of 2 ranks, run on 1
 // RUN: not mncore-opt %S/Inputs/collectives.mlir -p 'convert-graph-to-task{collectives=false}' 2>&1 | filecheck %s --check-prefix=NOCOLL
 // NOCOLL: collectives.mlir:4:3: error: graph.all_reduce: this target has no collective tasks (convert-graph-to-task{collectives=false})
 // Bad options.

@@ -41,11 +41,11 @@ from mncore_ir.targets.graph_interpreter import (
     constant_value,
     find_function,
     numpy_dtype,
-    run_function,
+    run_ranks,
 )
 from mncore_ir.targets.mncore_simulator import chrome_trace as program_trace
 from mncore_ir.targets.mncore_simulator import simulate as simulate_program
-from mncore_ir.targets.task_simulator import simulate
+from mncore_ir.targets.task_simulator import simulate_ranks
 from mncore_ir.targets.task_timing import MachineModel, chrome_trace, estimate
 from mncore_ir.tools import DashIsStdin
 from mncore_ir.tools.diagnostics import LocatedError
@@ -122,6 +122,10 @@ class MNCoreRunMain(DashIsStdin):
                                 f"(default: {DEFAULT_MAX_BYTES})")
         arg_parser.add_argument("--save-outputs", metavar="FILE.npz",
                                 help="also save the outputs as result0, result1, ...")
+        arg_parser.add_argument("--ranks", type=positive_int, default=1, metavar="N",
+                                help="run on N simulated ranks whose collectives meet (rank "
+                                     "r's random inputs from SEED + r; --args: the same on "
+                                     "every rank); outputs are printed per rank")
         kernels = arg_parser.add_argument_group("task kernels (the megakernel simulator)")
         kernels.add_argument("--random-order", type=int, metavar="SEED",
                              help="run the tasks in a random topological order")
@@ -130,7 +134,8 @@ class MNCoreRunMain(DashIsStdin):
                                   "an mncore.program: the cycle simulator's report)")
         kernels.add_argument("--machine", default="", metavar="K=V,...",
                              help="timing model parameters: workers, dispatch_s, launch_s, "
-                                  "peak_flops, bandwidth (defaults: an H200)")
+                                  "peak_flops, bandwidth, link_bandwidth, link_latency_s "
+                                  "(defaults: an H200)")
         kernels.add_argument("--trace", metavar="FILE.json",
                              help="write a Chrome/Perfetto trace of the megakernel schedule")
 
@@ -256,18 +261,26 @@ class MNCoreRunMain(DashIsStdin):
                                       f"give --args or --random-inputs")
         else:
             inputs = []
+        ranks = self.args.ranks
+        per_rank = [inputs if self.args.random_inputs is None else
+                    random_inputs(types, self.args.random_inputs + r, self.args.int_high)
+                    for r in range(ranks)]
         with self.located():
             if is_kernel:
                 machine = self.machine(func)
-                outputs = simulate(func, inputs, self.args.random_order,
-                                   max_bytes=self.args.max_bytes)
+                results = simulate_ranks(func, per_rank, self.args.random_order,
+                                         max_bytes=self.args.max_bytes)
             else:
-                outputs = run_function(module, inputs, func.sym_name.data, self.args.max_bytes)
+                results = run_ranks(module, per_rank, func.sym_name.data, self.args.max_bytes)
         result_types = [as_tensor(typ) for typ in func.function_type.outputs.data]
-        for i, (value, typ) in enumerate(zip(outputs, result_types, strict=True)):
-            print(f"result{i} = {format_value(value, typ)}")
+        saved = {}
+        for r, outputs in enumerate(results):
+            prefix = f"rank{r} " if ranks > 1 else ""
+            for i, (value, typ) in enumerate(zip(outputs, result_types, strict=True)):
+                print(f"{prefix}result{i} = {format_value(value, typ)}")
+                saved[f"{prefix.strip()}_result{i}".lstrip("_")] = value
         if self.args.save_outputs:
-            np.savez(self.args.save_outputs, **{f"result{i}": v for i, v in enumerate(outputs)})
+            np.savez(self.args.save_outputs, **saved)
         if is_kernel and (self.args.timing or self.args.trace):
             report, timeline = estimate(func, machine)
             if self.args.timing:
