@@ -1463,11 +1463,9 @@ class CollectiveOp(GraphOp, abc.ABC):
         return size
 
 
-@irdl_op_definition
-class AllReduceOp(CollectiveOp):
-    """Every rank gets the ``reduce`` of all ranks' inputs, elementwise."""
+class ReducingCollectiveOp(CollectiveOp, abc.ABC):
+    """A collective that combines the ranks' values by ``reduce``."""
 
-    name = "graph.all_reduce"
     reduce = prop_def(StringAttr)
     assembly_format = ("$input $reduce `group` $group `size` $group_size attr-dict `:` "
                        "type($input) `->` type($result)")
@@ -1475,6 +1473,13 @@ class AllReduceOp(CollectiveOp):
     def __init__(self, input: Operand, *, reduce: str, group: str, group_size: int) -> None:
         self._init([input], {"reduce": StringAttr(reduce), "group": StringAttr(group),
                              "group_size": i64_attr(group_size)})
+
+
+@irdl_op_definition
+class AllReduceOp(ReducingCollectiveOp):
+    """Every rank gets the ``reduce`` of all ranks' inputs, elementwise."""
+
+    name = "graph.all_reduce"
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
@@ -1504,18 +1509,11 @@ class AllGatherOp(CollectiveOp):
 
 
 @irdl_op_definition
-class ReduceScatterOp(CollectiveOp):
+class ReduceScatterOp(ReducingCollectiveOp):
     """The ``reduce`` of all ranks' inputs, cut into ``group_size`` equal parts along
     dim 0: rank r gets part r."""
 
     name = "graph.reduce_scatter"
-    reduce = prop_def(StringAttr)
-    assembly_format = ("$input $reduce `group` $group `size` $group_size attr-dict `:` "
-                       "type($input) `->` type($result)")
-
-    def __init__(self, input: Operand, *, reduce: str, group: str, group_size: int) -> None:
-        self._init([input], {"reduce": StringAttr(reduce), "group": StringAttr(group),
-                             "group_size": i64_attr(group_size)})
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:

@@ -559,7 +559,7 @@ def _collective(gen: _Generator, op: g.CollectiveOp) -> None:
     from mncore_ir.targets import torch_distributed
 
     gen.globals["_dist"] = torch_distributed
-    reduce = [repr(op.reduce.data)] if isinstance(op, g.AllReduceOp | g.ReduceScatterOp) else []
+    reduce = [repr(op.reduce.data)] if isinstance(op, g.ReducingCollectiveOp) else []
     args = [gen.t(op.input), *reduce, repr(op.group.data), str(op.group_size.value.data)]
     gen.emit(op.results, f"_dist.{op.name.removeprefix('graph.')}({', '.join(args)})")
 
