@@ -13,7 +13,7 @@ lacks run on the host, waited for before any value crosses back.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.utils import _pytree as pytree
@@ -26,8 +26,22 @@ from mncore_ir.frontends.lazy_tensor import (
     user_location,
 )
 
-if TYPE_CHECKING:
-    from mncore_ir.frontends.lazy_trace import Tracer
+
+class Tracer(Protocol):
+    """What this module needs of the lazy tracer (``lazy_trace.Tracer``, which calls
+    it: it cannot import that module back)."""
+
+    metrics: Any
+
+    def _pure(self, what: str) -> None: ...
+
+    def sync(self, wait: bool = False, reason: str | None = None) -> None: ...
+
+    def read(self, tensor: Any, fallback: bool = False) -> torch.Tensor: ...
+
+    def _assign(self, out: LazyTensor, result: torch.Tensor, meta: torch.Tensor | None
+                ) -> None: ...
+
 
 #: The arguments of c10d's ops that the op writes (every op not named here, and
 #: ``send``, only reads its tensors).

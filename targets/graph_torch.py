@@ -6,10 +6,10 @@ are inlined, line by line), compiles the source once and returns a
 dtypes) are resolved at code generation time and written as literals, so a call runs
 only torch ops: it is the fast default device of the lazy-tensor runtime.
 
-Each op is written as its torch spelling in ``dialects/graph_semantics``; meaning is
-that of the table's numpy references (the interpreter): results have the IR's result
-types (a cast is written wherever torch would promote differently), and index
-conventions are the references'.
+Each op is written as its torch spelling in ``dialects/graph_semantics`` (collectives:
+calls into ``torch.distributed``); meaning is that of the table's numpy references
+(the interpreter): results have the IR's result types (a cast is written wherever torch
+would promote differently), and index conventions are the references'.
 
 Rules of a call:
 
@@ -555,9 +555,7 @@ def _max_pool2d_backward(gen: _Generator, op: g.MaxPool2dBackwardOp) -> None:
 
 @_emits(*g.COLLECTIVES)
 def _collective(gen: _Generator, op: g.CollectiveOp) -> None:
-    """Through ``torch.distributed`` (``targets/torch_distributed``)."""
-    from mncore_ir.targets import torch_distributed
-
+    from mncore_ir.targets import torch_distributed  # (imported where a graph needs it)
     gen.globals["_dist"] = torch_distributed
     reduce = [repr(op.reduce.data)] if isinstance(op, g.ReducingCollectiveOp) else []
     args = [gen.t(op.input), *reduce, repr(op.group.data), str(op.group_size.value.data)]
