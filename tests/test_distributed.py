@@ -224,7 +224,7 @@ def _torchrun(*args: str) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("device", ["cpu", "interp", "task", "mncore"])
+@pytest.mark.parametrize("device", ["cpu", "interp", "task", "triton", "mncore"])
 def test_torch_distributed_on_each_device(device: str) -> None:
     out = _torchrun("tests/distributed_worker.py", device)
     for check in ("dist.all_reduce", "dist.broadcast", "dist.all_gather_into_tensor",
