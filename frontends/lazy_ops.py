@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch._decomp import decomposition_table
 
+from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
@@ -58,6 +59,9 @@ DECOMPOSE_OR_FALLBACK = "decompose_or_fallback"
 #: An op torch decomposes to core ATen: its decomposition runs on the lazy tensors, so
 #: the trace holds the ops the importer takes, with shapes inferred once.
 CORE = "core"
+#: torch.distributed: a process-group (c10d) op, run through the group at once
+#: (``lazy_collectives``); an op that waits for or wraps a recorded collective's value.
+PROCESS_GROUP, COLLECTIVE_READY = "process_group", "collective_ready"
 PLANS: dict[torch._ops.OpOverload, str] = {}
 _COMPOSITE: dict[torch._ops.OpOverload, Callable[..., Any] | None] = {}
 
@@ -85,7 +89,11 @@ def importable(func: torch._ops.OpOverload) -> bool:
 
 def plan_of(func: torch._ops.OpOverload) -> str:
     """How ``dispatch`` handles ``func``, decided once per op."""
-    if func in TRACE_DECOMPOSITIONS:
+    if lazy_collectives.is_process_group_op(func):
+        plan = PROCESS_GROUP
+    elif lazy_collectives.is_ready_op(func):
+        plan = COLLECTIVE_READY
+    elif func in TRACE_DECOMPOSITIONS:
         plan = DECOMPOSE
     elif func not in DECOMPOSITIONS and core_decomposition(func) is not None:
         plan = CORE  # a composite op: only a decomposition calls one below autograd

@@ -18,6 +18,7 @@ from torch import fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends.fx_importer import user_frame
 
 Run = Callable[[Sequence[torch.Tensor]], Sequence[torch.Tensor]]
@@ -98,11 +99,8 @@ def _wait_for_collectives(graph: fx.Graph) -> bool:
 def _waiting(op: torch._ops.OpOverload) -> Callable[..., Any]:
     """A functional collective run on the host, waited for before its value crosses to
     the device (which reads it at once)."""
-    wait = torch.ops._c10d_functional.wait_tensor.default
-
     def run(*args: Any, **kwargs: Any) -> Any:
-        out = op(*args, **kwargs)
-        return [wait(x) for x in out] if isinstance(out, list | tuple) else wait(out)
+        return lazy_collectives.waited(op(*args, **kwargs))
 
     run.__name__ = f"waited_{op._opname}"
     return run

@@ -24,6 +24,7 @@ from mncore_ir.frontends.lazy_ops import (
     ADDC,
     ALPHA,
     BAKED,
+    COLLECTIVE_READY,
     COPY,
     CORE,
     DECOMPOSE,
@@ -33,6 +34,7 @@ from mncore_ir.frontends.lazy_ops import (
     INPLACE_VIEW,
     OUT,
     PLANS,
+    PROCESS_GROUP,
     RECORD,
     SCALAR_DTYPES,
     UNSUPPORTED,
@@ -100,10 +102,6 @@ class Tracer(abc.ABC):
             return args[0].copy_(self.read(args[1]))
         if func in (aten.equal.default, aten.allclose.default):
             return self._truth(func, *args, **kwargs)
-        if lazy_collectives.is_process_group_op(func):  # dist.all_reduce and friends
-            return lazy_collectives.run_process_group_op(self, func, args, kwargs)
-        if lazy_collectives.is_ready_op(func):
-            return lazy_collectives.ready(func, args[0])
         if func is aten._linalg_check_errors.default:  # torch's check, of the read info
             self._pure(f"{func} reads a value")
             return func(self.read(args[0]), *args[1:], **kwargs)
@@ -111,6 +109,10 @@ class Tracer(abc.ABC):
         plan = PLANS.get(func) or plan_of(func)
         if plan is RECORD:
             return self._record(func, args, kwargs)
+        if plan is PROCESS_GROUP:  # dist.all_reduce and friends
+            return lazy_collectives.run_process_group_op(self, func, args, kwargs)
+        if plan is COLLECTIVE_READY:
+            return lazy_collectives.ready(func, args[0])
         if plan is VIEW:
             return self._view(func, args, kwargs)
         if plan is CORE:  # torch's decomposition, traced op by op

@@ -145,12 +145,14 @@ def ring_traffic(op: g.CollectiveOp, in_bytes: float, out_bytes: float) -> tuple
     return (n - 1) / n * max(in_bytes, out_bytes), n - 1
 
 
-def collective_traffic(task: t.TaskOp, bodies: Mapping[str, t.BodyOp]
-                       ) -> tuple[float, int] | None:
-    """A collective task's ring traffic (bytes sent, steps); None for other tasks."""
-    op = t.computation(task, bodies)
-    if not isinstance(op, g.CollectiveOp):
-        return None
+def collective_bodies(bodies: Mapping[str, t.BodyOp]) -> dict[str, g.CollectiveOp]:
+    """The kernel's collective tile bodies' ops, by body name (found once, not per task)."""
+    ops = {name: body.tile_op() for name, body in bodies.items()}
+    return {name: op for name, op in ops.items() if isinstance(op, g.CollectiveOp)}
+
+
+def collective_traffic(task: t.TaskOp, op: g.CollectiveOp) -> tuple[float, int]:
+    """A collective task's ring traffic (bytes sent, steps)."""
     sizes = [sum(math.prod(tile.sizes) * numpy_dtype(element_type(v)).itemsize
                  for v, tile in pairs) for pairs in (task.reads(), task.writes())]
     return ring_traffic(op, *sizes)
@@ -260,6 +262,7 @@ def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
     free = [(0.0, w) for w in range(machine.workers)]
     heapq.heapify(free)
     start, end, worker = [0.0] * len(tasks), [0.0] * len(tasks), [0] * len(tasks)
+    collectives = collective_bodies(bodies)
     link_free = 0.0
     transfers: dict[int, tuple[float, float]] = {}
     for index, task in enumerate(tasks):
@@ -267,9 +270,9 @@ def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
         ready = max((end[p] for p in preds[index]), default=0.0)
         start[index] = max(at, ready)
         end[index] = start[index] + machine.dispatch_s + seconds[index]
-        traffic = collective_traffic(task, bodies)
-        if traffic is not None:
-            wire, steps = traffic
+        op = collectives.get(task.body_name)
+        if op is not None:
+            wire, steps = collective_traffic(task, op)
             sending = max(end[index], link_free)
             link_free = sending + wire / machine.link_bandwidth
             transfers[index] = (sending, link_free)
@@ -280,11 +283,12 @@ def megakernel_schedule(kernel: t.KernelOp, machine: MachineModel,
 
 
 def _operator_seconds(run: Sequence[int], tasks: Sequence[t.TaskOp],
-                      bodies: Mapping[str, t.BodyOp], seconds: Sequence[float],
+                      collectives: Mapping[str, g.CollectiveOp], seconds: Sequence[float],
                       machine: MachineModel) -> float:
     """One launch's time: its tasks spread over the workers, or, for a collective,
     the ring over the whole tensor at the link's full bandwidth."""
-    traffic = [c for c in (collective_traffic(tasks[i], bodies) for i in run) if c is not None]
+    traffic = [collective_traffic(tasks[i], collectives[tasks[i].body_name]) for i in run
+               if tasks[i].body_name in collectives]
     if not traffic:
         return _spread([seconds[i] for i in run], machine.workers)
     return machine.ring_seconds(sum(wire for wire, _ in traffic), traffic[0][1])
@@ -301,7 +305,9 @@ def estimate(kernel: t.KernelOp, machine: MachineModel | None = None
     makespan = max(timeline.end, default=0.0)
     busy = sum(e - s for s, e in zip(timeline.start, timeline.end, strict=True))
     runs = operators(tasks, bodies)
-    per_operator = sum(machine.launch_s + _operator_seconds(run, tasks, bodies, seconds, machine)
+    collectives = collective_bodies(bodies)
+    per_operator = sum(machine.launch_s
+                       + _operator_seconds(run, tasks, collectives, seconds, machine)
                        for run in runs)
     events = sum(1 for op in kernel.body.block.ops if isinstance(op, t.EventOp))
     report = TimingReport(
@@ -319,11 +325,8 @@ def _trace_name(op: Operation | None, task: t.TaskOp) -> str:
 def kernel_devices(kernel: t.KernelOp) -> int:
     """How many devices run the kernel: the largest group of its collectives (1 when
     it has none)."""
-    bodies = kernel.bodies()
-    sizes = [op.group_size.value.data for op in (t.computation(task, bodies)
-                                                  for task in kernel.tasks())
-             if isinstance(op, g.CollectiveOp)]
-    return max(sizes, default=1)
+    return max((op.group_size.value.data for op in collective_bodies(kernel.bodies()).values()),
+               default=1)
 
 
 def chrome_trace(kernel: t.KernelOp, timeline: Timeline, report: TimingReport) -> str:

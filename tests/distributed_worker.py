@@ -69,6 +69,12 @@ def functional_collectives(rank: int) -> None:
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         check(f"functional collective {i}", g, e)
     counts = torch_mncore.counters()
+    in_place = x.mncore()  # the in-place form writes its tensor
+    name = dist.group.WORLD.group_name
+    torch.ops._c10d_functional.wait_tensor(
+        torch.ops._c10d_functional.all_reduce_(in_place, "sum", name))
+    total = sum(range(1, dist.get_world_size() + 1))
+    check("functional in-place all_reduce_", in_place, torch.arange(8.).reshape(4, 2) * total)
     syncs = counts.get("FallbackSyncs", 0) - before.get("FallbackSyncs", 0)
     assert syncs == 0, f"the functional collectives synced the trace {syncs} times"
     assert counts.get("Executions", 0) - before.get("Executions", 0) == 1, "not one graph"

@@ -229,6 +229,7 @@ def test_torch_distributed_on_each_device(device: str) -> None:
     out = _torchrun("tests/distributed_worker.py", device)
     for check in ("dist.all_reduce", "dist.broadcast", "dist.all_gather_into_tensor",
                   "dist.all_reduce of a view", "functional collective 4",
+                  "functional in-place all_reduce_",
                   "tensor-parallel MLP"):
         assert f"ok {check}\n" in out, out
 
