@@ -776,7 +776,7 @@ class MatmulOp(GraphOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphCanonicalization())
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
 
     def __init__(self, lhs: Operand, rhs: Operand) -> None:
@@ -790,6 +790,40 @@ class MatmulOp(GraphOp):
         if types[0].element_type != types[1].element_type:
             raise VerifyException("graph.matmul operands have different element types")
         return [tensor((*a[:-1], b[-1]), types[0].element_type)]
+
+
+@irdl_op_definition
+class MatmulPermutedOp(GraphOp):
+    """``lhs @ permute(rhs, rhs_perm)``: a matmul reading its right operand through a
+    permutation (``[1, 0]``: the weight of ``F.linear``; ``[1, 2, 3, 0]``: the keys of
+    a KV cache laid out position-first). convert-graph-to-task makes it of a matmul
+    whose right operand is a permute, so that the operand is read where it lies instead
+    of being copied first (a decode step would copy every weight and cache)."""
+
+    name = "graph.matmul_permuted"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    rhs_perm = prop_def(DenseArrayBase[I64])
+    traits = traits_def(Pure())
+    assembly_format = ("$lhs `,` $rhs `rhs_perm` `=` qualified($rhs_perm) attr-dict `:` "
+                       "type($lhs) `,` type($rhs) `->` type($result)")
+
+    def __init__(self, lhs: Operand, rhs: Operand, *, rhs_perm: Sequence[int]) -> None:
+        self._init([lhs, rhs], {"rhs_perm": i64_array(rhs_perm)})
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
+        (permuted,) = PermuteOp.infer([types[1]], {"perm": props.get("rhs_perm")})
+        try:
+            return MatmulOp.infer([types[0], permuted], props)
+        except VerifyException as e:
+            raise VerifyException(str(e).replace("graph.matmul", cls.name, 1)) from None
+
+
+#: The matmul ops: they tile, lay out and cost alike (the right operand's last two
+#: operand is read through a permutation in the second).
+MATMULS: tuple[type[GraphOp], ...] = (MatmulOp, MatmulPermutedOp)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -1542,7 +1576,7 @@ Graph = Dialect(
         *ELEMENTWISE_UNARY,
         *ELEMENTWISE_BINARY,
         ConvertOp, WhereOp, GeluOp, GeluBackwardOp, ConstantOp,
-        SumOp, MeanOp, AmaxOp, MatmulOp,
+        SumOp, MeanOp, AmaxOp, MatmulOp, MatmulPermutedOp,
         ReshapeOp, ExpandOp, PermuteOp, SliceOp, ConcatOp,
         EmbeddingOp, IndexPutOp, GatherOp, ScatterOp,
         SoftmaxOp, LogSoftmaxOp, SoftmaxBackwardOp, LogSoftmaxBackwardOp,

@@ -79,6 +79,31 @@ class ComposePermutes(RewritePattern):
             rewriter.replace(op, g.PermuteOp(source, perm=perm))
 
 
+class UnflattenBatchMatmul(RewritePattern):
+    """A batched matmul with an operand that is a reshape merging the leading
+    dimensions of a tensor into one (ATen's ``matmul`` of 4-d tensors is a ``bmm`` of
+    such views) multiplies in the unmerged batch dimensions instead:
+    ``reshape(matmul(reshape(lhs), reshape(rhs)))``, where the inner reshapes undo (or
+    compose with) the operands' own. The operand is then not copied into the merged
+    shape, and a permute under it can be read in place (``graph.matmul_permuted``)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: g.MatmulOp, rewriter: PatternRewriter) -> None:
+        a, b = g.shape_of(op.lhs), g.shape_of(op.rhs)
+        if len(a) != 3:
+            return
+        lead = next((tuple(g.shape_of(v.owner.input)[:-2]) for v in (op.rhs, op.lhs)
+                     if isinstance(v.owner, g.ReshapeOp) and len(g.shape_of(v.owner.input)) > 3
+                     and g.shape_of(v.owner.input)[-2:] == g.shape_of(v)[-2:]
+                     and math.prod(g.shape_of(v.owner.input)[:-2]) == a[0]), None)
+        if lead is None:
+            return
+        lhs = g.ReshapeOp(op.lhs, (*lead, *a[1:]))
+        rhs = g.ReshapeOp(op.rhs, (*lead, *b[1:]))
+        matmul = g.MatmulOp(lhs.result, rhs.result)
+        rewriter.replace(op, [lhs, rhs, matmul, g.ReshapeOp(matmul.result, g.shape_of(op.result))])
+
+
 class DoubleNegation(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: g.NegOp, rewriter: PatternRewriter) -> None:
@@ -131,6 +156,7 @@ PATTERNS: dict[type[Operation], tuple[RewritePattern, ...]] = {
     g.ExpandOp: (FoldIdentityExpand(),),
     g.ConvertOp: (FoldIdentityConvert(),),
     g.PermuteOp: (ComposePermutes(),),
+    g.MatmulOp: (UnflattenBatchMatmul(),),
     g.NegOp: (DoubleNegation(),),
     **{op: (ScalarReduction(),) for op in (g.SumOp, g.MeanOp, g.AmaxOp)},
     **{op: (ArithmeticIdentity(),) for op in (g.AddOp, g.SubOp, g.MulOp, g.DivOp)},

@@ -72,6 +72,13 @@ def _elements(value: Any) -> int:
     return math.prod(g.shape_of(value))
 
 
+def gathers_per_output(op: Operation) -> float:
+    """Elements read per output element of an op that picks one element of its first
+    operand (a table) per output element by index: that element and the others."""
+    out = sum(_elements(r) for r in op.results)
+    return (out + sum(_elements(o) for o in op.operands[1:])) / out if out else 0.0
+
+
 def reads_per_output(op: Operation) -> float:
     """Elements read per output element (one operation each): reductions, data
     movement, indexing and windows."""
@@ -209,6 +216,8 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
     g.AmaxOp: OpSemantics(ref.amax, "torch.amax({0}, {dims}, keepdim={keepdim})",
                           flops=reads_per_output),
     g.MatmulOp: OpSemantics(ref.matmul, "{0} @ {1}", flops=_matmul_flops),
+    g.MatmulPermutedOp: OpSemantics(ref.matmul_permuted, "{0} @ {1}.permute({rhs_perm})",
+                                    flops=_matmul_flops, decompose=dec.matmul_permuted),
     # --- shapes (views)
     g.ReshapeOp: OpSemantics(ref.reshape, "{0}.reshape({shape})", flops=reads_per_output),
     g.ExpandOp: OpSemantics(ref.expand, "{0}.expand({shape})", flops=reads_per_output),
@@ -217,11 +226,11 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
     g.ConcatOp: OpSemantics(ref.concat, "torch.cat({inputs}, {dim})", flops=reads_per_output),
     # --- indexing
     g.EmbeddingOp: OpSemantics(ref.embedding, "torch.embedding({0}, {1})",
-                               flops=reads_per_output),
+                               flops=gathers_per_output),
     g.IndexPutOp: OpSemantics(ref.index_put, "torch.index_put({0}, ({1},), {2}, {accumulate})",
                               flops=reads_per_output),
     g.GatherOp: OpSemantics(ref.gather, "torch.gather({0}, {dim}, {1})",
-                            flops=reads_per_output),
+                            flops=gathers_per_output),
     g.ScatterOp: OpSemantics(ref.scatter, "torch.scatter({0}, {dim}, {1}, {2})",
                              flops=reads_per_output),
     # --- rows

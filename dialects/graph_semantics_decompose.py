@@ -139,6 +139,12 @@ def not_(b: Builder, op: g.NotOp) -> list[SSAValue]:
     return [e(g.EqOp(op.input, e.scalar(0)))]
 
 
+def matmul_permuted(b: Builder, op: g.MatmulPermutedOp) -> list[SSAValue]:
+    """lhs @ permute(rhs, rhs_perm)"""
+    e = Insert(b, op.lhs)
+    return [e(g.MatmulOp(op.lhs, e(g.PermuteOp(op.rhs, perm=op.rhs_perm.get_values()))))]
+
+
 # --------------------------------------------------------------------------- GELU
 
 

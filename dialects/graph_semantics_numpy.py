@@ -208,6 +208,10 @@ def matmul(op: g.MatmulOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def matmul_permuted(op: g.MatmulPermutedOp, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.matmul(a, np.transpose(b, op.rhs_perm.get_values()))
+
+
 # --------------------------------------------------------------------------- shapes
 
 

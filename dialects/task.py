@@ -471,7 +471,7 @@ class KernelOp(IRDLOperation):
             groups = [task.operand_groups() for task in tasks]
             accesses = [task.accesses(group) for task, group in zip(tasks, groups, strict=True)]
             self._verify_events(tasks, event_graph(groups))
-            self._verify_outputs_written_once([writes for _, writes in accesses])
+            self._verify_outputs_written_once([r for r, _ in accesses], [w for _, w in accesses])
             _verify_task_bodies(tasks, accesses, bodies)
         except Exception:
             # These checks read the tasks' regions and events, which each task verifies
@@ -508,12 +508,15 @@ class KernelOp(IRDLOperation):
                         task, f"task {index} (@{task.body_name}) waits on an event that {who}: "
                         "tasks must be in a topological order")
 
-    def _verify_outputs_written_once(self, writes: Sequence[Accesses]) -> None:
-        """Every element of every kernel output is written by exactly one task."""
+    def _verify_outputs_written_once(self, reads: Sequence[Accesses],
+                                     writes: Sequence[Accesses]) -> None:
+        """Every element of every kernel output is written by exactly one task, not
+        counting in-place updates (a task that reads the region it writes, after the
+        task that wrote it: convert-graph-to-task's index_put)."""
         tiles: dict[SSAValue, list[Tile]] = {out: [] for out in self.outputs}
-        for accesses in writes:
+        for read, accesses in zip(reads, writes, strict=True):
             for value, tile in accesses:
-                if value in tiles:
+                if value in tiles and (value, tile) not in read:
                     tiles[value].append(tile)
         for i, (out, written) in enumerate(tiles.items()):
             shape = buffer_shape(out)

@@ -87,22 +87,29 @@ def _need_whole(value: SSAValue, tile: Tile, dims: Iterable[int], what: str,
 
 def _matmul_regions(op: g.GraphOp, reads: Accesses, writes: Accesses) -> None:
     """The kernels address one matrix per operand from its region's origin."""
+    perm = op.rhs_perm.get_values() if isinstance(op, g.MatmulPermutedOp) else None
     for what, pairs in (("input", reads), ("output", writes)):
         for i, (_, tile) in enumerate(pairs):
-            if any(s != 1 for s in tile.sizes[:-2]):
-                raise VerifyException(f"task.task graph.matmul {what} {i}: region [{tile}] "
+            sizes = tile.sizes
+            if perm is not None and what == "input" and i == 1:  # as the matmul reads it
+                sizes = tuple(sizes[p] for p in perm)
+            if any(s != 1 for s in sizes[:-2]):
+                raise VerifyException(f"task.task {op.name} {what} {i}: region [{tile}] "
                                       "spans more than one matrix (leading sizes must be 1)")
 
 
 def _reduction_regions(op: g.GraphOp, reads: Accesses, writes: Accesses) -> None:
-    """Reduced dimensions whole; each kept one is the output tile's."""
+    """Reduced dimensions whole (or, with ``keepdim``, a chunk: a split reduction's
+    partial result); each kept one is the output tile's."""
     assert isinstance(op, g.ReduceOp)
     ((value, region),) = reads
     ((_, tile),) = writes
     rank = len(region.sizes)
     dims = sorted(set(g.normalize_dims(op.dims.get_values(), rank)))
-    _need_whole(value, region, dims, f"{op.name} input 0", "a task reduces whole dimensions")
     keepdim = bool(op.keepdim.value.data)
+    if not keepdim:
+        _need_whole(value, region, dims, f"{op.name} input 0",
+                    "a task reduces whole dimensions")
     kept = [d for d in range(rank) if keepdim or d not in dims]
     for i, d in enumerate(kept):
         if d not in dims and region.offsets[d] != tile.offsets[i]:
@@ -175,7 +182,8 @@ def _any_regions(op: g.GraphOp, reads: Accesses, writes: Accesses) -> None:
 
 
 _TILED: dict[type[g.GraphOp], Rule] = {
-    g.MatmulOp: _matmul_regions, g.SumOp: _reduction_regions, g.MeanOp: _reduction_regions,
+    **dict.fromkeys(g.MATMULS, _matmul_regions), g.SumOp: _reduction_regions,
+    g.MeanOp: _reduction_regions,
     g.AmaxOp: _reduction_regions, g.SoftmaxOp: _row_regions, g.LogSoftmaxOp: _row_regions,
     g.SoftmaxBackwardOp: _row_regions, g.LogSoftmaxBackwardOp: _row_regions,
     g.LayerNormOp: _row_regions, g.SliceOp: _slice_regions, g.ReshapeOp: _reshape_regions,

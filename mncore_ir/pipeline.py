@@ -28,6 +28,12 @@ from mncore_ir.registry import get_all_dialects, get_all_passes
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
 
+#: convert-graph-to-task's options for the mncore level: the megakernel tilings that
+#: convert-task-to-mncore has no kernels for (collectives, permuted reads, split-K, split
+#: reductions and finer rows, in-place index_put) are off.
+MNCORE_TASKS = ("collectives=false permuted_reads=false split_k=0 fill_workers=false "
+                "in_place_index_put=false")
+
 #: What a device's pipeline or cache tag says for the machine it compiles for.
 MACHINE = "$MNCORE_MACHINE"
 
@@ -67,7 +73,7 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "convert-graph-to-task{collectives=false}",
            executables.triton_megakernel, "triton", TASK_ELEMENT_TYPES),
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
-           f"{GRAPH_PIPELINE},convert-graph-to-task{{collectives=false}},"
+           f"{GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
            f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",
            executables.cycle_simulator, f"mncore-{MACHINE}", MNCORE_ELEMENT_TYPES),
 )}

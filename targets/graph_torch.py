@@ -407,8 +407,8 @@ _OPERATORS = tuple(op for op in g.ELEMENTWISE_BINARY
                    if (semantics(op).torch or "").startswith("{0} "))
 
 
-@_emits(*_OPERATORS, g.MatmulOp)
-def _operator(gen: _Generator, op: g.BinaryOp | g.MatmulOp) -> None:
+@_emits(*_OPERATORS, g.MatmulOp, g.MatmulPermutedOp)
+def _operator(gen: _Generator, op: g.BinaryOp | g.MatmulOp | g.MatmulPermutedOp) -> None:
     rhs = gen.s(op.rhs) if isinstance(op, g.BinaryOp) else gen.t(op.rhs)
     gen.emit(op.results, _spell(gen, op, [gen.t(op.lhs), rhs]))
 

@@ -108,6 +108,7 @@ class TaskWork:
     def __init__(self, bodies: Mapping[str, t.BodyOp]) -> None:
         self.bodies = bodies
         self.flops: dict[str, tuple[float, float] | None] = {}  # (per point, per task)
+        self.indexed: dict[str, type[g.GraphOp] | None] = {}  # bodies that read by index
 
     def _body_flops(self, task: t.TaskOp) -> tuple[float, float] | None:
         op = t.computation(task, self.bodies)
@@ -122,12 +123,16 @@ class TaskWork:
         name = task.body_name
         if name not in self.flops:
             self.flops[name] = self._body_flops(task)
+            op = t.computation(task, self.bodies)
+            self.indexed[name] = type(op) if isinstance(op, INDEXED_READS) else None
         rates = self.flops[name]
         if rates is self.LINK:
             return 0.0, 0.0
         reads, writes = task.reads(), task.writes()
-        moved = sum(math.prod(tile.sizes) * numpy_dtype(element_type(v)).itemsize
-                    for v, tile in [*reads, *writes])
+        moved = sum(_bytes(v, tile) for v, tile in [*reads, *writes])
+        kind = self.indexed[name]
+        if kind is not None:
+            moved -= _untouched_bytes(kind, reads, writes)
         if rates is None:  # nothing runs it: one operation per element read (or written)
             flops = float(sum(math.prod(tile.sizes) for _, tile in reads)
                           or sum(math.prod(tile.sizes) for _, tile in writes))
@@ -135,6 +140,30 @@ class TaskWork:
             points = math.prod(writes[0][1].sizes) if writes else 0
             flops = rates[0] * points + rates[1]
         return float(flops), float(moved)
+
+
+#: Ops whose task regions overstate what they move: an embedding or a gather reads
+#: one element of its table per output element (the region is the whole table); an
+#: index_put whose input is its output (convert-graph-to-task's in-place task) reads
+#: and writes only the rows it puts.
+INDEXED_READS = (g.EmbeddingOp, g.GatherOp, g.IndexPutOp)
+
+
+def _bytes(value: Any, tile: t.Tile) -> float:
+    return math.prod(tile.sizes) * numpy_dtype(element_type(value)).itemsize
+
+
+def _untouched_bytes(kind: type[g.GraphOp], reads: Sequence[Any], writes: Sequence[Any]
+                     ) -> float:
+    """What the regions of a task of ``kind`` count that it does not move."""
+    (table, region), (out, tile) = reads[0], writes[0]
+    if kind is not g.IndexPutOp:  # the table's region, less an element per output
+        return _bytes(table, region) - math.prod(tile.sizes) * (
+            numpy_dtype(element_type(table)).itemsize)
+    if table is not out or region != tile:
+        return 0.0  # out-of-place: the whole input is copied
+    values = reads[2]
+    return 2 * _bytes(out, tile) - _bytes(*values)  # the rows put, not the buffer twice
 
 
 def ring_traffic(op: g.CollectiveOp, in_bytes: float, out_bytes: float) -> tuple[float, int]:

@@ -244,10 +244,14 @@ def row_view(task: t.TaskOp, op: RowOps, layout: Layout) -> Descriptor:
     return desc
 
 
-def matmul_view(task: t.TaskOp, op: g.MatmulOp, layout: Layout) -> Descriptor:
+def matmul_view(task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedOp, layout: Layout
+                ) -> Descriptor:
+    """(m, n, k) loops; a permuted right operand is read through its strides."""
     (a, at), (b, bt) = task.reads()
     (c, ct), = task.writes()
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
+    if isinstance(op, g.MatmulPermutedOp):
+        sb = [sb[p] for p in op.rhs_perm.get_values()]
     m, n, k = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
     return Descriptor([m, n, k], [
         layout.operand(a, at.offsets, [sa[-2], 0, sa[-1]]),
@@ -391,7 +395,7 @@ VIEWS: dict[type[Operation], View] = {
     g.ReshapeOp: reshape_view, g.SumOp: reduce_view, g.MeanOp: reduce_view,
     g.AmaxOp: reduce_view, g.SoftmaxOp: row_view, g.LogSoftmaxOp: row_view,
     g.SoftmaxBackwardOp: row_view, g.LogSoftmaxBackwardOp: row_view,
-    g.LayerNormOp: row_view, g.MatmulOp: matmul_view, g.EmbeddingOp: embedding_view,
+    g.LayerNormOp: row_view, **dict.fromkeys(g.MATMULS, matmul_view), g.EmbeddingOp: embedding_view,
     g.GatherOp: gather_view, g.ScatterOp: scatter_view, g.IndexPutOp: index_put_view,
     g.LayerNormBackwardOp: layer_norm_backward_view, g.Conv2dOp: window_view,
     g.MaxPool2dOp: window_view, g.Conv2dBackwardOp: window_backward_view,

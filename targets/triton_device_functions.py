@@ -538,7 +538,7 @@ _SOURCES: dict[type[Operation], Callable[[TaskType], list[str]]] = {
     g.ScatterOp: _scatter_source, g.IndexPutOp: _index_put_source,
     g.LayerNormBackwardOp: _layer_norm_backward_source, g.Conv2dOp: _window_source,
     g.MaxPool2dOp: _window_source, g.Conv2dBackwardOp: _conv_backward_source,
-    g.MaxPool2dBackwardOp: _pool_backward_source, g.MatmulOp: _matmul_source,
+    g.MaxPool2dBackwardOp: _pool_backward_source, **dict.fromkeys(g.MATMULS, _matmul_source),
     g.SumOp: _reduce_source, g.MeanOp: _reduce_source, g.AmaxOp: _reduce_source,
     g.SoftmaxOp: _row_source, g.LogSoftmaxOp: _row_source,
     g.SoftmaxBackwardOp: _row_source, g.LogSoftmaxBackwardOp: _row_source,

@@ -318,7 +318,7 @@ def generate(kernel: t.KernelOp) -> str:
             types[key] = TaskType(len(types), op, task, dtypes)
         tt = types[key]
         sizes = right_align(desc.sizes, RANK, 1)
-        matmul = isinstance(op, g.MatmulOp)
+        matmul = isinstance(op, g.MATMULS)
         tt.largest[0] = max(tt.largest[0], math.prod(sizes))
         tt.largest[1] = max(tt.largest[1], sizes[3] if matmul else math.prod(sizes[:3]))
         tt.largest[2] = max(tt.largest[2], sizes[4] if matmul else math.prod(sizes[3:]))

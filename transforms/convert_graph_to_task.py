@@ -30,97 +30,36 @@ describes; producers with the same set of consumers then share one event.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    IntegerAttr,
-    MemRefType,
-    ModuleOp,
-    TensorType,
-    i64,
-)
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import BoolAttr, MemRefType, ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.dialects import task as t
-from mncore_ir.dialects.element_types import TASK_ELEMENT_TYPES
 from mncore_ir.dialects.task import Tile
-from mncore_ir.dialects.task_regions import RegionTypes
 from mncore_ir.dialects.values import paused_gc
-from mncore_ir.transforms.convert_graph_to_task_bodies import Bodies, is_scalar_constant
+from mncore_ir.transforms.convert_graph_to_task_bodies import is_scalar_constant
+from mncore_ir.transforms.convert_graph_to_task_kernel import (
+    PlannedTask,
+    TaskConversionError,
+    TaskPlanner,
+    region_types,
+)
 from mncore_ir.transforms.convert_graph_to_task_tiles import (
-    AccessGroup,
     Shape,
     broadcast_region,
     grid,
+    k_slabs,
+    permuted_back,
     tile_sizes,
-    transitive_reduction,
     whole,
 )
 
-
-class TaskConversionError(DiagnosticException):
-    """A graph function that cannot become a task kernel; ``op`` is the op to blame
-    (the tools report its source position)."""
-
-    def __init__(self, message: str, op: Operation | None = None) -> None:
-        super().__init__(message)
-        self.op = op
-
-
-#: The most elements a task-level buffer may hold: Triton's block offsets
-#: (``tl.arange``) and the megakernel's counters are 32-bit.
-MAX_BUFFER_ELEMENTS = 2**31 - 1
-
-
-def memref_of(typ: Attribute) -> MemRefType:
-    assert isinstance(typ, TensorType)
-    return MemRefType(typ.element_type, typ.get_shape())
-
-
-def region_types(pairs: Sequence[tuple[SSAValue, Tile]]) -> RegionTypes:
-    """The element type and sizes of each region of graph values."""
-    types = []
-    for value, tile in pairs:
-        typ = value.type
-        assert isinstance(typ, TensorType)
-        types.append((typ.element_type, tile.sizes))
-    return tuple(types)
-
-
-@dataclass
-class Storage:
-    """A memref and the accesses of the value it holds now and of the one before."""
-
-    value: SSAValue
-    reusable: bool
-    writers: list[AccessGroup] = field(default_factory=list)
-    readers: list[AccessGroup] = field(default_factory=list)
-    previous: list[AccessGroup] = field(default_factory=list)
-
-    @property
-    def shape(self) -> Shape:
-        typ = self.value.type
-        assert isinstance(typ, MemRefType)
-        return tuple(typ.get_shape())
-
-    def new_version(self) -> None:
-        self.previous = self.writers + self.readers
-        self.writers, self.readers = [], []
-
-
-@dataclass
-class PlannedTask:
-    body: str
-    ins: list[tuple[Storage, Tile]]
-    outs: list[tuple[Storage, Tile]]
-    deps: set[int] = field(default_factory=set)
+__all__ = ["ConvertGraphToTaskPass", "KernelBuilder", "TaskConversionError"]
 
 
 # --------------------------------------------------------------------------- the pass
@@ -156,6 +95,29 @@ class ConvertGraphToTaskPass(ModulePass):
     collective over its whole tensor, after all of its producer (to measure what the
     overlap gains)."""
 
+    permuted_reads: bool = True
+    """A matmul whose right operand is a permute (the transposed weight of
+    ``F.linear``, a KV cache's keys) reads the permute's input where it lies, in
+    ``graph.matmul_permuted`` tiles, instead of waiting for a copy of it; false for
+    targets without that tile kernel."""
+
+    split_k: int = 64
+    """When a matmul's output tiles would leave over half of the workers idle (a
+    matrix-vector product in decoding), its contracted dimension is cut into slabs of
+    at least this many, each a task writing a partial product, and a pointwise task per
+    tile sums them (MPK's split-K); 0: never."""
+
+    fill_workers: bool = True
+    """Cut ops whose tasks would leave over half of the workers idle (decoding at
+    batch 1) finer: long rows of row ops and reductions fewer to a task, down to one;
+    a sum or max along one long dimension (an argmax over a vocabulary) into chunks of
+    at least ``elementwise_tile``, reduced each, then together."""
+
+    in_place_index_put: bool = True
+    """An index_put is a tiled copy of its input into its result and one task writing
+    the values there in place (reading the buffer it writes); false: one task over
+    whole tensors."""
+
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
 
@@ -177,202 +139,21 @@ class ConvertGraphToTaskPass(ModulePass):
             Rewriter.replace_op(func, kernel)
 
 
-class KernelBuilder:
-    """Lowers one function: plans tasks op by op, then emits buffers, events, tasks."""
+class KernelBuilder(TaskPlanner):
+    """How each graph op is cut into tasks."""
 
-    def __init__(self, options: ConvertGraphToTaskPass, func: FuncOp) -> None:
-        self.options = options
-        self.func = func
-        ins = [memref_of(a) for a in func.function_type.inputs.data]
-        outs = [memref_of(r) for r in func.function_type.outputs.data]
-        self.block = Block(arg_types=[*ins, *outs])
-        self.inputs = list(self.block.args[: len(ins)])
-        self.outputs = list(self.block.args[len(ins):])
-        self.head: list[Operation] = []  # buffers and constants
-        self.bodies = Bodies()
-        self.tasks: list[PlannedTask] = []
-        self.where: dict[SSAValue, Storage] = {}
-        self.free: dict[MemRefType, list[Storage]] = {}
-        self.current: Operation = func  # the op being lowered, blamed for its tiles
-
-    # --- storage
-
-    def storage_for_result(self, value: SSAValue, direct: dict[SSAValue, int]) -> Storage:
-        if value in direct:
-            return Storage(self.outputs[direct.pop(value)], reusable=False)
-        typ = memref_of(value.type)
-        pool = self.free.get(typ) if self.options.reuse_buffers else None
-        if pool:
-            storage = pool.pop()
-            storage.new_version()
-            return storage
-        buffer = t.BufferOp.build(result_types=[typ])
-        buffer.result.name_hint = value.name_hint
-        self.head.append(buffer)
-        return Storage(buffer.result, reusable=True)
-
-    def storage_of(self, value: SSAValue) -> Storage:
-        if value not in self.where:
-            owner = value.owner
-            assert isinstance(owner, g.ConstantOp), f"{value} has no storage"
-            const = t.ConstantOp(owner.value)
-            const.result.name_hint = value.name_hint
-            self.head.append(const)
-            self.where[value] = Storage(const.result, reusable=False)
-        return self.where[value]
-
-    # --- planning
-
-    def grid(self, shape: Shape, sizes: Shape) -> Iterator[Tile]:
-        """The tiles of ``sizes`` covering ``shape``, refused when there would be more
-        than ``max_tasks`` tasks (counted, not made)."""
-        self.reserve(0 if 0 in shape else
-                     math.prod(-(-n // s) for n, s in zip(shape, sizes, strict=True)))
-        return grid(shape, sizes)
-
-    def reserve(self, count: int) -> None:
-        limit = self.options.max_tasks
-        if len(self.tasks) + count > limit:
-            raise TaskConversionError(
-                f"{self.current.name}: lowering it would make {len(self.tasks) + count:,} "
-                f"tasks in @{self.func.sym_name.data}, more than max_tasks={limit:,} (larger "
-                "tiles make fewer tasks: elementwise_tile, row_tile, matmul_tile)",
-                self.current)
-
-    def check_addressable(self, op: Operation, values: Sequence[SSAValue]) -> None:
-        """Refuse tensors the task level cannot address or hold."""
-        for value in values:
-            element = g.element_type_of(value)
-            if element not in TASK_ELEMENT_TYPES:
-                raise TaskConversionError(
-                    f"{op.name}: element type {element} is not supported at the task level "
-                    "(it stays at the graph level: run it on the cpu or interp device)", op)
-            count = math.prod(g.shape_of(value))
-            if count > MAX_BUFFER_ELEMENTS:
-                raise TaskConversionError(
-                    f"{op.name}: {value.type} has {count:,} elements, more than the "
-                    f"{MAX_BUFFER_ELEMENTS:,} a task-level buffer can address", op)
-
-    def plan(self, body: g.GraphOp | str, ins: Sequence[tuple[SSAValue, Tile]],
-             outs: Sequence[tuple[SSAValue, Tile]]) -> None:
-        """A task running ``body`` (a pointwise body's symbol, or a graph op, whose tile
-        body on these regions' types it gets) on regions of the graph values."""
-        if any(0 in tile.sizes for _, tile in outs):
-            return  # a zero-size result needs no task
-        if any(0 in tile.sizes for _, tile in ins):
-            raise TaskConversionError(
-                f"{self.current.name}: a task would read a zero-size region to make a "
-                "non-empty result, which the task level cannot express", self.current)
-        if not isinstance(body, str):
-            body = self.bodies.tile(body, region_types(ins), region_types(outs))
-        self.tasks.append(PlannedTask(body, [(self.storage_of(v), tile) for v, tile in ins],
-                                      [(self.where[v], tile) for v, tile in outs]))
-
-    def build(self) -> t.KernelOp:
-        body = list(self.func.body.block.ops)
-        if not body or not isinstance(body[-1], ReturnOp):
-            raise TaskConversionError(f"@{self.func.sym_name.data} does not end in func.return")
-        returned = list(body[-1].operands)
-        last_use: dict[SSAValue, int] = {}
-        for index, op in enumerate(body):
-            for o in op.operands:
-                last_use[o] = index
-        # Each op result returned gets written straight into its first output.
-        direct: dict[SSAValue, int] = {}
-        for i, v in enumerate(returned):
-            if isinstance(v.owner, Operation) and not isinstance(v.owner, g.ConstantOp):
-                direct.setdefault(v, i)
-        copies = [(v, i) for i, v in enumerate(returned) if direct.get(v) != i]
-        for arg, value in zip(self.func.body.block.args, self.inputs, strict=True):
-            self.where[arg] = Storage(value, reusable=False)
-        self.check_addressable(self.func, self.func.body.block.args)
-
-        for index, op in enumerate(body[:-1]):
-            if isinstance(op, g.ConstantOp):
-                continue  # materialised (or inlined) where used
-            if not isinstance(op, g.GraphOp):
-                raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}", op)
-            self.current = op
-            self.check_addressable(op, [*op.operands, *op.results])
-            for r in op.results:
-                self.where[r] = self.storage_for_result(r, direct)
-            first = len(self.tasks)
-            self.lower(op)
-            self.check_results_written(op, first)
-            self.record_accesses(first)
-            for value in {*op.operands, *op.results}:
-                storage = self.where.get(value)
-                if (storage is not None and storage.reusable
-                        and last_use.get(value, index) <= index and value not in returned):
-                    self.free.setdefault(memref_of(value.type), []).append(storage)
-        for value, i in copies:
-            self.current = body[-1]
-            first = len(self.tasks)
-            self.where[value] = self.storage_of(value)
-            target = Storage(self.outputs[i], reusable=False)
-            shape = g.shape_of(value)
-            body = self.bodies.pointwise([], [value], [value])
-            for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
-                self.tasks.append(PlannedTask(body, [(self.where[value], tile)],
-                                              [(target, tile)]))
-            self.record_accesses(first)
-        return self.emit()
-
-    def check_results_written(self, op: Operation, first: int) -> None:
-        """A non-empty result that no new task writes comes from reading only zero-size
-        regions (a reduction over an empty dimension, a gradient summed over no rows):
-        its value would be whatever the buffer held."""
-        written = {id(storage) for task in self.tasks[first:] for storage, _ in task.outs}
-        for result in op.results:
-            if math.prod(g.shape_of(result)) and id(self.where[result]) not in written:
-                raise TaskConversionError(
-                    f"{op.name}: result {result.index} would be computed from zero-size "
-                    "regions only, which the task level cannot express", op)
-
-    def record_accesses(self, first: int) -> None:
-        """Find the new tasks' dependencies, then index their accesses."""
-        groups: dict[tuple[int, bool], AccessGroup] = {}
-        for index in range(first, len(self.tasks)):
-            task = self.tasks[index]
-            for storage, tile in task.ins:
-                for group in storage.writers:
-                    task.deps.update(group.overlapping(tile))
-            for storage, tile in task.outs:
-                for group in storage.previous:
-                    task.deps.update(group.overlapping(tile))
-        for index in range(first, len(self.tasks)):
-            task = self.tasks[index]
-            for writes, accesses in ((False, task.ins), (True, task.outs)):
-                for storage, tile in accesses:
-                    key = (id(storage), writes)
-                    if key not in groups:
-                        groups[key] = AccessGroup(storage.shape)
-                        (storage.writers if writes else storage.readers).append(groups[key])
-                    groups[key].entries.append((tile, index))
-        for group in groups.values():
-            group.finish()
-
-    # --- per-op tiling
+    options: ConvertGraphToTaskPass
 
     def lower(self, op: g.GraphOp) -> None:
         o = self.options
         if isinstance(op, g.FusedOp) or op.has_trait(g.Elementwise) or isinstance(op, g.ExpandOp):
             self.lower_elementwise(op)
         elif isinstance(op, g.MatmulOp):
-            shape = g.shape_of(op.result)
-            rank = len(shape)
-            sizes = tile_sizes(shape, 1, {rank - 2: o.matmul_tile[0], rank - 1: o.matmul_tile[1]})
-            k = g.shape_of(op.lhs)[-1]
-            for tile in self.grid(shape, sizes):
-                lead, (mo, no), (ms, ns) = tile.offsets[:-2], tile.offsets[-2:], tile.sizes[-2:]
-                ones = (1,) * (rank - 2)
-                self.plan(op, [(op.lhs, Tile((*lead, mo, 0), (*ones, ms, k))),
-                                     (op.rhs, Tile((*lead, 0, no), (*ones, k, ns)))],
-                          [(op.result, tile)])
+            self.lower_matmul(op)
         elif isinstance(op, g.RowOp | g.RowBackwardOp):
             shape = g.shape_of(op.operands[0])
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
-            rows = self.rows_per_task(shape[dim])
+            rows = self.rows_per_task(shape[dim], math.prod(shape) // max(shape[dim], 1))
             for tile in self.grid(shape, tile_sizes(shape, rows, {dim: shape[dim]})):
                 self.plan(op, [(v, tile) for v in op.operands], [(op.result, tile)])
         elif isinstance(op, g.LayerNormOp):
@@ -380,7 +161,7 @@ class KernelBuilder:
             k = op.normalized_dims.value.data
             lead = len(shape) - k
             full = {d: shape[d] for d in range(lead, len(shape))}
-            rows = self.rows_per_task(math.prod(shape[lead:]))
+            rows = self.rows_per_task(math.prod(shape[lead:]), math.prod(shape[:lead]))
             for tile in self.grid(shape, tile_sizes(shape, rows, full)):
                 stats = Tile((*tile.offsets[:lead], *[0] * k), (*tile.sizes[:lead], *[1] * k))
                 self.plan(op, [(op.input, tile), (op.weight, whole(shape[lead:])),
@@ -392,11 +173,7 @@ class KernelBuilder:
             shape = g.shape_of(op.result)
             perm = op.perm.get_values()
             for tile in self.grid(shape, tile_sizes(shape, o.elementwise_tile)):
-                offsets, sizes = [0] * len(perm), [0] * len(perm)
-                for i, p in enumerate(perm):
-                    offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
-                self.plan(op, [(op.input, Tile(tuple(offsets), tuple(sizes)))],
-                          [(op.result, tile)])
+                self.plan(op, [(op.input, permuted_back(tile, perm))], [(op.result, tile)])
         elif isinstance(op, g.ConcatOp):  # copies of each input into its slab
             shape = g.shape_of(op.result)
             (dim,) = g.normalize_dims([op.dim.value.data], len(shape))
@@ -424,16 +201,30 @@ class KernelBuilder:
         elif isinstance(op, g.EmbeddingOp):
             shape = g.shape_of(op.result)
             rank = len(shape)
-            rows = self.rows_per_task(shape[-1])
+            rows = self.rows_per_task(shape[-1], math.prod(shape[:-1]))
             for tile in self.grid(shape, tile_sizes(shape, rows, {rank - 1: shape[-1]})):
                 self.plan(op, [(op.weight, whole(g.shape_of(op.weight))),
                                (op.indices, Tile(tile.offsets[:-1], tile.sizes[:-1]))],
                           [(op.result, tile)])
         elif isinstance(op, g.CollectiveOp):
             self.lower_collective(op)
+        elif isinstance(op, g.IndexPutOp) and o.in_place_index_put:
+            self.lower_index_put(op)
         else:  # one task over whole tensors
             self.plan(op, [(v, whole(g.shape_of(v))) for v in op.operands],
                       [(r, whole(g.shape_of(r))) for r in op.results])
+
+    def lower_index_put(self, op: g.IndexPutOp) -> None:
+        """The input copied into the result in elementwise tiles (spread over the
+        workers), then one task writing the values into the result in place: of a KV
+        cache's update, only the copy grows with the cache."""
+        shape = g.shape_of(op.result)
+        copy = self.bodies.pointwise([], [op.input], [op.input])
+        for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
+            self.plan(copy, [(op.input, tile)], [(op.result, tile)])
+        self.record_accesses()
+        self.plan(op, [(v, whole(g.shape_of(v))) for v in (op.result, op.indices, op.values)],
+                  [(op.result, whole(shape))])
 
     def lower_collective(self, op: g.CollectiveOp) -> None:
         """Tiles that each wait only for the tasks writing what they read (MPK's
@@ -463,12 +254,67 @@ class KernelBuilder:
             self.plan(op, [(op.input, tile)],
                       [(op.result, Tile(tile.offsets, (out[0], *tile.sizes[1:])))])
 
-    def rows_per_task(self, row: int) -> int:
-        """Rows per task of an op whose rows hold ``row`` elements each (a reduction's
-        row: the elements one output reduces): ``row_tile``, or more when rows are
-        short, so that a task holds about ``elementwise_tile`` elements: tasks of a few
-        short rows would cost more to schedule than to compute."""
-        return max(self.options.row_tile, self.options.elementwise_tile // max(row, 1))
+    def lower_matmul(self, op: g.MatmulOp) -> None:
+        """``matmul_tile`` output tiles, each reading a row band of the left operand and
+        a column band of the right one; a right operand that is a transpose read where
+        it lies (``transposed_reads``); the contracted dimension cut into slabs, each a
+        task writing a partial product that a pointwise task sums, when the output
+        tiles are too few to fill the workers (``split_k``)."""
+        o = self.options
+        shape = g.shape_of(op.result)
+        rank = len(shape)
+        sizes = tile_sizes(shape, 1, {rank - 2: o.matmul_tile[0], rank - 1: o.matmul_tile[1]})
+        tiles = math.prod(-(-n // s) for n, s in zip(shape, sizes, strict=True))
+        slabs = k_slabs(g.shape_of(op.lhs)[-1], tiles, o.workers, o.split_k)
+        rhs: SSAValue = op.rhs
+        perm = tuple(range(rank))
+        body: g.GraphOp = op
+        permute = rhs.owner
+        if isinstance(permute, g.PermuteOp) and permute in self.permuted:
+            rhs, perm = permute.input, permute.perm.get_values()
+            body = g.MatmulPermutedOp.create(  # a prototype: the tile bodies' class and perm
+                result_types=[op.result.type], properties={"rhs_perm": permute.perm})
+        result = self.where[op.result]
+        split = len(slabs) > 1
+        # Partial products stacked along the rows: slab s's tile is rows s*m + mo.
+        m = shape[-2]
+        partial = self.scratch(MemRefType(g.element_type_of(op.result),
+                                          (*shape[:-2], len(slabs) * m, shape[-1])),
+                               f"{op.result.name_hint or 'matmul'}_partial") if split else result
+        self.reserve(tiles * (len(slabs) + split))
+        for s, (k0, ks) in enumerate(slabs):
+            for tile in grid(shape, sizes):
+                lead, (mo, no), (ms, ns) = tile.offsets[:-2], tile.offsets[-2:], tile.sizes[-2:]
+                ones = (1,) * (rank - 2)
+                right = permuted_back(Tile((*lead, k0, no), (*ones, ks, ns)), perm)
+                ins = [(op.lhs, Tile((*lead, mo, k0), (*ones, ms, ks))), (rhs, right)]
+                name = self.bodies.tile(body, region_types(ins), region_types([(op.result,
+                                                                                 tile)]))
+                out = Tile((*lead, s * m + mo, no), tile.sizes)
+                self.tasks.append(PlannedTask(name, [(self.storage_of(v), r) for v, r in ins],
+                                              [(partial, out if split else tile)]))
+        if split:  # the sums, after their partial products
+            self.record_accesses()
+            total = self.bodies.sum(g.element_type_of(op.result), len(slabs))
+            for tile in grid(shape, sizes):
+                parts = [Tile((*tile.offsets[:-2], s * m + tile.offsets[-2], tile.offsets[-1]),
+                              tile.sizes) for s in range(len(slabs))]
+                self.tasks.append(PlannedTask(total, [(partial, p) for p in parts],
+                                              [(result, tile)]))
+            self.free.setdefault(partial.memref, []).append(partial)
+
+    def rows_per_task(self, row: int, rows: int) -> int:
+        """Rows per task of an op with ``rows`` rows of ``row`` elements each (a
+        reduction's row: the elements one output reduces): ``row_tile``, or more when
+        rows are short, so that a task holds about ``elementwise_tile`` elements: tasks
+        of a few short rows would cost more to schedule than to compute. Long rows that
+        would make too few tasks to fill half of the workers (attention over a KV cache
+        at batch 1) go fewer to a task, down to one per worker."""
+        o = self.options
+        wide = max(o.row_tile, o.elementwise_tile // max(row, 1))
+        if o.fill_workers and row * wide > o.elementwise_tile and 2 * -(-rows // wide) <= o.workers:
+            return max(1, min(o.elementwise_tile // max(row, 1), -(-rows // o.workers)))
+        return wide
 
     def lower_elementwise(self, op: g.GraphOp) -> None:
         if isinstance(op, g.FusedOp):
@@ -529,53 +375,49 @@ class KernelBuilder:
         # Which input dimension each output dimension indexes.
         kept = [d for d in range(len(in_shape)) if keep or d not in dims]
         fixed = {i: 1 for i, d in enumerate(kept) if d in dims}
-        rows = self.rows_per_task(math.prod(in_shape[d] for d in dims))
-        for tile in self.grid(out_shape, tile_sizes(out_shape, rows, fixed)):
-            offsets, sizes = [0] * len(in_shape), list(in_shape)
-            for i, d in enumerate(kept):
-                if d not in dims:
-                    offsets[d], sizes[d] = tile.offsets[i], tile.sizes[i]
-            self.plan(op, [(op.input, Tile(tuple(offsets), tuple(sizes)))], [(op.result, tile)])
-
-    # --- emission
-
-    def emit(self) -> t.KernelOp:
-        preds = transitive_reduction([task.deps for task in self.tasks])
-        successors: list[list[int]] = [[] for _ in self.tasks]
-        for index, ps in enumerate(preds):
-            for p in ps:
-                successors[p].append(index)
-        event_of: dict[tuple[int, ...], t.EventOp] = {}
-        signal: list[t.EventOp | None] = []
-        for succ in successors:
-            if not succ:
-                signal.append(None)
-                continue
-            key = tuple(succ)
-            if key not in event_of:
-                event_of[key] = t.EventOp(0)
-            signal.append(event_of[key])
-        counts: dict[t.EventOp, int] = {}
-        for event in signal:
-            if event is not None:
-                counts[event] = counts.get(event, 0) + 1
-        for event, count in counts.items():
-            event.triggers = IntegerAttr(count, i64)
-        ops: list[Operation] = [*self.bodies.ops, *self.head, *event_of.values()]
-        results = [event.result if event is not None else None for event in signal]
-        for index, task in enumerate(self.tasks):
-            # A predecessor signals an event: it has a successor, this task.
-            waits = list(dict.fromkeys(e for p in sorted(preds[index])
-                                       if (e := results[p]) is not None))
-            ops.append(t.TaskOp(task.body, [(s.value, tile) for s, tile in task.ins],
-                                [(s.value, tile) for s, tile in task.outs], waits,
-                                results[index]))
-        ops.append(t.ReturnOp())
-        self.block.add_ops(ops)
-        ftype = self.func.function_type
-        kernel = t.KernelOp(self.func.sym_name.data, [memref_of(a) for a in ftype.inputs.data],
-                            [memref_of(r) for r in ftype.outputs.data], Region(self.block))
-        kernel.attributes["workers"] = IntegerAttr(self.options.workers, i64)
-        for arg, old in zip(self.block.args, self.func.body.block.args, strict=False):
-            arg.name_hint = old.name_hint
-        return kernel
+        reduced = math.prod(in_shape[d] for d in dims)
+        rows = self.rows_per_task(reduced, math.prod(out_shape))
+        sizes = tile_sizes(out_shape, rows, fixed)
+        tiles = math.prod(-(-n // s) for n, s in zip(out_shape, sizes, strict=True))
+        chunks = (k_slabs(reduced, tiles, self.options.workers, self.options.elementwise_tile)
+                  if self.options.fill_workers and len(dims) == 1
+                  and not isinstance(op, g.MeanOp) else [(0, reduced)])
+        (dim,) = dims if len(chunks) > 1 else (None,)
+        partial = None
+        if dim is not None:  # partial reductions of chunks, then their reduction
+            part_shape = tuple(len(chunks) if d == dim else n for d, n in enumerate(in_shape))
+            partial = self.scratch(MemRefType(g.element_type_of(op.result), part_shape),
+                                   f"{op.result.name_hint or 'reduce'}_partial")
+            first = type(op).create(result_types=[op.result.type], properties={
+                **op.properties, "keepdim": BoolAttr.from_bool(True)})
+        for c, (start, count) in enumerate(chunks):
+            for tile in self.grid(out_shape, sizes):
+                offsets, extents = [0] * len(in_shape), list(in_shape)
+                for i, d in enumerate(kept):
+                    if d not in dims:
+                        offsets[d], extents[d] = tile.offsets[i], tile.sizes[i]
+                if partial is None:
+                    self.plan(op, [(op.input, Tile(tuple(offsets), tuple(extents)))],
+                              [(op.result, tile)])
+                    continue
+                offsets[dim], extents[dim] = start, count
+                ins = [(op.input, Tile(tuple(offsets), tuple(extents)))]
+                offsets[dim], extents[dim] = c, 1
+                out = Tile(tuple(offsets), tuple(extents))
+                self.tasks.append(PlannedTask(
+                    self.bodies.tile(first, region_types(ins), ((g.element_type_of(op.result),
+                                                                 out.sizes),)),
+                    [(self.storage_of(op.input), ins[0][1])], [(partial, out)]))
+        if partial is not None:
+            self.record_accesses()
+            for tile in self.grid(out_shape, sizes):
+                offsets, extents = [0] * len(in_shape), list(part_shape)
+                for i, d in enumerate(kept):
+                    if d not in dims:
+                        offsets[d], extents[d] = tile.offsets[i], tile.sizes[i]
+                region = Tile(tuple(offsets), tuple(extents))
+                self.tasks.append(PlannedTask(
+                    self.bodies.tile(op, ((g.element_type_of(op.result), region.sizes),),
+                                     region_types([(op.result, tile)])),
+                    [(partial, region)], [(self.where[op.result], tile)]))
+            self.free.setdefault(partial.memref, []).append(partial)

@@ -99,6 +99,21 @@ class Bodies:
 
         return self.add(self.pointwise_ops, str(op), "ew", named)
 
+    def sum(self, element_type: Attribute, count: int) -> str:
+        """The symbol of the pointwise body adding ``count`` values (partial products)."""
+
+        def make(name: str) -> t.BodyOp:
+            block = Block(arg_types=[TensorType(element_type, [])] * count)
+            total: SSAValue = block.args[0]
+            for arg in block.args[1:]:
+                add = g.AddOp(total, arg)
+                block.add_op(add)
+                total = add.result
+            block.add_op(t.YieldOp.build(operands=[[total]]))
+            return t.BodyOp(name, Region(block))
+
+        return self.add(self.pointwise_ops, ("sum", element_type, count), "ew", make)
+
     def tile(self, op: g.GraphOp, ins: RegionTypes, outs: RegionTypes) -> str:
         """The symbol of the tile body of ``op`` on regions of ``ins`` and ``outs``."""
         if op is not self.op:  # the tiles of one op come together

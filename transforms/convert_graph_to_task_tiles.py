@@ -58,6 +58,26 @@ def whole(shape: Shape) -> Tile:
     return Tile((0,) * len(shape), tuple(shape))
 
 
+def permuted_back(tile: Tile, perm: Sequence[int]) -> Tile:
+    """The region of a permute's input that its output ``tile`` reads."""
+    offsets, sizes = [0] * len(perm), [0] * len(perm)
+    for i, p in enumerate(perm):
+        offsets[p], sizes[p] = tile.offsets[i], tile.sizes[i]
+    return Tile(tuple(offsets), tuple(sizes))
+
+
+def k_slabs(k: int, tiles: int, workers: int, slab: int) -> list[tuple[int, int]]:
+    """(offset, size) of the slabs a matmul's contracted dimension ``k`` is cut into:
+    one slab, unless its ``tiles`` output tiles would leave more than half of the
+    ``workers`` idle (a matrix-vector product at batch 1); then as many slabs as fill
+    the workers, each at least ``slab`` long (``slab`` = 0: never cut)."""
+    count = min(workers // max(tiles, 1), k // slab) if slab and 2 * tiles <= workers else 1
+    if count < 2:
+        return [(0, k)]
+    size = -(-k // count)
+    return [(start, min(size, k - start)) for start in range(0, k, size)]
+
+
 # --------------------------------------------------------------------------- accesses
 
 

@@ -24,6 +24,10 @@
 // CHECK-NEXT: {{^}}      row_tile: int = 16
 // CHECK-NEXT: {{^}}      collectives: bool = true
 // CHECK-NEXT: {{^}}      tile_collectives: bool = true
+// CHECK-NEXT: {{^}}      permuted_reads: bool = true
+// CHECK-NEXT: {{^}}      split_k: int = 64
+// CHECK-NEXT: {{^}}      fill_workers: bool = true
+// CHECK-NEXT: {{^}}      in_place_index_put: bool = true
 // CHECK-NEXT: {{^}}      reuse_buffers: bool = true
 // CHECK-NEXT: {{^}}      max_tasks: int = 50000
 // CHECK-NEXT: {{^}}  convert-task-to-mncore   Lower every task.kernel to an mncore.program

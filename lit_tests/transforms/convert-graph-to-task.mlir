@@ -9,15 +9,15 @@
 // write), after transitive reduction; producers with the same consumers share one
 // event, whose trigger count is the number of its signallers. Small tiles keep every
 // kernel short enough to check whole.
-// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2}' | filecheck %s
+// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2 fill_workers=false}' | filecheck %s
 // The output parses and verifies again, in the custom and the generic form.
-// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2}' | mncore-opt | filecheck %s
-// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2}' --print-op-generic | mncore-opt | filecheck %s
+// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2 fill_workers=false}' | mncore-opt | filecheck %s
+// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2 fill_workers=false}' --print-op-generic | mncore-opt | filecheck %s
 // Without buffer reuse every intermediate gets its own buffer.
-// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2 reuse_buffers=false}' | filecheck %s --check-prefix=NOREUSE
+// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2 fill_workers=false reuse_buffers=false}' | filecheck %s --check-prefix=NOREUSE
 // The kernel with a reused buffer computes what the function computes, in program
 // order and in random topological orders of its events (the megakernel simulator).
-// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2}' -o %t.task.mlir
+// RUN: mncore-opt %s -p 'convert-graph-to-task{workers=4 matmul_tile=2,3 elementwise_tile=6 row_tile=2 fill_workers=false}' -o %t.task.mlir
 // RUN: mncore-run %s --function reuse --random-inputs 1 > %t.reuse
 // RUN: mncore-run %t.task.mlir --function reuse --random-inputs 1 | diff - %t.reuse
 // RUN: mncore-run %t.task.mlir --function reuse --random-inputs 1 --random-order 1 | diff - %t.reuse

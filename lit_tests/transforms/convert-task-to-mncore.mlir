@@ -27,7 +27,7 @@
 // CLOSE: True
 // Reductions, gather, scatter, embedding and index_put are lane kernels (Inputs/lanes.mlir): equal
 // to the task level, on both machines.
-// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{row_tile=3 elementwise_tile=12}' -o %t.lanes.task.mlir
+// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{row_tile=3 elementwise_tile=12 fill_workers=false}' -o %t.lanes.task.mlir
 // RUN: mncore-run %t.lanes.task.mlir --random-inputs 4 --save-outputs %t.lanes.task.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2},mncore-schedule' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null

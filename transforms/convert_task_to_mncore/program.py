@@ -31,6 +31,7 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
     Slot,
     element,
     op_label,
+    reduced_dims,
     shape,
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
@@ -44,6 +45,17 @@ LOWERED_OPS: tuple[type[g.GraphOp], ...] = (
 LOWERED = ("elementwise", *(op_label(op) for op in LOWERED_OPS))
 #: Composites that graph-decompose expands into ops that are lowered.
 _DECOMPOSED = (g.RowOp, g.RowBackwardOp, g.LayerNormOp)
+
+
+def _check_whole_reduction(task: t.TaskOp, op: g.ReduceOp) -> None:
+    """The lane kernels reduce whole dimensions: refuse a split reduction's chunk."""
+    ((value, region),) = task.reads()
+    dims, _ = reduced_dims(task, op)
+    if any(region.sizes[d] != shape(value)[d] for d in dims):
+        raise MNCoreConversionError(
+            f"convert-task-to-mncore: {op.name} task reads a chunk [{region}] of its reduced "
+            "dimensions (a split reduction: convert-graph-to-task{fill_workers=false} "
+            "makes whole ones)", task)
 
 
 def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
@@ -62,6 +74,8 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: task kind {label!r} is not lowered{hint}; "
                 f"lowered kinds: {', '.join(LOWERED)}", op or task)
+        if isinstance(op, g.ReduceOp):
+            _check_whole_reduction(task, op)
     ops = kernel.body.block.ops
     fixed = [*kernel.inputs, *kernel.outputs,
              *(op.result for op in ops if isinstance(op, t.ConstantOp))]
