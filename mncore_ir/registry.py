@@ -67,6 +67,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return GraphFuseElementwisePass
 
+    def graph_unroll_steps() -> type[ModulePass]:
+        from mncore_ir.transforms.graph_unroll_steps import GraphUnrollStepsPass
+
+        return GraphUnrollStepsPass
+
     def convert_graph_to_task() -> type[ModulePass]:
         from mncore_ir.transforms.convert_graph_to_task import ConvertGraphToTaskPass
 
@@ -90,6 +95,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dce": dce,
         "graph-decompose": graph_decompose,
         "graph-fuse-elementwise": graph_fuse_elementwise,
+        "graph-unroll-steps": graph_unroll_steps,
         "mncore-schedule": mncore_schedule,
     }
 

@@ -11,6 +11,7 @@
 // CHECK-SAME:   dce
 // CHECK-SAME:   graph-decompose
 // CHECK-SAME:   graph-fuse-elementwise
+// CHECK-SAME:   graph-unroll-steps
 // CHECK:      --verify-diagnostics  check the diagnostics {{.*}} against the input's expected-* directives
 // CHECK:      --split-input-file    process each part of the input between '// -----' lines on its own
 
@@ -40,6 +41,11 @@
 // CHECK-NEXT: {{^}}      primitives: bool = false
 // CHECK-NEXT: {{^}}  graph-fuse-elementwise   Fuse chains of elementwise graph ops
 // CHECK-NEXT: {{^}}      min_ops: int = 2
+// CHECK-NEXT: {{^}}  graph-unroll-steps       Run a step function several times in one function, outputs feeding inputs
+// CHECK-NEXT: {{^}}      steps: int = 2
+// CHECK-NEXT: {{^}}      carry: tuple[int, ...] ={{ ?$}}
+// CHECK-NEXT: {{^}}      collect: tuple[int, ...] | None = none
+// CHECK-NEXT: {{^}}      function: str = main
 // CHECK-NEXT: {{^}}  mncore-schedule          Give every mncore.program's instructions
 
 // Each target.
@@ -62,7 +68,7 @@
 // CHECK:      expected-error-re
 
 // Each listed pass really runs on a trivial module.
-// RUN: mncore-opt %s -p canonicalize,cse,dce,graph-decompose,graph-fuse-elementwise | filecheck %s --check-prefix=RUNS
+// RUN: mncore-opt %s -p 'canonicalize,cse,dce,graph-decompose,graph-fuse-elementwise,graph-unroll-steps{steps=1 carry=-1 function=f}' | filecheck %s --check-prefix=RUNS
 // RUNS: func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
 // RUNS:   func.return %x : tensor<2xf32>
 

@@ -86,3 +86,25 @@ func.func @compose(%a: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<4x2x3xf3
   %5 = graph.neg %4 : tensor<4x2x3xf32>
   func.return %4, %5 : tensor<4x2x3xf32>, tensor<4x2x3xf32>
 }
+
+// -----
+
+// ATen's 4-d matmul: a bmm of views merging the batch dimensions. The batch dimensions
+// stay; the permute under the right operand is then a matmul operand itself (which
+// convert-graph-to-task reads in place). Reshapes that undo each other fold.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK-NEXT:    [[KT:%\w+]] = graph.permute %k perm = array<i64: 1, 2, 3, 0> : tensor<5x1x2x4xf32> -> tensor<1x2x4x5xf32>
+// CHECK-NEXT:    [[Q4:%\w+]] = graph.reshape %q : tensor<2x3x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK-NEXT:    [[OUT:%\w+]] = graph.matmul [[Q4]], [[KT]] : tensor<1x2x3x4xf32>, tensor<1x2x4x5xf32> -> tensor<1x2x3x5xf32>
+// CHECK-NEXT:    [[OTHER:%\w+]] = graph.matmul %q, %w : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+// CHECK-NEXT:    func.return [[OUT]], [[OTHER]]
+func.func @batch_matmul(%q: tensor<2x3x4xf32>, %k: tensor<5x1x2x4xf32>, %w: tensor<2x4x5xf32>) -> (tensor<1x2x3x5xf32>, tensor<2x3x5xf32>) {
+  %kt = graph.permute %k perm = array<i64: 1, 2, 3, 0> : tensor<5x1x2x4xf32> -> tensor<1x2x4x5xf32>
+  %kv = graph.reshape %kt : tensor<1x2x4x5xf32> -> tensor<2x4x5xf32>
+  %bmm = graph.matmul %q, %kv : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+  %out = graph.reshape %bmm : tensor<2x3x5xf32> -> tensor<1x2x3x5xf32>
+  %flat = graph.reshape %w : tensor<2x4x5xf32> -> tensor<2x20xf32>
+  %back = graph.reshape %flat : tensor<2x20xf32> -> tensor<2x4x5xf32>
+  %other = graph.matmul %q, %back : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xf32>
+  func.return %out, %other : tensor<1x2x3x5xf32>, tensor<2x3x5xf32>
+}

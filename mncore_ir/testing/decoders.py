@@ -260,3 +260,11 @@ def step_inputs(model: Decoder) -> tuple[dict[str, torch.Tensor], dict[str, torc
     weights = {k: v for k, v in tensors.items() if k not in caches}
     token = prompt_tokens(model.cfg, 1)
     return weights, caches, token, torch.zeros((), dtype=torch.long)
+
+
+def decode_carry(input_names: list[str], output_names: list[str]) -> tuple[int, ...]:
+    """For ``graph-unroll-steps``: per input of a captured :func:`decode_step`, the
+    output feeding it at the next step (the chosen token, the new caches and position),
+    or -1 (the weights)."""
+    return tuple(0 if name == "token" else output_names.index(f"new.{name}")
+                 if f"new.{name}" in output_names else -1 for name in input_names)

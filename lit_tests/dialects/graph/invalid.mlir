@@ -186,6 +186,24 @@ func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<3x3x5xf32>) {
 
 // -----
 
+// matmul_permuted: the permuted right operand does not fit.
+func.func @matmul_permuted_shapes(%a: tensor<2x3xf32>, %b: tensor<5x3xf32>) {
+  // expected-error@+1 {{graph.matmul_permuted cannot multiply shapes (2, 3) and (5, 3)}}
+  %0 = graph.matmul_permuted %a, %b rhs_perm = array<i64: 0, 1> : tensor<2x3xf32>, tensor<5x3xf32> -> tensor<2x5xf32>
+  func.return
+}
+
+// -----
+
+// matmul_permuted: rhs_perm is not a permutation of the operand's dimensions.
+func.func @matmul_permuted_perm(%a: tensor<2x3xf32>, %b: tensor<5x3xf32>) {
+  // expected-error@+1 {{graph.permute: [1, 1] is not a permutation of 2 dimensions}}
+  %0 = graph.matmul_permuted %a, %b rhs_perm = array<i64: 1, 1> : tensor<2x3xf32>, tensor<5x3xf32> -> tensor<2x5xf32>
+  func.return
+}
+
+// -----
+
 // matmul operands of different element types.
 func.func @matmul_element_types(%a: tensor<2x3xf32>, %b: tensor<3x5xf64>) {
   // expected-error@+1 {{graph.matmul operands have different element types}}

@@ -194,6 +194,21 @@ func.func @reductions(%x: tensor<2x3x4xf32>, %a: tensor<2x3xf32>, %c: tensor<3x5
 // CHECK-NEXT:  func.return
 // CHECK-NEXT:  }
 
+// A matmul reading its right operand through a permutation: a transposed weight, and
+// keys laid out position-first.
+func.func @matmul_permuted(%x: tensor<2x3xf32>, %w: tensor<5x3xf32>, %q: tensor<1x2x1x4xf32>, %k: tensor<7x1x2x4xf32>) {
+  %linear = graph.matmul_permuted %x, %w rhs_perm = array<i64: 1, 0> : tensor<2x3xf32>, tensor<5x3xf32> -> tensor<2x5xf32>
+  %scores = graph.matmul_permuted %q, %k rhs_perm = array<i64: 1, 2, 3, 0> : tensor<1x2x1x4xf32>, tensor<7x1x2x4xf32> -> tensor<1x2x1x7xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @matmul_permuted(
+// CHECK-SAME:  [[X:%\w+]]: tensor<2x3xf32>, [[W:%\w+]]: tensor<5x3xf32>, [[Q:%\w+]]: tensor<1x2x1x4xf32>, [[K:%\w+]]: tensor<7x1x2x4xf32>) {
+// CHECK-NEXT:  {{%\w+}} = graph.matmul_permuted [[X]], [[W]] rhs_perm = array<i64: 1, 0> : tensor<2x3xf32>, tensor<5x3xf32> -> tensor<2x5xf32>
+// CHECK-NEXT:  {{%\w+}} = graph.matmul_permuted [[Q]], [[K]] rhs_perm = array<i64: 1, 2, 3, 0> : tensor<1x2x1x4xf32>, tensor<7x1x2x4xf32> -> tensor<1x2x1x7xf32>
+// CHECK-NEXT:  func.return
+// CHECK-NEXT:  }
+
 // Shape ops; slice with and without a step, concat of one and of two inputs.
 func.func @shapes(%x: tensor<2x3x4xf32>, %y: tensor<2x5x4xf32>, %v: tensor<3x1xf32>) {
   %reshape = graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
