@@ -28,6 +28,7 @@ from mncore_ir.targets.task_simulator import simulate
 from mncore_ir.targets.task_timing import task_work
 from mncore_ir.testing.decoders import (
     Decoder,
+    decode_carry,
     decode_step,
     decoder,
     greedy_decode,
@@ -240,3 +241,31 @@ def test_timing_counts_gathered_rows_and_in_place_puts() -> None:
             assert moved < table / 4, (op.name, moved, table)
             if isinstance(op, g.EmbeddingOp):
                 assert moved >= 2 * out_bytes
+
+
+def test_unrolled_decode_loop_tokens_equal_eager() -> None:
+    """graph-unroll-steps: six decode steps in one task kernel, the chosen token, caches
+    and position carried on the device, after an eager prefill of the prompt."""
+    model = decoder("llama-tiny")
+    prompt = prompt_tokens(model.cfg)
+    want = greedy_decode(model, prompt, 7)
+    model.reset_cache()
+    pos = torch.zeros((), dtype=torch.long)
+    with torch.no_grad():
+        for i in range(prompt.shape[1]):
+            logits = model(prompt[:, i:i + 1], pos)
+            pos += 1
+    first = logits.argmax(dim=-1, keepdim=True)
+    weights, _, _, _ = step_inputs(model)
+    caches = {k: v.clone() for k, v in model.named_buffers() if ".cache_" in k}
+    captured = capture(decode_step(model), weights, caches, first, pos)
+    carry = decode_carry(captured.input_names, captured.output_names)
+    module = import_captured(captured)
+    apply_pipeline(module, f"graph-unroll-steps{{steps=6 collect=0 carry="
+                           f"{','.join(map(str, carry))}}},canonicalize,cse,dce,"
+                           "graph-fuse-elementwise,convert-graph-to-task", make_context())
+    kernel = find_kernel(module)
+    outputs = simulate(kernel, [x.numpy() for x in captured.example_inputs], order_seed=3)
+    tokens = [first.item()] + [int(o.reshape(-1)[0]) for o in outputs[:6]]
+    assert tokens == want[0].tolist()
+    assert int(outputs[-1]) == pos.item() + 6  # the position, carried out last
