@@ -187,8 +187,6 @@ class EventOp(IRDLOperation):
                          result_types=[EventType()])
 
 
-
-
 @functools.lru_cache(maxsize=256)
 def _segment_ends(sizes: DenseArrayBase) -> tuple[int, ...]:
     return tuple(itertools.accumulate(int(n) for n in sizes.get_values()))
@@ -510,9 +508,8 @@ class KernelOp(IRDLOperation):
 
     def _verify_outputs_written_once(self, reads: Sequence[Accesses],
                                      writes: Sequence[Accesses]) -> None:
-        """Every element of every kernel output is written by exactly one task, not
-        counting in-place updates (a task that reads the region it writes, after the
-        task that wrote it: convert-graph-to-task's index_put)."""
+        """Every kernel output element is written by one task, bar in-place updates
+        (a task reading the region it writes, e.g. convert-graph-to-task's index_put)."""
         tiles: dict[SSAValue, list[Tile]] = {out: [] for out in self.outputs}
         for read, accesses in zip(reads, writes, strict=True):
             for value, tile in accesses:

@@ -28,11 +28,9 @@ from mncore_ir.registry import get_all_dialects, get_all_passes
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
 
-#: convert-graph-to-task's options for the mncore level: the megakernel tilings that
-#: convert-task-to-mncore has no kernels for (collectives, permuted reads, split-K, split
-#: reductions and finer rows, in-place index_put) are off.
-MNCORE_TASKS = ("collectives=false permuted_reads=false split_k=0 fill_workers=false "
-                "in_place_index_put=false")
+#: convert-graph-to-task's options for the mncore level: the tilings that
+#: convert-task-to-mncore has no kernels for are off, collectives run on the host.
+MNCORE_TASKS = "target=mncore collectives=false"
 
 #: What a device's pipeline or cache tag says for the machine it compiles for.
 MACHINE = "$MNCORE_MACHINE"

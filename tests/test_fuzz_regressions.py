@@ -106,7 +106,7 @@ def test_a_program_over_the_budget_is_refused_quickly(capsys: pytest.CaptureFixt
     # the chain with every 8 -> 100000 ran for many seconds in convert-task-to-mncore
     path = tmp_path / "chain.mlir"
     path.write_text(CHAIN.read_text().replace("8", "100000"))
-    code, err = opt(capsys, path, "graph-fuse-elementwise,convert-graph-to-task,"
+    code, err = opt(capsys, path, "graph-fuse-elementwise,convert-graph-to-task{target=mncore},"
                                   "convert-task-to-mncore{machine=tiny max_instructions=5000}")
     assert code != 0
     assert err == ("mncore-opt: error: convert-task-to-mncore: the program needs more than "
@@ -114,13 +114,13 @@ def test_a_program_over_the_budget_is_refused_quickly(capsys: pytest.CaptureFixt
 
 
 def test_a_program_within_the_budget_compiles(capsys: pytest.CaptureFixture[str]) -> None:
-    mncore_opt.main([str(CHAIN), "-p", "convert-graph-to-task,"
+    mncore_opt.main([str(CHAIN), "-p", "convert-graph-to-task{target=mncore},"
                      "convert-task-to-mncore{machine=tiny max_instructions=5000}"])
     assert "mncore.program" in capsys.readouterr().out
 
 
 def test_max_instructions_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
-    code, err = opt(capsys, CHAIN, "convert-graph-to-task,"
+    code, err = opt(capsys, CHAIN, "convert-graph-to-task{target=mncore},"
                                    "convert-task-to-mncore{max_instructions=0}")
     assert code != 0
     assert "max_instructions must be at least 1, not 0" in err

@@ -216,7 +216,8 @@ def test_elementwise_kernels_on_tiny_match_the_task_level(
     inputs = [torch.from_numpy(rng.uniform(-2, 2, s).astype(np.float32)) for s in shapes]
     module = import_captured(capture(elementwise_function(steps), *inputs))
     prepare = "canonicalize,cse,dce" + (",graph-fuse-elementwise" if fuse else "")
-    apply_pipeline(module, f"{prepare},convert-graph-to-task{{elementwise_tile={tile}}}")
+    apply_pipeline(module, f"{prepare},convert-graph-to-task"
+                           f"{{target=mncore elementwise_tile={tile}}}")
     arrays = [x.numpy() for x in inputs]
     expected = simulate_kernel(find_kernel(module), arrays)
     apply_pipeline(module, "convert-task-to-mncore{machine=tiny},mncore-schedule")
@@ -231,7 +232,7 @@ def test_conversion_names_the_kinds_it_cannot_lower() -> None:
       %c = graph.softmax %a dim -1 : tensor<4x4xf32>
       func.return %c : tensor<4x4xf32>
     }""", "m.mlir")
-    apply_pipeline(module, "convert-graph-to-task")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore}")
     with pytest.raises(MNCoreConversionError, match="task kind 'softmax' is not lowered "
                        r"\(run graph-decompose before convert-graph-to-task"):
         apply_pipeline(module, "convert-task-to-mncore,mncore-schedule")
@@ -260,7 +261,8 @@ def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, ba
     a = rng.uniform(-2, 2, (batch, rows, depth)).astype(np.float32)
     b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
     module = matmul_module(batch, rows, depth, cols)
-    apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={tile[0]},{tile[1]}}},"
+    apply_pipeline(module, "convert-graph-to-task"
+                           f"{{target=mncore matmul_tile={tile[0]},{tile[1]}}},"
                            f"convert-task-to-mncore{{machine=tiny matmul_kernel={kernel}}},"
                            "mncore-schedule")
     (out,), _ = simulate(find_program(module), [a, b])
@@ -281,7 +283,7 @@ def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, k
     a = rng.uniform(-1, 1, (1, rows, depth)).astype(np.float32)
     b = rng.uniform(-1, 1, (1, depth, cols)).astype(np.float32)
     module = matmul_module(1, rows, depth, cols)
-    apply_pipeline(module, "convert-graph-to-task{matmul_tile=1024,512},"
+    apply_pipeline(module, "convert-graph-to-task{target=mncore matmul_tile=1024,512},"
                            f"convert-task-to-mncore{{machine=mncore2 matmul_kernel={kernel}}},"
                            "mncore-schedule")
     program = find_program(module)
@@ -324,7 +326,7 @@ def test_masked_alu_writes_only_where_the_mask_is_set() -> None:
 
 def test_stationary_matmul_says_when_it_does_not_apply() -> None:
     module = matmul_module(1, 4, 6, 4)
-    apply_pipeline(module, "convert-graph-to-task")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore}")
     with pytest.raises(MNCoreConversionError, match="matmul_kernel=stationary needs K a "
                        "multiple of 4 with 4 K <= 256 words of LM per PE on tiny; K is 6"):
         apply_pipeline(module, "convert-task-to-mncore{matmul_kernel=stationary},mncore-schedule")
@@ -369,7 +371,8 @@ def test_mlp_forward_runs_on_tiny() -> None:
 
     captured = capture(forward, params, x)
     module = import_captured(captured)
-    apply_pipeline(module, "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task,"
+    apply_pipeline(module, "canonicalize,cse,dce,graph-fuse-elementwise,"
+                           "convert-graph-to-task{target=mncore},"
                            "convert-task-to-mncore{machine=tiny},mncore-schedule")
     (logits,), report = simulate(find_program(module),
                                  [t.numpy() for t in captured.example_inputs])

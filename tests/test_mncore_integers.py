@@ -19,7 +19,8 @@ from mncore_ir.targets.graph_interpreter import InterpretationError, run_functio
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.transforms.convert_task_to_mncore import MNCoreConversionError
 
-TO_TINY = "convert-graph-to-task,convert-task-to-mncore{machine=tiny},mncore-schedule"
+TO_TINY = ("convert-graph-to-task{target=mncore},convert-task-to-mncore{machine=tiny},"
+           "mncore-schedule")
 BIG = 2**24 - 1  # the largest integer input the simulator takes
 #: Edge values of each type (those a word holds), 8 of them.
 EDGES = {

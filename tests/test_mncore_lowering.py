@@ -39,8 +39,8 @@ from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
 from mncore_ir.testing.model_zoo import Block, gpt_adamw, mlp_sgd
 
-TO_TINY = (GRAPH_PIPELINE + ",convert-graph-to-task,convert-task-to-mncore{machine=tiny},"
-           "mncore-schedule")
+TO_TINY = (GRAPH_PIPELINE + ",convert-graph-to-task{target=mncore},"
+           "convert-task-to-mncore{machine=tiny},mncore-schedule")
 
 
 def assert_same_results(outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
@@ -218,7 +218,7 @@ def test_lane_programs_on_tiny_match_the_task_level_and_eager(
     eager = eager_results(fn, inputs)
     module = import_captured(capture(fn, *inputs))
     prepare = "canonicalize,cse,dce" + (",graph-fuse-elementwise" if fuse else "")
-    apply_pipeline(module, f"{prepare},convert-graph-to-task{{row_tile={row_tile} "
+    apply_pipeline(module, f"{prepare},convert-graph-to-task{{target=mncore row_tile={row_tile} "
                            f"elementwise_tile={elementwise_tile}}}")
     text = str(module)
     ctx = make_context()
@@ -248,7 +248,7 @@ def test_embedding_on_mncore2_matches_eager() -> None:
 
     captured = capture(lookup, params, ids)
     module = import_captured(captured)
-    apply_pipeline(module, GRAPH_PIPELINE + ",convert-graph-to-task,"
+    apply_pipeline(module, GRAPH_PIPELINE + ",convert-graph-to-task{target=mncore},"
                            "convert-task-to-mncore{machine=mncore2},mncore-schedule")
     program = find_program(module)
     assert program.target.name == "mncore2"
@@ -269,8 +269,8 @@ func.func @main(%w: tensor<7x5xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3x5xf32>
 @pytest.mark.parametrize("big", [2**24, -(2**24), 2**40, np.iinfo(np.int64).min])
 def test_simulator_refuses_integers_a_word_cannot_hold(big: int) -> None:
     module = parse_module(make_context(), EMBEDDING, "embedding.mlir")
-    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny},"
-                           "mncore-schedule")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore},"
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
     program = find_program(module)
     w = np.arange(35, dtype=np.float32).reshape(7, 5)
     ids = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int64)
@@ -295,8 +295,8 @@ def test_logical_ops_on_integers_match_the_interpreter() -> None:
     a, b = np.array([1, 0, 3, 0]), np.array([3, 3, -2, 0])
     expected = run_function(parse_module(make_context(), text, "m.mlir"), [a, b])
     module = parse_module(make_context(), text, "m.mlir")
-    apply_pipeline(module, "convert-graph-to-task,convert-task-to-mncore{machine=tiny},"
-                           "mncore-schedule")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore},"
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
     outs, _ = simulate(find_program(module), [a, b])
     for ours, theirs in zip(outs, expected, strict=True):
         assert ours.dtype == np.int64
@@ -311,7 +311,7 @@ def test_gpt2_adamw_training_step_on_tiny_matches_the_graph_interpreter() -> Non
     inputs = [x.numpy() for x in captured.example_inputs]
     expected = run_function(import_captured(captured), inputs)
     module = import_captured(captured)
-    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task,"
+    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task{{target=mncore}},"
                            "convert-task-to-mncore{machine=tiny},mncore-schedule")
     outs, report = simulate(find_program(module), inputs)
     assert len(outs) == len(expected)
@@ -337,7 +337,7 @@ def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str) -> Non
     args = (torch.randn(2, 4, 7, 6), torch.randn(6, 2, 3, 3), torch.randn(6))
     captured = capture(step, *args)
     module = import_captured(captured)
-    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task,"
+    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task{{target=mncore}},"
                            f"convert-task-to-mncore{{machine={machine}}},mncore-schedule")
     outs, _ = simulate(find_program(module), [a.numpy() for a in args])
     for ours, theirs in zip(outs, step(*args), strict=True):

@@ -32,7 +32,7 @@ from mncore_ir.targets.mncore_simulator import simulate as simulate_program
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
 
-TO_TASK = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task"
+TO_TASK = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task{target=mncore}"
 TO_TINY = f"{TO_TASK},convert-task-to-mncore{{machine=tiny}},mncore-schedule"
 
 #: Bases every test sees: the cases C's pow singles out, then ordinary values.

@@ -85,7 +85,9 @@ ADD = """func.func @main(%x: tensor<100000x100xf32>) -> tensor<100000x100xf32> {
     (SUM, 4096 // 100, 100000),
     (EMBEDDING, 4096 // 4, 100000),
     (ADD, 4096 // 100, 100000),  # elementwise: tiles of whole short rows already
-    (SOFTMAX.format(rows=64, cols=1024), 16, 64),  # long rows: row_tile rows a task
+    (SOFTMAX.format(rows=6400, cols=1024), 16, 6400),  # long rows: row_tile rows a task
+    # long rows that row_tile would give to 4 tasks of 132 workers: one a task
+    (SOFTMAX.format(rows=64, cols=1024), 1, 64),
 ])
 def test_tasks_hold_about_elementwise_tile_elements(text: str, rows_per_task: int,
                                                     rows: int) -> None:
@@ -96,8 +98,12 @@ def test_tasks_hold_about_elementwise_tile_elements(text: str, rows_per_task: in
 
 
 def test_row_tile_stays_the_least_rows_a_task_holds() -> None:
-    module = lower(SOFTMAX.format(rows=100, cols=8), "{row_tile=64 elementwise_tile=8}")
+    """... unless the tasks would be too few for the workers (fill_workers)."""
+    module = lower(SOFTMAX.format(rows=100, cols=8),
+                   "{row_tile=64 elementwise_tile=8 fill_workers=false}")
     assert [task.writes()[0][1].sizes[0] for task in find_kernel(module).tasks()] == [64, 36]
+    module = lower(SOFTMAX.format(rows=100, cols=8), "{row_tile=64 elementwise_tile=8}")
+    assert [task.writes()[0][1].sizes[0] for task in find_kernel(module).tasks()] == [1] * 100
 
 
 SHORT_ROWS = """func.func @main(%x: tensor<3000x3xf32>, %w: tensor<3xf32>, %b: tensor<3xf32>,
@@ -159,7 +165,7 @@ CHAIN = """func.func @main(%x: tensor<64x96xf32>) -> tensor<64xf32> {
 
 
 def test_each_task_is_verified_once_by_xdsl(task_verifications: list[t.TaskOp]) -> None:
-    module = lower(CHAIN, "{elementwise_tile=96 row_tile=4}")
+    module = lower(CHAIN, "{elementwise_tile=96 row_tile=4 fill_workers=false}")
     tasks = find_kernel(module).tasks()
     assert len(tasks) == 64 + 16
     task_verifications.clear()
@@ -168,7 +174,7 @@ def test_each_task_is_verified_once_by_xdsl(task_verifications: list[t.TaskOp]) 
 
 
 def test_each_task_is_verified_once_by_the_parser(task_verifications: list[t.TaskOp]) -> None:
-    text = str(lower(CHAIN, "{elementwise_tile=96 row_tile=4}"))
+    text = str(lower(CHAIN, "{elementwise_tile=96 row_tile=4 fill_workers=false}"))
     task_verifications.clear()
     tasks = find_kernel(parse_module(make_context(), text, "kernel.mlir")).tasks()
     assert sorted(map(id, task_verifications)) == sorted(map(id, tasks))
@@ -177,7 +183,7 @@ def test_each_task_is_verified_once_by_the_parser(task_verifications: list[t.Tas
 def test_an_invalid_task_seen_first_by_its_kernel_is_blamed() -> None:
     """The parser verifies a kernel before its tasks: a task whose output region is out
     of bounds also breaks the written-once check, and the task's error comes first."""
-    kernel = find_kernel(lower(CHAIN, "{elementwise_tile=96 row_tile=4}"))
+    kernel = find_kernel(lower(CHAIN, "{elementwise_tile=96 row_tile=4 fill_workers=false}"))
     bad = kernel.tasks()[-1]
     (tile,) = bad.out_tiles.data
     bad.out_tiles = ArrayAttr([t.Tile((62,), (4,)).attr()])
@@ -191,7 +197,7 @@ def test_an_invalid_task_seen_first_by_its_kernel_is_blamed() -> None:
 def test_tasks_print_and_parse_back_generically() -> None:
     """Tasks are built without IRDL's builder: the generic form (operand segments
     included) parses back to the same kernel."""
-    module = lower(CHAIN, "{elementwise_tile=96 row_tile=4}")
+    module = lower(CHAIN, "{elementwise_tile=96 row_tile=4 fill_workers=false}")
     generic = io.StringIO()
     Printer(stream=generic, print_generic_format=True).print_op(module)
     assert "operandSegmentSizes = array<i32: 1, 1, 0, 1>" in generic.getvalue()

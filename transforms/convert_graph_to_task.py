@@ -30,7 +30,7 @@ describes; producers with the same set of consumers then share one event.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import BoolAttr, MemRefType, ModuleOp
@@ -118,6 +118,11 @@ class ConvertGraphToTaskPass(ModulePass):
     the values there in place (reading the buffer it writes); false: one task over
     whole tensors."""
 
+    target: str = "gpu"
+    """What consumes the kernel: ``gpu`` (the megakernel simulator, the Triton
+    megakernel: every tiling above) or ``mncore`` (convert-task-to-mncore, which has no
+    permuted-read, split-K, split-reduction or in-place tiles: those four are off)."""
+
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
 
@@ -133,9 +138,14 @@ class ConvertGraphToTaskPass(ModulePass):
         if min(self.workers, self.elementwise_tile, self.row_tile, self.max_tasks) < 1:
             raise TaskConversionError("convert-graph-to-task: workers, tile sizes and "
                                       "max_tasks must be >= 1")
+        if self.target not in ("gpu", "mncore"):
+            raise TaskConversionError(f"convert-graph-to-task: target {self.target!r} is not "
+                                      "gpu or mncore")
+        options = self if self.target == "gpu" else replace(
+            self, permuted_reads=False, split_k=0, fill_workers=False, in_place_index_put=False)
         for func in [o for o in op.body.block.ops if isinstance(o, FuncOp)]:
             with paused_gc():
-                kernel = KernelBuilder(self, func).build()
+                kernel = KernelBuilder(options, func).build()
             Rewriter.replace_op(func, kernel)
 
 
@@ -290,9 +300,10 @@ class KernelBuilder(TaskPlanner):
                 ins = [(op.lhs, Tile((*lead, mo, k0), (*ones, ms, ks))), (rhs, right)]
                 name = self.bodies.tile(body, region_types(ins), region_types([(op.result,
                                                                                  tile)]))
-                out = Tile((*lead, s * m + mo, no), tile.sizes)
-                self.tasks.append(PlannedTask(name, [(self.storage_of(v), r) for v, r in ins],
-                                              [(partial, out if split else tile)]))
+                out = Tile((*lead, s * m + mo, no), tile.sizes) if split else tile
+                if self.needed([r for _, r in ins], [out]):
+                    self.tasks.append(PlannedTask(name, [(self.storage_of(v), r)
+                                                         for v, r in ins], [(partial, out)]))
         if split:  # the sums, after their partial products
             self.record_accesses()
             total = self.bodies.sum(g.element_type_of(op.result), len(slabs))
@@ -404,6 +415,8 @@ class KernelBuilder(TaskPlanner):
                 ins = [(op.input, Tile(tuple(offsets), tuple(extents)))]
                 offsets[dim], extents[dim] = c, 1
                 out = Tile(tuple(offsets), tuple(extents))
+                if not self.needed([ins[0][1]], [out]):
+                    continue
                 self.tasks.append(PlannedTask(
                     self.bodies.tile(first, region_types(ins), ((g.element_type_of(op.result),
                                                                  out.sizes),)),

@@ -181,16 +181,23 @@ class TaskPlanner:
                     f"{op.name}: {value.type} has {count:,} elements, more than the "
                     f"{MAX_BUFFER_ELEMENTS:,} a task-level buffer can address", op)
 
+    def needed(self, ins: Sequence[Tile], outs: Sequence[Tile]) -> bool:
+        """Whether a task reading ``ins`` to write ``outs`` is needed (a zero-size result
+        needs none); refused when it would make a non-empty result of nothing."""
+        if any(0 in tile.sizes for tile in outs):
+            return False
+        if any(0 in tile.sizes for tile in ins):
+            raise TaskConversionError(
+                f"{self.current.name}: a task would read a zero-size region to make a "
+                "non-empty result, which the task level cannot express", self.current)
+        return True
+
     def plan(self, body: g.GraphOp | str, ins: Sequence[tuple[SSAValue, Tile]],
              outs: Sequence[tuple[SSAValue, Tile]]) -> None:
         """A task running ``body`` (a pointwise body's symbol, or a graph op, whose tile
         body on these regions' types it gets) on regions of the graph values."""
-        if any(0 in tile.sizes for _, tile in outs):
-            return  # a zero-size result needs no task
-        if any(0 in tile.sizes for _, tile in ins):
-            raise TaskConversionError(
-                f"{self.current.name}: a task would read a zero-size region to make a "
-                "non-empty result, which the task level cannot express", self.current)
+        if not self.needed([tile for _, tile in ins], [tile for _, tile in outs]):
+            return
         if not isinstance(body, str):
             body = self.bodies.tile(body, region_types(ins), region_types(outs))
         self.tasks.append(PlannedTask(body, [(self.storage_of(v), tile) for v, tile in ins],

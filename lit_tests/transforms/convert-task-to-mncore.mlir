@@ -3,7 +3,7 @@
 // copy keeps two reads of one memory apart), results gathered back and stored by DMA;
 // then mncore-schedule places everything. The program computes what the task kernel
 // computes; kinds it does not lower are one clear error.
-// RUN: mncore-opt %s -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=96}' -o %t.task.mlir
+// RUN: mncore-opt %s -p 'graph-fuse-elementwise,convert-graph-to-task{target=mncore elementwise_tile=96}' -o %t.task.mlir
 // RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=tiny},mncore-schedule' -o %t.mncore.mlir
 // RUN: filecheck %s --input-file %t.mncore.mlir
 // The ALU divides by multiplying with a reciprocal: equal to the task level within f32
@@ -14,12 +14,12 @@
 // SAME: True True
 // Copies (permute, reshape, slice with a step) move words by DMA runs; they equal the
 // task level exactly, for two tilings.
-// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task{elementwise_tile=7}' -o %t.copies.task.mlir
+// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task{target=mncore elementwise_tile=7}' -o %t.copies.task.mlir
 // RUN: mncore-opt %t.copies.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 3 > %t.copies.mncore
 // RUN: mncore-run %t.copies.task.mlir --random-inputs 3 | diff - %t.copies.mncore
-// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task,convert-task-to-mncore{machine=mncore2},mncore-schedule' | mncore-run --random-inputs 3 | diff - %t.copies.mncore
+// RUN: mncore-opt %S/Inputs/copies.mlir -p 'convert-graph-to-task{target=mncore},convert-task-to-mncore{machine=mncore2},mncore-schedule' | mncore-run --random-inputs 3 | diff - %t.copies.mncore
 // A matmul with a bias and ReLU (examples/linear_relu.mlir) equals the task level.
-// RUN: mncore-opt %S/../../examples/linear_relu.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{matmul_tile=4,32}' -o %t.linear.task.mlir
+// RUN: mncore-opt %S/../../examples/linear_relu.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{target=mncore matmul_tile=4,32}' -o %t.linear.task.mlir
 // RUN: mncore-run %t.linear.task.mlir --random-inputs 2 --save-outputs %t.linear.task.npz > /dev/null
 // RUN: mncore-opt %t.linear.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 2 --save-outputs %t.linear.mncore.npz | filecheck %s --check-prefix=LINEAR
 // LINEAR: result0 = tensor<8x64xf32>
@@ -27,16 +27,16 @@
 // CLOSE: True
 // Reductions, gather, scatter, embedding and index_put are lane kernels (Inputs/lanes.mlir): equal
 // to the task level, on both machines.
-// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{row_tile=3 elementwise_tile=12 fill_workers=false}' -o %t.lanes.task.mlir
+// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{target=mncore row_tile=3 elementwise_tile=12}' -o %t.lanes.task.mlir
 // RUN: mncore-run %t.lanes.task.mlir --random-inputs 4 --save-outputs %t.lanes.task.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 4 --save-outputs %t.lanes.tiny.npz > /dev/null
 // RUN: mncore-opt %t.lanes.task.mlir -p 'convert-task-to-mncore{machine=mncore2},mncore-schedule' | mncore-run --random-inputs 4 --save-outputs %t.lanes.mncore2.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.lanes.task.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-6) for k in a) for f in ('%t.lanes.tiny.npz', '%t.lanes.mncore2.npz')], len(a))" | filecheck %s --check-prefix=LANES
 // LANES: [True, True] 9
-// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task,convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=LANE-IR
+// RUN: mncore-opt %S/Inputs/lanes.mlir -p 'convert-graph-to-task{target=mncore},convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=LANE-IR
 // On mncore2 a wave of more lanes than one L2B holds gives each L2B its own (DMAs to
 // one L2B), and equals the task level.
-// RUN: mncore-opt %S/Inputs/wide.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{elementwise_tile=6400 row_tile=64}' -o %t.wide.task.mlir
+// RUN: mncore-opt %S/Inputs/wide.mlir -p 'graph-fuse-elementwise,convert-graph-to-task{target=mncore elementwise_tile=6400 row_tile=64}' -o %t.wide.task.mlir
 // RUN: mncore-run %t.wide.task.mlir --random-inputs 2 --save-outputs %t.wide.task.npz > /dev/null
 // RUN: mncore-opt %t.wide.task.mlir -p 'convert-task-to-mncore{machine=mncore2},mncore-schedule' -o %t.wide.mncore.mlir
 // RUN: mncore-run %t.wide.mncore.mlir --random-inputs 2 --save-outputs %t.wide.mncore.npz > /dev/null
@@ -48,14 +48,14 @@
 // WIDE-IR-DAG: "store" {{.*}} l2b 3 tag
 // Intermediate buffers share DRAM by liveness (first fit), shown as mncore.buffer ops;
 // the program still equals the task level.
-// RUN: mncore-opt %S/Inputs/chain.mlir -p 'convert-graph-to-task{reuse_buffers=false}' -o %t.chain.task.mlir
+// RUN: mncore-opt %S/Inputs/chain.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false}' -o %t.chain.task.mlir
 // RUN: mncore-opt %t.chain.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=LIVENESS
 // RUN: mncore-opt %t.chain.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 1 > %t.chain.mncore
 // RUN: mncore-run %t.chain.task.mlir --random-inputs 1 | %{python} -c "import sys; print(sys.stdin.read() == open('%t.chain.mncore').read())" | filecheck %s --check-prefix=CHAIN
 // CHAIN: True
-// RUN: not mncore-opt %S/Inputs/softmax.mlir -p 'convert-graph-to-task,convert-task-to-mncore,mncore-schedule' 2>&1 | filecheck %s --check-prefix=KIND
+// RUN: not mncore-opt %S/Inputs/softmax.mlir -p 'convert-graph-to-task{target=mncore},convert-task-to-mncore,mncore-schedule' 2>&1 | filecheck %s --check-prefix=KIND
 // RUN: not mncore-opt %t.task.mlir -p 'convert-task-to-mncore{machine=big},mncore-schedule' 2>&1 | filecheck %s --check-prefix=MACHINE
-// RUN: not mncore-opt %S/Inputs/too_big.mlir -p 'convert-graph-to-task,convert-task-to-mncore,mncore-schedule' 2>&1 | filecheck %s --check-prefix=CAPACITY
+// RUN: not mncore-opt %S/Inputs/too_big.mlir -p 'convert-graph-to-task{target=mncore},convert-task-to-mncore,mncore-schedule' 2>&1 | filecheck %s --check-prefix=CAPACITY
 
 func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> tensor<6x40xf32> {
   %a = graph.add %x, %b : tensor<6x40xf32>, tensor<40xf32> -> tensor<6x40xf32>

@@ -54,8 +54,8 @@ def _check_whole_reduction(task: t.TaskOp, op: g.ReduceOp) -> None:
     if any(region.sizes[d] != shape(value)[d] for d in dims):
         raise MNCoreConversionError(
             f"convert-task-to-mncore: {op.name} task reads a chunk [{region}] of its reduced "
-            "dimensions (a split reduction: convert-graph-to-task{fill_workers=false} "
-            "makes whole ones)", task)
+            "dimensions (a split reduction: convert-graph-to-task{target=mncore} makes "
+            "whole ones)", task)
 
 
 def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
@@ -69,7 +69,8 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         if not isinstance(op, (t.BodyOp, *LOWERED_OPS)):
             hint = (" (run graph-decompose before convert-graph-to-task: it expands row ops "
                     "into elementwise ops and reductions)" if isinstance(op, _DECOMPOSED)
-                    else "")
+                    else " (convert-graph-to-task{target=mncore} makes plain matmuls)"
+                    if isinstance(op, g.MatmulPermutedOp) else "")
             label = op_label(op) if isinstance(op, g.GraphOp) else t.task_label(task)
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: task kind {label!r} is not lowered{hint}; "
