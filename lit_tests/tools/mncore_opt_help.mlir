@@ -29,6 +29,7 @@
 // CHECK-NEXT: {{^}}      split_k: int = 64
 // CHECK-NEXT: {{^}}      fill_workers: bool = true
 // CHECK-NEXT: {{^}}      in_place_index_put: bool = true
+// CHECK-NEXT: {{^}}      target: str = gpu
 // CHECK-NEXT: {{^}}      reuse_buffers: bool = true
 // CHECK-NEXT: {{^}}      max_tasks: int = 50000
 // CHECK-NEXT: {{^}}  convert-task-to-mncore   Lower every task.kernel to an mncore.program

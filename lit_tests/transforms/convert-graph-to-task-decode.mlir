@@ -21,11 +21,14 @@
 // SAME: [True, True, True]
 
 // The mncore level has no matmul_permuted tiles and no split reductions: refused, at
-// the task, naming the option.
+// the task, naming the option; with target=mncore the same step lowers and matches.
 // RUN: not mncore-opt %t.task.mlir -p convert-task-to-mncore 2>&1 | filecheck %s --check-prefix=MNCORE
-// MNCORE: task.mlir:13:7: error: convert-task-to-mncore: task kind 'matmul_permuted' is not lowered
+// MNCORE: task.mlir:13:7: error: convert-task-to-mncore: task kind 'matmul_permuted' is not lowered (convert-graph-to-task{target=mncore} makes plain matmuls)
 // RUN: not mncore-opt %S/Inputs/decode.mlir -p 'convert-graph-to-task{workers=8 matmul_tile=1,8 split_k=16 elementwise_tile=8 permuted_reads=false},convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=MNCORE-SPLIT
-// MNCORE-SPLIT: graph.amax task reads a chunk [0:1, 0:8] of its reduced dimensions (a split reduction: convert-graph-to-task{fill_workers=false} makes whole ones)
+// RUN: mncore-opt %S/Inputs/decode.mlir -p 'convert-graph-to-task{workers=8 matmul_tile=1,8 split_k=16 elementwise_tile=8 target=mncore},convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 3 --int-high 6 --save-outputs %t.mn.npz > /dev/null
+// RUN: %{python} -c "import numpy as np; a, b = np.load('%t.graph.npz'), np.load('%t.mn.npz'); print(all(np.allclose(a[k], b[k], rtol=1e-5, atol=1e-5) for k in a))" | filecheck %s --check-prefix=MN-SAME
+// MN-SAME: True
+// MNCORE-SPLIT: graph.amax task reads a chunk [0:1, 0:8] of its reduced dimensions (a split reduction: convert-graph-to-task{target=mncore} makes whole ones)
 
 // CHECK:      task.body @ew0([[P0:%\w+]]: tensor<f32>, [[P1:%\w+]]: tensor<f32>, [[P2:%\w+]]: tensor<f32>, [[P3:%\w+]]: tensor<f32>) {
 // CHECK-NEXT:   [[S1:%\w+]] = graph.add [[P0]], [[P1]]
