@@ -1,8 +1,11 @@
-"""Shared fixtures: the model zoo's training steps, captured once per test session."""
+"""Shared fixtures: the model zoo's training steps, captured once per test session, and
+the Triton megakernels generated in a session (compiled for sm_90 at its end)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 # Triton decides between its interpreter and its compiler per function as it is
 # decorated, and tracing imports triton.language: this machine has no GPU, so choose
@@ -10,13 +13,14 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
+from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import CapturedGraph, capture
 from mncore_ir.pipeline import GRAPH_PIPELINE
 from mncore_ir.testing.model_zoo import TRAINING_STEPS, TrainingStep
@@ -84,3 +88,38 @@ def captured_steps() -> Callable[[str], CapturedStep]:
         return cache[name]
 
     return get
+
+
+COMPILE_ALL = """
+import importlib.util, sys
+for path in sys.argv[1:]:
+    spec = importlib.util.spec_from_file_location("megakernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.compile_for_gpu(90, 32)
+print(f"compiled {len(sys.argv) - 1} megakernels for sm_90")
+"""
+
+
+@pytest.fixture(scope="session")
+def megakernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[t.KernelOp], Any]]:
+    """``make(kernel)``: generate and load the kernel's megakernel module. At the end of
+    the session every generated module is compiled for sm_90 (without a GPU)."""
+    directory = tmp_path_factory.mktemp("megakernels")
+    paths: list[str] = []
+
+    from mncore_ir.targets.triton_megakernel import generate, load
+
+    def make(kernel: t.KernelOp) -> Any:
+        module = load(generate(kernel), str(directory))
+        paths.append(module.__file__)
+        return module
+
+    yield make
+    if not paths:
+        return
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_DEFAULT_FP_FUSION"] = "1"
+    result = subprocess.run([sys.executable, "-c", COMPILE_ALL, *sorted(set(paths))],
+                            env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-4000:]

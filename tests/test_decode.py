@@ -7,7 +7,6 @@ level in the simulator (random orders) and the Triton megakernel."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from typing import Any
 
@@ -167,9 +166,9 @@ def test_compiled_step_refuses_other_shapes() -> None:
 DECODE_TILES = "convert-graph-to-task{split_k=8 elementwise_tile=16 matmul_tile=1,16}"
 
 
-def lowered_step(name: str) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
-    """The decode step's task kernel at position 5 of a random cache, its inputs, and the
-    graph level's outputs on them."""
+def lowered_step(name: str, steps: int = 1) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
+    """The decode step's task kernel (``steps`` steps unrolled into one) at position 5 of
+    a random cache, its inputs, and the graph level's outputs on them."""
     model = decoder(name, batch=2)
     weights, caches, token, pos = step_inputs(model)
     g_ = torch.Generator().manual_seed(1)
@@ -179,7 +178,9 @@ def lowered_step(name: str) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
     captured = capture(decode_step(model), weights, caches, token, pos)
     module = import_captured(captured)
     ctx = make_context()
-    apply_pipeline(module, "canonicalize,cse,dce,graph-fuse-elementwise", ctx)
+    carry = ",".join(map(str, decode_carry(captured.input_names, captured.output_names)))
+    unroll = f"graph-unroll-steps{{steps={steps} carry={carry} collect=0}}," if steps > 1 else ""
+    apply_pipeline(module, f"{unroll}canonicalize,cse,dce,graph-fuse-elementwise", ctx)
     arrays = [x.numpy() for x in captured.example_inputs]
     want = [np.asarray(o) for o in run_function(module, arrays)]
     apply_pipeline(module, DECODE_TILES, ctx)
@@ -209,21 +210,16 @@ def test_decode_tilings_match_the_graph_level(name: str) -> None:
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
-def test_decode_tilings_run_in_the_triton_megakernel() -> None:
-    """The Triton megakernel (Triton's interpreter) on the same kernel, in a fresh
-    process so that TRITON_INTERPRET is read before Triton is imported."""
-    script = f"""
-import sys; sys.path.insert(0, {os.path.join(ROOT, 'tests')!r})
-import numpy as np, torch
-from test_decode import lowered_step
-from mncore_ir.executables import triton_megakernel
-module, arrays, want = lowered_step("llama-tiny")
-got = triton_megakernel(module)([torch.from_numpy(a) for a in arrays])
-print(all(np.allclose(a.numpy(), b, rtol=1e-4, atol=1e-5) for a, b in zip(got, want)))
-"""
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
-    assert out.stdout.strip().splitlines()[-1:] == ["True"], out.stderr[-2000:]
+def test_decode_tilings_run_in_the_triton_megakernel(megakernel: Any) -> None:
+    """The Triton megakernel (Triton's interpreter; compiled for sm_90 at the end of the
+    session) on the same tilings, two decode steps unrolled into the kernel, in both
+    launch modes."""
+    module, arrays, want = lowered_step("llama-tiny", steps=2)
+    kernel = megakernel(find_kernel(module))
+    for mode in ("megakernel", "levels"):
+        got = kernel.run(*[torch.from_numpy(a) for a in arrays], mode=mode)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a.numpy(), b, rtol=1e-4, atol=1e-5, err_msg=mode)
 
 
 def test_timing_counts_gathered_rows_and_in_place_puts() -> None:

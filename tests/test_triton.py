@@ -11,10 +11,7 @@ mode."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,50 +24,16 @@ from test_random_graphs import Program, build, make_inputs, programs
 from test_task_level import task_options
 from torch.func import functional_call
 
-from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
 from mncore_ir.targets.graph_interpreter import run_function
 from mncore_ir.targets.task_simulator import find_kernel
-from mncore_ir.targets.triton_megakernel import TritonTargetError, generate, load
+from mncore_ir.targets.triton_megakernel import TritonTargetError, generate
 from mncore_ir.testing.model_zoo import CNN, GPT, MLP
 
 FUSE = "canonicalize,cse,dce,graph-fuse-elementwise"
 CONVERT = "convert-graph-to-task{matmul_tile=16,32 elementwise_tile=512 row_tile=8}"
-
-COMPILE_ALL = """
-import importlib.util, sys
-for path in sys.argv[1:]:
-    spec = importlib.util.spec_from_file_location("megakernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.compile_for_gpu(90, 32)
-print(f"compiled {len(sys.argv) - 1} megakernels for sm_90")
-"""
-
-
-@pytest.fixture(scope="session")
-def megakernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[t.KernelOp], Any]]:
-    """``make(kernel)``: generate and load the kernel's megakernel module. At the end of
-    the session every generated module is compiled for sm_90 (without a GPU)."""
-    directory = tmp_path_factory.mktemp("megakernels")
-    paths: list[str] = []
-
-    def make(kernel: t.KernelOp) -> Any:
-        module = load(generate(kernel), str(directory))
-        paths.append(module.__file__)
-        return module
-
-    yield make
-    if not paths:
-        return
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["TRITON_DEFAULT_FP_FUSION"] = "1"
-    result = subprocess.run([sys.executable, "-c", COMPILE_ALL, *sorted(set(paths))],
-                            env=env, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stderr[-4000:]
-
 
 def inference_capture(model: torch.nn.Module, x: torch.Tensor) -> Any:
     state = {k: v.detach().clone() for k, v in [*model.named_parameters(),
