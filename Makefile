@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/triton_megakernel.py
 	$(BIN)/python bench/mncore_schedule.py
 	$(BIN)/python bench/multi_device.py
+	$(BIN)/python bench/decode.py
 	$(BIN)/python bench/op_coverage.py
 
 # 10,000 mutants of the lit tests' and examples' IR through mncore-opt, mncore-run and
