@@ -211,8 +211,9 @@ def greedy_steps(model: Decoder, prompt: torch.Tensor, new_tokens: int,
                  device: torch.device | str = "cpu") -> Iterator[torch.Tensor]:
     """Greedy decoding, one step per position: feeds the prompt (kept on the host) a
     token at a time, then each step's argmax; yields after every step the token chosen
-    there (on ``device``; ``None``-free, so every step runs the same graph). The
-    position is a device tensor advanced in place: it never becomes a constant."""
+    there, on ``device``. Every step traces the same ops (the argmax too, during the
+    prompt), and the position is a device tensor advanced in place, never a constant:
+    so every step runs one compiled graph."""
     cfg = model.cfg
     length = prompt.shape[1]
     if length + new_tokens > cfg.context:
