@@ -30,12 +30,13 @@ describes; producers with the same set of consumers then share one event.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import BoolAttr, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -45,6 +46,7 @@ from mncore_ir.dialects.values import paused_gc
 from mncore_ir.transforms.convert_graph_to_task_bodies import is_scalar_constant
 from mncore_ir.transforms.convert_graph_to_task_kernel import (
     PlannedTask,
+    Storage,
     TaskConversionError,
     TaskPlanner,
     region_types,
@@ -60,6 +62,27 @@ from mncore_ir.transforms.convert_graph_to_task_tiles import (
 )
 
 __all__ = ["ConvertGraphToTaskPass", "KernelBuilder", "TaskConversionError"]
+
+Values = list[SSAValue]
+
+
+def pointwise_parts(op: g.GraphOp) -> tuple[list[Operation], Values, Values, Values, Values]:
+    """An elementwise op's or fused chain's pointwise body, as (ops, args, inputs,
+    yielded, outputs): the ops on the values ``args``, which the tasks read from
+    ``inputs`` (constants with a shape are read from ``task.constant`` buffers like
+    inputs), yielding ``yielded`` into ``outputs``."""
+    if isinstance(op, g.FusedOp):
+        inner = list(op.body.block.ops)[:-1]
+        tables = [c.result for c in inner
+                  if isinstance(c, g.ConstantOp) and not is_scalar_constant(c.result)]
+        terminator = op.body.block.last_op
+        assert terminator is not None
+        return (inner, [*op.body.block.args, *tables], [*op.inputs, *tables],
+                list(terminator.operands), list(op.outputs))
+    inputs = list(dict.fromkeys(v for v in op.operands if not is_scalar_constant(v)))
+    if isinstance(op, g.ExpandOp):
+        return [], inputs, inputs, [op.operands[0]], list(op.results)
+    return [op], inputs, inputs, list(op.results), list(op.results)
 
 
 # --------------------------------------------------------------------------- the pass
@@ -306,13 +329,56 @@ class KernelBuilder(TaskPlanner):
                                                          for v, r in ins], [(partial, out)]))
         if split:  # the sums, after their partial products
             self.record_accesses()
-            total = self.bodies.sum(g.element_type_of(op.result), len(slabs))
-            for tile in grid(shape, sizes):
-                parts = [Tile((*tile.offsets[:-2], s * m + tile.offsets[-2], tile.offsets[-1]),
-                              tile.sizes) for s in range(len(slabs))]
-                self.tasks.append(PlannedTask(total, [(partial, p) for p in parts],
-                                              [(result, tile)]))
+            self.sum_partials(op, partial, len(slabs), grid(shape, sizes))
             self.free.setdefault(partial.memref, []).append(partial)
+
+    def sum_partials(self, op: g.MatmulOp, partial: Storage, count: int,
+                     tiles: Iterable[Tile]) -> None:
+        """Pointwise tasks adding each tile's ``count`` partial products, computing in
+        the same tasks the elementwise op that alone reads the product (a bias add, an
+        activation: the matmul's epilogue), which is then not lowered on its own."""
+        user = self.epilogue(op)
+        if user is None:
+            ops, args, inputs, yielded, outputs = [], [op.result], [op.result], [op.result], [
+                op.result]
+        else:
+            ops, args, inputs, yielded, outputs = pointwise_parts(user)
+            self.absorbed.add(user)
+            self.check_addressable(user, [*user.operands, *user.results])
+            for r in user.results:
+                self.where[r] = self.storage_for_result(r, self.direct)
+        summed = [a for a, v in zip(args, inputs, strict=True) if v is op.result]
+        reads = [v for v in inputs if v is not op.result]
+        body = self.bodies.pointwise(ops, args, yielded, summed, count)
+        m = g.shape_of(op.result)[-2]
+        for tile in tiles:
+            parts = [Tile((*tile.offsets[:-2], s * m + tile.offsets[-2], tile.offsets[-1]),
+                          tile.sizes) for s in range(count)]
+            self.tasks.append(PlannedTask(
+                body, [*((partial, p) for p in parts),
+                       *((self.storage_of(v), broadcast_region(tile, g.shape_of(v)))
+                         for v in reads)],
+                [(self.where[r], tile) for r in outputs]))
+
+    def epilogue(self, op: g.MatmulOp) -> g.GraphOp | None:
+        """The elementwise op (or fused chain) that is the only reader of ``op``'s
+        product, of its shape, whose other operands exist before ``op``; else None."""
+        users = {use.operation for use in op.result.uses}
+        if len(users) != 1 or op.result in self.returned:
+            return None
+        (user,) = users
+        if not (isinstance(user, g.FusedOp) or (isinstance(user, g.GraphOp)
+                and user.has_trait(g.Elementwise))):
+            return None
+        if any(g.shape_of(r) != g.shape_of(op.result) for r in user.results):
+            return None
+        here = self.position[op]
+        for value in user.operands:
+            owner = value.owner
+            if (value is not op.result and isinstance(owner, Operation)
+                    and self.position.get(owner, here) >= here):
+                return None
+        return user
 
     def rows_per_task(self, row: int, rows: int) -> int:
         """Rows per task of an op with ``rows`` rows of ``row`` elements each (a
@@ -328,22 +394,8 @@ class KernelBuilder(TaskPlanner):
         return wide
 
     def lower_elementwise(self, op: g.GraphOp) -> None:
-        if isinstance(op, g.FusedOp):
-            inner = list(op.body.block.ops)[:-1]
-            # Constants with a shape are read from task.constant buffers like inputs.
-            tables = [c.result for c in inner
-                      if isinstance(c, g.ConstantOp) and not is_scalar_constant(c.result)]
-            inputs, outputs = [*op.inputs, *tables], list(op.outputs)
-            args = [*op.body.block.args, *tables]
-            terminator = op.body.block.last_op
-            assert terminator is not None
-            body = self.bodies.pointwise(inner, args, list(terminator.operands))
-        else:
-            inputs = list(dict.fromkeys(v for v in op.operands if not is_scalar_constant(v)))
-            outputs = list(op.results)
-            ops = [] if isinstance(op, g.ExpandOp) else [op]
-            yielded = [op.operands[0]] if isinstance(op, g.ExpandOp) else outputs
-            body = self.bodies.pointwise(ops, inputs, yielded)
+        ops, args, inputs, yielded, outputs = pointwise_parts(op)
+        body = self.bodies.pointwise(ops, args, yielded)
         shape = g.shape_of(outputs[0])
         if any(g.shape_of(r) != shape for r in outputs):
             raise TaskConversionError(f"{op.name}: outputs of different shapes")

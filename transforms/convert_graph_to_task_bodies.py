@@ -26,11 +26,23 @@ def is_scalar_constant(value: SSAValue) -> bool:
 
 
 def scalar_body(name: str, ops: Sequence[Operation], inputs: Sequence[SSAValue],
-                outputs: Sequence[SSAValue]) -> t.BodyOp:
+                outputs: Sequence[SSAValue], summed: Sequence[SSAValue] = (),
+                terms: int = 0) -> t.BodyOp:
     """The ops (elementwise, on tensors) rewritten on 0-d tensors: one block argument
-    per input, scalar constants copied in, ``task.yield`` of the outputs."""
-    block = Block(arg_types=[scalar(v.type) for v in inputs])
-    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args, strict=True))
+    per input, scalar constants copied in, ``task.yield`` of the outputs. With
+    ``terms``, the first ``terms`` block arguments are added up and the inputs in
+    ``summed`` stand for that sum (partial products, then their epilogue)."""
+    kept = [v for v in inputs if v not in summed]
+    element = [scalar(summed[0].type)] * terms if summed else []
+    block = Block(arg_types=[*element, *(scalar(v.type) for v in kept)])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(kept, block.args[terms:], strict=True))
+    if terms:
+        total: SSAValue = block.args[0]
+        for arg in block.args[1:terms]:
+            add = g.AddOp(total, arg)
+            block.add_op(add)
+            total = add.result
+        mapping.update(dict.fromkeys(summed, total))
 
     def get(value: SSAValue) -> SSAValue:
         if value not in mapping:  # a 0-d constant
@@ -89,30 +101,17 @@ class Bodies:
         return self.names[key]
 
     def pointwise(self, ops: Sequence[Operation], inputs: Sequence[SSAValue],
-                  outputs: Sequence[SSAValue]) -> str:
-        """The symbol of the pointwise body of ``ops`` (keyed by its text)."""
-        op = scalar_body("body", ops, inputs, outputs)
+                  outputs: Sequence[SSAValue], summed: Sequence[SSAValue] = (),
+                  terms: int = 0) -> str:
+        """The symbol of the pointwise body of ``ops`` (keyed by its text); ``summed``
+        and ``terms`` as :func:`scalar_body` says."""
+        op = scalar_body("body", ops, inputs, outputs, summed, terms)
 
         def named(name: str) -> t.BodyOp:
             op.sym_name = StringAttr(name)
             return op
 
         return self.add(self.pointwise_ops, str(op), "ew", named)
-
-    def sum(self, element_type: Attribute, count: int) -> str:
-        """The symbol of the pointwise body adding ``count`` values (partial products)."""
-
-        def make(name: str) -> t.BodyOp:
-            block = Block(arg_types=[TensorType(element_type, [])] * count)
-            total: SSAValue = block.args[0]
-            for arg in block.args[1:]:
-                add = g.AddOp(total, arg)
-                block.add_op(add)
-                total = add.result
-            block.add_op(t.YieldOp.build(operands=[[total]]))
-            return t.BodyOp(name, Region(block))
-
-        return self.add(self.pointwise_ops, ("sum", element_type, count), "ew", make)
 
     def tile(self, op: g.GraphOp, ins: RegionTypes, outs: RegionTypes) -> str:
         """The symbol of the tile body of ``op`` on regions of ``ins`` and ``outs``."""

@@ -130,6 +130,10 @@ class TaskPlanner:
         self.free: dict[MemRefType, list[Storage]] = {}
         self.current: Operation = func  # the op being lowered, blamed for its tiles
         self.permuted: set[Operation] = set()  # permutes that matmuls read through
+        self.absorbed: set[Operation] = set()  # ops an earlier op's tasks compute
+        self.direct: dict[SSAValue, int] = {}  # results written straight to outputs
+        self.returned: list[SSAValue] = []
+        self.position: dict[Operation, int] = {}
         self.recorded = 0  # tasks before this one have their accesses indexed
 
     # --- storage
@@ -207,7 +211,8 @@ class TaskPlanner:
         body = list(self.func.body.block.ops)
         if not body or not isinstance(body[-1], ReturnOp):
             raise TaskConversionError(f"@{self.func.sym_name.data} does not end in func.return")
-        returned = list(body[-1].operands)
+        returned = self.returned = list(body[-1].operands)
+        self.position = {op: index for index, op in enumerate(body)}
         if self.options.permuted_reads:
             self.permuted = {op for op in body if read_permuted(op, returned)}
         last_use: dict[SSAValue, int] = {}
@@ -215,7 +220,7 @@ class TaskPlanner:
             for o in self.reads_of(op):
                 last_use[o] = index
         # Each op result returned gets written straight into its first output.
-        direct: dict[SSAValue, int] = {}
+        direct = self.direct
         for i, v in enumerate(returned):
             if isinstance(v.owner, Operation) and not isinstance(v.owner, g.ConstantOp):
                 direct.setdefault(v, i)
@@ -229,14 +234,15 @@ class TaskPlanner:
                 continue  # materialised (or inlined, or read in place) where used
             if not isinstance(op, g.GraphOp):
                 raise TaskConversionError(f"convert-graph-to-task cannot lower {op.name}", op)
-            self.current = op
-            self.check_addressable(op, [*op.operands, *op.results])
-            for r in op.results:
-                self.where[r] = self.storage_for_result(r, direct)
-            first = len(self.tasks)
-            self.lower(op)
-            self.check_results_written(op, first)
-            self.record_accesses()
+            if op not in self.absorbed:
+                self.current = op
+                self.check_addressable(op, [*op.operands, *op.results])
+                for r in op.results:
+                    self.where[r] = self.storage_for_result(r, direct)
+                first = len(self.tasks)
+                self.lower(op)
+                self.check_results_written(op, first)
+                self.record_accesses()
             for value in {*self.reads_of(op), *op.results}:
                 storage = self.where.get(value)
                 if (storage is not None and storage.reusable
@@ -264,6 +270,8 @@ class TaskPlanner:
         its value would be whatever the buffer held."""
         written = {id(storage) for task in self.tasks[first:] for storage, _ in task.outs}
         for result in op.results:
+            if all(use.operation in self.absorbed for use in result.uses) and result.uses:
+                continue  # never materialised: the op reading it computes it
             if math.prod(g.shape_of(result)) and id(self.where[result]) not in written:
                 raise TaskConversionError(
                     f"{op.name}: result {result.index} would be computed from zero-size "
