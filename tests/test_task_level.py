@@ -201,7 +201,10 @@ def task_options(draw: st.DrawFn) -> str:
     rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     return (f"{{matmul_tile={rows},{cols} elementwise_tile={draw(st.integers(1, 24))} "
             f"row_tile={draw(st.integers(1, 3))} "
-            f"reuse_buffers={str(draw(st.booleans())).lower()}}}")
+            f"reuse_buffers={str(draw(st.booleans())).lower()} "
+            # few workers and short slabs: split-K (with epilogues) and split reductions
+            f"workers={draw(st.sampled_from([4, 132]))} "
+            f"split_k={draw(st.sampled_from([0, 1, 3, 64]))}}}")
 
 
 def check_random_program(program: Program, pipeline: str, options: str,
