@@ -66,6 +66,19 @@ __all__ = ["ConvertGraphToTaskPass", "KernelBuilder", "TaskConversionError"]
 Values = list[SSAValue]
 
 
+def unit_free(shape: Shape) -> Shape:
+    return tuple(n for n in shape if n != 1)
+
+
+def unit_reshaped(tile: Tile, source: Shape, shape: Shape) -> Tile:
+    """``tile`` of a tensor of ``source`` shape, reshaped to ``shape`` by adding or
+    dropping unit dimensions only: the same offsets and sizes along the other ones."""
+    spans = iter([(o, n) for o, n, d in zip(tile.offsets, tile.sizes, source, strict=True)
+                  if d != 1])
+    placed = [next(spans) if d != 1 else (0, 1) for d in shape]
+    return Tile(tuple(o for o, _ in placed), tuple(n for _, n in placed))
+
+
 def pointwise_parts(op: g.GraphOp) -> tuple[list[Operation], Values, Values, Values, Values]:
     """An elementwise op's or fused chain's pointwise body, as (ops, args, inputs,
     yielded, outputs): the ops on the values ``args``, which the tasks read from
@@ -335,50 +348,67 @@ class KernelBuilder(TaskPlanner):
     def sum_partials(self, op: g.MatmulOp, partial: Storage, count: int,
                      tiles: Iterable[Tile]) -> None:
         """Pointwise tasks adding each tile's ``count`` partial products, computing in
-        the same tasks the elementwise op that alone reads the product (a bias add, an
-        activation: the matmul's epilogue), which is then not lowered on its own."""
-        user = self.epilogue(op)
-        if user is None:
-            ops, args, inputs, yielded, outputs = [], [op.result], [op.result], [op.result], [
-                op.result]
+        the same tasks the elementwise op that alone reads the product, directly or
+        through a reshape that only adds or drops unit dimensions (a bias add, an
+        activation, a residual add: the matmul's epilogue), which is then not lowered
+        on its own."""
+        found = self.epilogue(op)
+        product: SSAValue = op.result
+        if found is None:
+            ops, args, inputs, yielded, outputs = [], [product], [product], [product], [
+                product]
         else:
+            user, view = found
+            if view is not None:
+                self.absorbed.add(view)
+                product = view.result
             ops, args, inputs, yielded, outputs = pointwise_parts(user)
             self.absorbed.add(user)
             self.check_addressable(user, [*user.operands, *user.results])
             for r in user.results:
                 self.where[r] = self.storage_for_result(r, self.direct)
-        summed = [a for a, v in zip(args, inputs, strict=True) if v is op.result]
-        reads = [v for v in inputs if v is not op.result]
+        summed = [a for a, v in zip(args, inputs, strict=True) if v is product]
+        reads = [v for v in inputs if v is not product]
         body = self.bodies.pointwise(ops, args, yielded, summed, count)
         m = g.shape_of(op.result)[-2]
+        source, shape = g.shape_of(op.result), g.shape_of(product)
         for tile in tiles:
             parts = [Tile((*tile.offsets[:-2], s * m + tile.offsets[-2], tile.offsets[-1]),
                           tile.sizes) for s in range(count)]
+            at = unit_reshaped(tile, source, shape)
             self.tasks.append(PlannedTask(
                 body, [*((partial, p) for p in parts),
-                       *((self.storage_of(v), broadcast_region(tile, g.shape_of(v)))
+                       *((self.storage_of(v), broadcast_region(at, g.shape_of(v)))
                          for v in reads)],
-                [(self.where[r], tile) for r in outputs]))
+                [(self.where[r], at) for r in outputs]))
 
-    def epilogue(self, op: g.MatmulOp) -> g.GraphOp | None:
+    def epilogue(self, op: g.MatmulOp) -> tuple[g.GraphOp, g.ReshapeOp | None] | None:
         """The elementwise op (or fused chain) that is the only reader of ``op``'s
-        product, of its shape, whose other operands exist before ``op``; else None."""
-        users = {use.operation for use in op.result.uses}
-        if len(users) != 1 or op.result in self.returned:
-            return None
-        (user,) = users
+        product, of its shape, directly or through a reshape that only adds or drops
+        unit dimensions, whose other operands exist before ``op``; and that reshape."""
+        product, view = op.result, None
+        for _ in range(2):
+            users = {use.operation for use in product.uses}
+            if len(users) != 1 or product in self.returned:
+                return None
+            (user,) = users
+            if view is None and isinstance(user, g.ReshapeOp) and (
+                    unit_free(g.shape_of(user.result)) == unit_free(g.shape_of(product))):
+                product, view = user.result, user
+                continue
+            break
         if not (isinstance(user, g.FusedOp) or (isinstance(user, g.GraphOp)
                 and user.has_trait(g.Elementwise))):
             return None
-        if any(g.shape_of(r) != g.shape_of(op.result) for r in user.results):
+        if any(g.shape_of(r) != g.shape_of(product) for r in user.results):
             return None
         here = self.position[op]
         for value in user.operands:
             owner = value.owner
-            if (value is not op.result and isinstance(owner, Operation)
+            if (value is not product and isinstance(owner, Operation)
                     and self.position.get(owner, here) >= here):
                 return None
-        return user
+        return user, view
 
     def rows_per_task(self, row: int, rows: int) -> int:
         """Rows per task of an op with ``rows`` rows of ``row`` elements each (a
