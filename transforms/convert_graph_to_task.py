@@ -66,13 +66,15 @@ __all__ = ["ConvertGraphToTaskPass", "KernelBuilder", "TaskConversionError"]
 Values = list[SSAValue]
 
 
-def unit_free(shape: Shape) -> Shape:
-    return tuple(n for n in shape if n != 1)
+def without_leading_ones(shape: Shape) -> Shape:
+    lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
+    return tuple(shape[lead:])
 
 
 def unit_reshaped(tile: Tile, source: Shape, shape: Shape) -> Tile:
     """``tile`` of a tensor of ``source`` shape, reshaped to ``shape`` by adding or
-    dropping unit dimensions only: the same offsets and sizes along the other ones."""
+    dropping leading unit dimensions only: the same offsets and sizes along the other
+    ones (so the tile's regions still broadcast onto it)."""
     spans = iter([(o, n) for o, n, d in zip(tile.offsets, tile.sizes, source, strict=True)
                   if d != 1])
     placed = [next(spans) if d != 1 else (0, 1) for d in shape]
@@ -349,9 +351,9 @@ class KernelBuilder(TaskPlanner):
                      tiles: Iterable[Tile]) -> None:
         """Pointwise tasks adding each tile's ``count`` partial products, computing in
         the same tasks the elementwise op that alone reads the product, directly or
-        through a reshape that only adds or drops unit dimensions (a bias add, an
-        activation, a residual add: the matmul's epilogue), which is then not lowered
-        on its own."""
+        through a reshape that only adds or drops leading unit dimensions (a bias add,
+        an activation, a residual add at batch 1: the matmul's epilogue), which is then
+        not lowered on its own."""
         found = self.epilogue(op)
         product: SSAValue = op.result
         if found is None:
@@ -385,7 +387,8 @@ class KernelBuilder(TaskPlanner):
     def epilogue(self, op: g.MatmulOp) -> tuple[g.GraphOp, g.ReshapeOp | None] | None:
         """The elementwise op (or fused chain) that is the only reader of ``op``'s
         product, of its shape, directly or through a reshape that only adds or drops
-        unit dimensions, whose other operands exist before ``op``; and that reshape."""
+        leading unit dimensions, whose other operands exist before ``op``; and that
+        reshape."""
         product, view = op.result, None
         for _ in range(2):
             users = {use.operation for use in product.uses}
@@ -393,7 +396,8 @@ class KernelBuilder(TaskPlanner):
                 return None
             (user,) = users
             if view is None and isinstance(user, g.ReshapeOp) and (
-                    unit_free(g.shape_of(user.result)) == unit_free(g.shape_of(product))):
+                    without_leading_ones(g.shape_of(user.result))
+                    == without_leading_ones(g.shape_of(product))):
                 product, view = user.result, user
                 continue
             break
