@@ -1,4 +1,4 @@
-"""The seed's MLP trained data-parallel: each torchrun rank on its own mncore device,
+"""An MLP (the seed's, with tanh) trained data-parallel: each torchrun rank on its own mncore device,
 with its half of every global batch, gradients averaged by torch.distributed (gloo
 here, NCCL where GPUs are). Losses and weights are checked against single-process
 eager training on the full batch.
@@ -35,8 +35,10 @@ def synthetic_batches(steps: int, batch: int, features: int, classes: int, seed:
 
 
 def make_model(features: int, hidden: int, classes: int) -> torch.nn.Module:
+    """tanh, not ReLU: at a ReLU kink a rounding-level difference (a sum in another order)
+    flips a unit's gradient on or off, and weights then differ by a whole update."""
     torch.manual_seed(0)  # every rank (and the reference) starts from the same weights
-    return torch.nn.Sequential(torch.nn.Linear(features, hidden), torch.nn.ReLU(),
+    return torch.nn.Sequential(torch.nn.Linear(features, hidden), torch.nn.Tanh(),
                                torch.nn.Linear(hidden, classes))
 
 
