@@ -1,7 +1,7 @@
-"""An MLP (the seed's, with tanh) trained data-parallel: each torchrun rank on its own mncore device,
-with its half of every global batch, gradients averaged by torch.distributed (gloo
-here, NCCL where GPUs are). Losses and weights are checked against single-process
-eager training on the full batch.
+"""An MLP (the seed's, with tanh) trained data-parallel: each torchrun rank on its own
+mncore device, with its half of every global batch, gradients averaged by
+torch.distributed (gloo here, NCCL where GPUs are). Losses and weights are checked
+against single-process eager training on the full batch.
 
     torchrun --nproc-per-node 2 examples/ddp_training.py [--device cpu|interp|task|mncore]
         [--mode ddp|all_reduce|functional] [--steps 20]
