@@ -226,10 +226,13 @@ def _gather_source(tt: TaskType) -> list[str]:
 def _scatter_source(tt: TaskType) -> list[str]:
     dt = tt.dtypes
     block = min(pow2(tt.largest[0]), 1024)
-    return [*_load_desc(4, 2),  # out = input first: both are whole and contiguous
-            *_flat_loop("x0", block),
-            f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
-            "    " + _store(3, dt[3], "flat", "a0", "mask"),
+    # out = input first (both whole and contiguous), unless they are one buffer: the
+    # in-place task after convert-graph-to-task's tiled copy moves only the rows put
+    return [*_load_desc(4, 2),
+            "if o0 != o3:",
+            *("    " + line for line in _flat_loop("x0", block)),
+            f"        a0 = {_load(0, dt[0], 'flat', 'mask')}",
+            "        " + _store(3, dt[3], "flat", "a0", "mask"),
             "tl.debug_barrier()",
             f"value = {_load(2, dt[2], '0', 'True')}",
             "n = s0 * s1 * s2 * s3 * s4 * s5",
@@ -247,10 +250,13 @@ def _index_put_source(tt: TaskType) -> list[str]:
     target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
     write = (f"tl.atomic_add({target}, value, mask=mask)" if add
              else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
-    return [*_load_desc(4, 2),  # out = input first: both are whole and contiguous
-            *_flat_loop("x0", block),
-            f"    a0 = {_load(0, dt[0], 'flat', 'mask')}",
-            "    " + _store(3, dt[3], "flat", "a0", "mask"),
+    # out = input first (both whole and contiguous), unless they are one buffer: the
+    # in-place task after convert-graph-to-task's tiled copy moves only the rows put
+    return [*_load_desc(4, 2),
+            "if o0 != o3:",
+            *("    " + line for line in _flat_loop("x0", block)),
+            f"        a0 = {_load(0, dt[0], 'flat', 'mask')}",
+            "        " + _store(3, dt[3], "flat", "a0", "mask"),
             "tl.debug_barrier()",
             "n = s0 * s1 * s2 * s3 * s4 * s5",
             *_flat_loop("n", block),

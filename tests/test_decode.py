@@ -278,3 +278,26 @@ def test_unrolled_decode_loop_tokens_equal_eager() -> None:
     tokens = [first.item()] + [int(o.reshape(-1)[0]) for o in outputs[:6]]
     assert tokens == want[0].tolist()
     assert int(outputs[-1]) == pos.item() + 6  # the position, carried out last
+
+
+@pytest.mark.parametrize("in_place", ["true", "false"])
+def test_index_put_in_the_triton_megakernel(in_place: str, megakernel: Any) -> None:
+    """The Triton index_put copies its input into its output unless they are one buffer
+    (the in-place task): both forms give the graph level's values."""
+    from mncore_ir.dialects.values import find_function
+    from mncore_ir.parsing import parse_module
+
+    with open(os.path.join(ROOT, "lit_tests/transforms/Inputs/decode.mlir")) as file:
+        text = file.read()
+    rng = np.random.default_rng(0)
+    graph = parse_module(make_context(), text)
+    inputs = [np.full(tuple(t.get_shape()), 3) if "i64" in str(t) else
+              rng.standard_normal(tuple(t.get_shape())).astype(np.float32)
+              for t in find_function(graph).function_type.inputs.data]
+    want = run_function(graph, inputs)
+    module = parse_module(make_context(), text)
+    apply_pipeline(module, "convert-graph-to-task{workers=8 matmul_tile=1,8 split_k=16 "
+                           f"elementwise_tile=8 in_place_index_put={in_place}}}")
+    got = megakernel(find_kernel(module)).run(*[torch.from_numpy(a) for a in inputs])
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-5, atol=1e-5)
