@@ -79,17 +79,17 @@ def main() -> None:
     if args.path == "lazy":
         torch_mncore.init(device=args.device)
         got, seconds = lazy_decode(model, prompt, args.tokens)
-        compiles = torch_mncore.counter_value("UncachedCompile") or 0
+        compiled = f"{torch_mncore.counter_value('UncachedCompile') or 0} compiles"
     else:
-        got, seconds, _ = fx_decode(model, prompt, args.tokens, args.device)
-        compiles = 1
+        got, seconds, step = fx_decode(model, prompt, args.tokens, args.device)
+        compiled = f"one CompiledStep called {step.calls} times"
     steady = sorted(seconds[2:] or seconds)[len(seconds[2:] or seconds) // 2]
     print(f"model {args.model} ({model.cfg.layers} layers, width {model.cfg.dim}), "
           f"device {args.device}, {args.path} path, batch {args.batch}")
     print(f"prompt      {prompt[0].tolist()}")
     print(f"eager       {eager[0].tolist()}")
     print(f"{args.device:<12}{got[0].tolist()}")
-    print(f"tokens equal eager's: {torch.equal(eager, got)}; compiles: {compiles} for "
+    print(f"tokens equal eager's: {torch.equal(eager, got)}; {compiled} for "
           f"{len(seconds)} steps; median step {steady * 1e3:.2f} ms")
     if not torch.equal(eager, got):
         raise SystemExit(1)
