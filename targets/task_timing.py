@@ -110,8 +110,7 @@ class TaskWork:
         self.flops: dict[str, tuple[float, float] | None] = {}  # (per point, per task)
         self.indexed: dict[str, type[g.GraphOp] | None] = {}  # bodies that read by index
 
-    def _body_flops(self, task: t.TaskOp) -> tuple[float, float] | None:
-        op = t.computation(task, self.bodies)
+    def _body_flops(self, op: Operation | None) -> tuple[float, float] | None:
         if isinstance(op, g.CollectiveOp):
             return self.LINK
         if isinstance(op, t.BodyOp):
@@ -122,8 +121,8 @@ class TaskWork:
     def __call__(self, task: t.TaskOp) -> tuple[float, float]:
         name = task.body_name
         if name not in self.flops:
-            self.flops[name] = self._body_flops(task)
             op = t.computation(task, self.bodies)
+            self.flops[name] = self._body_flops(op)
             self.indexed[name] = type(op) if isinstance(op, INDEXED_READS) else None
         rates = self.flops[name]
         if rates is self.LINK:

@@ -129,8 +129,10 @@ def test_sixty_four_tokens_compile_once(lazy_device: Any) -> None:
     lazy_device("cpu")
     model.reset_cache()
     model.mncore()
-    chosen = [token for token in greedy_steps(model, prompt, 64, device="mncore")
-              if torch_mncore.sync() is None]
+    chosen = []
+    for token in greedy_steps(model, prompt, 64, device="mncore"):
+        torch_mncore.sync()
+        chosen.append(token)
     assert torch.cat([c.cpu() for c in chosen[3:]], dim=1).tolist() == want.tolist()
     assert torch_mncore.counter_value("UncachedCompile") == 1
     assert torch_mncore.counter_value("CachedCompile") == len(chosen) - 1

@@ -390,17 +390,13 @@ class KernelBuilder(TaskPlanner):
         leading unit dimensions, whose other operands exist before ``op``; and that
         reshape."""
         product, view = op.result, None
-        for _ in range(2):
-            users = {use.operation for use in product.uses}
-            if len(users) != 1 or product in self.returned:
-                return None
-            (user,) = users
-            if view is None and isinstance(user, g.ReshapeOp) and (
-                    without_leading_ones(g.shape_of(user.result))
-                    == without_leading_ones(g.shape_of(product))):
-                product, view = user.result, user
-                continue
-            break
+        user = self.sole_reader(product)
+        if isinstance(user, g.ReshapeOp) and (without_leading_ones(g.shape_of(user.result))
+                                              == without_leading_ones(g.shape_of(product))):
+            product, view = user.result, user
+            user = self.sole_reader(product)
+        if user is None:
+            return None
         if not (isinstance(user, g.FusedOp) or (isinstance(user, g.GraphOp)
                 and user.has_trait(g.Elementwise))):
             return None
@@ -413,6 +409,11 @@ class KernelBuilder(TaskPlanner):
                     and self.position.get(owner, here) >= here):
                 return None
         return user, view
+
+    def sole_reader(self, value: SSAValue) -> Operation | None:
+        """The one op reading ``value``, which the function does not return."""
+        users = {use.operation for use in value.uses}
+        return users.pop() if len(users) == 1 and value not in self.returned else None
 
     def rows_per_task(self, row: int, rows: int) -> int:
         """Rows per task of an op with ``rows`` rows of ``row`` elements each (a
