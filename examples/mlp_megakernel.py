@@ -59,7 +59,7 @@ def main():
           f"of {len(megakernel.TASK_TYPES)} types, {len(megakernel.TARGETS)} events, "
           f"{len(megakernel.LEVELS)} dependency levels -> build/mlp_megakernel.py "
           f"({len(source.splitlines())} lines)\n")
-    matmul = excerpt(source, next(n for n in megakernel.TASK_TYPES if n.endswith("_matmul")))
+    matmul = excerpt(source, next(n for n in megakernel.TASK_TYPES if "_matmul" in n))
     head, loads, loops = matmul.partition("\n    s0 = ")[0], "    ...  # descriptor loads", \
         matmul[matmul.index("    M = s3"):]
     print("\n".join([head, loads, loops]))
