@@ -26,6 +26,7 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import graph_semantics_decompose as dec
 from mncore_ir.dialects import graph_semantics_numpy as ref
 from mncore_ir.dialects import graph_semantics_transcendental as tr
+from mncore_ir.dialects import graph_semantics_windows as win
 from mncore_ir.dialects.graph_semantics_decompose import Decomposition
 
 #: (op, *operands as arrays) -> the result, or a tuple of results (any dtype: the
@@ -46,8 +47,10 @@ class OpSemantics:
     (elementwise ops only). ``alu`` names the MN-Core ALU instruction of an elementwise
     primitive (``alu_swapped``: with its two operands swapped). Where ``triton`` or
     ``alu`` is None, a target without a native kernel uses ``decompose``. ``composite``
-    ops are expanded by ``graph-decompose``; the other decompositions are the recipes
-    of targets that lack an instruction.
+    ops are expanded by ``graph-decompose``; ``convolution`` ops (as matrix products)
+    by ``graph-decompose{convolutions=true}``, for a target whose fast path is its
+    matrix unit; the other decompositions are the recipes of targets that lack an
+    instruction.
     """
 
     reference: Reference | None
@@ -58,6 +61,7 @@ class OpSemantics:
     flops: Flops = 1.0
     decompose: Decomposition | None = None
     composite: bool = False
+    convolution: bool = False
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Reference:
@@ -258,12 +262,12 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
     # --- windows
     g.Conv2dOp: OpSemantics(
         ref.conv2d, "torch.conv2d({0}, {1}, {2}, {stride}, {padding}, {dilation}, {groups})",
-        flops=reads_per_output),
+        flops=reads_per_output, decompose=win.conv2d, convolution=True),
     g.Conv2dBackwardOp: OpSemantics(
         ref.conv2d_backward,
         "aten.convolution_backward.default({0}, {1}, {2}, [{out_channels}], {stride}, "
         "{padding}, {dilation}, False, (0, 0), {groups}, {mask})",
-        flops=reads_per_output),
+        flops=reads_per_output, decompose=win.conv2d_backward, convolution=True),
     # torch's indices are the interpreter's: the flat h * W + w position in the
     # unpadded input plane.
     g.MaxPool2dOp: OpSemantics(

@@ -28,6 +28,11 @@ from mncore_ir.registry import get_all_dialects, get_all_passes
 #: The graph-level pipeline: simplify, expand composites, simplify again, fuse.
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
 
+#: The mncore device's graph pipeline: convolutions become matrix products of their
+#: windows (the MAU is MN-Core's fast path; a lane per output walking its window is not).
+MNCORE_GRAPH_PIPELINE = GRAPH_PIPELINE.replace("graph-decompose",
+                                               "graph-decompose{convolutions=true}")
+
 #: convert-graph-to-task's options for the mncore level: the tilings that
 #: convert-task-to-mncore has no kernels for are off, collectives run on the host.
 MNCORE_TASKS = "target=mncore collectives=false"
@@ -71,7 +76,7 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "convert-graph-to-task{collectives=false}",
            executables.triton_megakernel, "triton", TASK_ELEMENT_TYPES),
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
-           f"{GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
+           f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
            f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",
            executables.cycle_simulator, f"mncore-{MACHINE}", MNCORE_ELEMENT_TYPES),
 )}

@@ -4,7 +4,10 @@ Softmax, log-softmax, layer norm, GELU and their backward ops are expanded by th
 one ``decompose()`` in ``graph_semantics``, so a later level that has no dedicated
 kernel for a composite can still run it. With ``primitives=true`` the elementwise
 primitives that have a decomposition (erf, tanh, sigmoid, division, sqrt, ...) are
-expanded too, down to what every target has an instruction for.
+expanded too, down to what every target has an instruction for. With
+``convolutions=true`` convolutions and their backward ops become matrix products of
+their windows (``im2col``), for a target whose matrix unit is its fast path (the
+``mncore`` device's pipeline).
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ from mncore_ir.dialects.graph_semantics import SEMANTICS
 
 @dataclass(frozen=True)
 class Decompose(RewritePattern):
-    """Replaces an op by its decomposition: composites, and with ``primitives`` every
-    op that has one."""
+    """Replaces an op by its decomposition: composites, with ``convolutions`` the
+    convolutions, and with ``primitives`` every op that has one."""
 
     primitives: bool = False
+    convolutions: bool = False
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         entry = SEMANTICS.get(type(op))
-        if entry is None or entry.decompose is None or not (entry.composite or self.primitives):
+        if entry is None or entry.decompose is None or not (
+                entry.composite or self.primitives or (self.convolutions and entry.convolution)):
             return
         rewriter.replace(op, [], entry.decompose(rewriter, op))
 
@@ -43,6 +48,9 @@ class GraphDecomposePass(ModulePass):
     primitives: bool = False
     """Also expand elementwise primitives that have a decomposition."""
 
+    convolutions: bool = False
+    """Also express convolutions as matrix products (``im2col``)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(Decompose(self.primitives),
+        PatternRewriteWalker(Decompose(self.primitives, self.convolutions),
                              apply_recursively=self.primitives).rewrite_module(op)
