@@ -10,7 +10,10 @@ the simulated cycles divided by a lower bound, the larger of
 then the compile time of convert-task-to-mncore and mncore-schedule, the
 simulator's speed in simulated steps per second, and useful FLOP/cycle against peak.
 Matmuls run with both kernels; the streaming one (the first version) is the baseline of
-the same process. Figures are simulated cycles, deterministic; only the seconds are noisy.
+the same process. Whole training steps (MLP SGD, one-layer GPT-2 AdamW, the small CNN's
+SGD step) go through the ``mncore`` device's own pipeline. Last, the compile time of the
+GPT-2 AdamW step at 1, 2, 4 and 8 layers and its scaling exponent (the slope of log time
+over log layers). Figures are simulated cycles, deterministic; only the seconds are noisy.
 """
 
 from __future__ import annotations
@@ -28,10 +31,10 @@ from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
+from mncore_ir.pipeline import MNCORE_GRAPH_PIPELINE, MNCORE_TASKS, apply_pipeline, make_context
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
-from mncore_ir.testing.model_zoo import mlp_sgd
+from mncore_ir.testing.model_zoo import TrainingStep, cnn_sgd, gpt_adamw, mlp_sgd
 
 
 def matmul_text(n: int) -> str:
@@ -90,6 +93,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512])
     parser.add_argument("--baseline-up-to", type=int, default=256,
                         help="largest size also run with the streaming kernel")
+    parser.add_argument("--no-steps", action="store_true", help="matmuls only")
+    parser.add_argument("--layers", type=int, nargs="*", default=[1, 2, 4, 8],
+                        help="GPT-2 step sizes of the compile-time scaling (none: skip it)")
     args = parser.parse_args()
     machine = MACHINES["mncore2"]
     print(machine.describe())
@@ -106,19 +112,48 @@ def main() -> None:
             apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={n},{n}}}")
             rows.append(measure(f"matmul {n}^3 {kernel}", module, [a, b],
                                 f"matmul_kernel={kernel}"))
-    step = mlp_sgd()
-    captured = capture(step, *step.example_inputs())
-    inputs = [x.numpy() for x in captured.example_inputs]
-    module = import_captured(captured)
-    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task")
-    tasks = len(find_kernel(module).tasks())
-    rows.append(measure(f"MLP SGD step ({tasks} tasks)", module, inputs, ""))
+    if not args.no_steps:
+        steps = (("MLP SGD step", mlp_sgd()), ("GPT-2 1 layer AdamW", gpt_adamw(layers=1)),
+                 ("CNN SGD step", cnn_sgd()))
+        for name, step in steps:
+            module, inputs, tasks = task_level(step)
+            rows.append(measure(f"{name} ({tasks} tasks)", module, inputs, ""))
     print_rows(rows)
     stationary = {r["case"].split()[1]: r["ratio"] for r in rows if "stationary" in r["case"]}
     streaming = {r["case"].split()[1]: r["ratio"] for r in rows if "streaming" in r["case"]}
     if streaming:
         print("\nstreaming / stationary cycles: " + ", ".join(
             f"{size} {streaming[size] / stationary[size]:.1f}x" for size in streaming))
+    if args.layers:
+        scaling(args.layers)
+
+
+def task_level(step: TrainingStep) -> tuple[Any, list[np.ndarray], int]:
+    """A training step captured and lowered to the task level as the mncore device
+    does it."""
+    captured = capture(step, *step.example_inputs())
+    module = import_captured(captured)
+    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}}")
+    return module, [x.numpy() for x in captured.example_inputs], len(find_kernel(module).tasks())
+
+
+def scaling(layers: list[int]) -> None:
+    """Compile seconds (convert-task-to-mncore and mncore-schedule, each verified) of the
+    GPT-2 AdamW step per layer count, and the exponent of time in layers."""
+    print("\nGPT-2 AdamW step compile time for mncore2 (task level to scheduled program):")
+    seconds, sizes = [], []
+    for n in layers:
+        module, _, tasks = task_level(gpt_adamw(layers=n))
+        start = time.perf_counter()
+        apply_pipeline(module, "convert-task-to-mncore{machine=mncore2},mncore-schedule")
+        seconds.append(time.perf_counter() - start)
+        sizes.append(len(find_program(module).instructions()))
+        print(f"  {n} layer(s): {tasks:5d} tasks {sizes[-1]:8d} instructions "
+              f"{seconds[-1]:7.1f} s")
+    if len(layers) > 1:
+        slope = np.polyfit(np.log(layers), np.log(seconds), 1)[0]
+        grows = np.polyfit(np.log(layers), np.log(sizes), 1)[0]
+        print(f"  scaling exponent: time {slope:.2f}, instructions {grows:.2f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ ready, using DMA data before its wait — are the cycle simulator's to detect.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -46,7 +47,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -111,6 +112,24 @@ class RefAttr(ParametrizedAttribute):
         return f"{self.space.data}[{self.address.data}]"
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def ref(space: str, address: int) -> RefAttr:
+    """``space[address]``, shared: attributes are immutable, and programs name the same
+    words over and over."""
+    return RefAttr(space, address)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def i64_attr(value: int) -> IntegerAttr:
+    """An i64 attribute, shared (steps, sizes, tags)."""
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=256)
+def _kind(kind: str) -> StringAttr:
+    return StringAttr(kind)
+
+
 def parse_ref(parser: AttrParser) -> tuple[str, int]:
     pos = parser.pos
     space = parser.parse_identifier(context_msg=": a memory space")
@@ -151,8 +170,8 @@ class InstructionOp(IRDLOperation):
                  tag: int | None = None, run: int | None = None,
                  stride: int | None = None, l2b: int | None = None,
                  mask: RefAttr | None = None) -> None:
-        props: dict[str, Attribute] = {"step": IntegerAttr(step, i64), "kind": StringAttr(kind),
-                                       "srcs": ArrayAttr(list(srcs))}
+        props: dict[str, Attribute] = {"step": i64_attr(step), "kind": _kind(kind),
+                                       "srcs": ArrayAttr(tuple(srcs))}
         if dst is not None:
             props["dst"] = dst
         if mask is not None:
@@ -160,8 +179,10 @@ class InstructionOp(IRDLOperation):
         for name, value in (("words", words), ("run", run), ("stride", stride), ("l2b", l2b),
                             ("tag", tag)):
             if value is not None:
-                props[name] = IntegerAttr(value, i64)
-        super().__init__(properties=props)
+                props[name] = i64_attr(value)
+        # built as ``create`` builds (the properties are well typed by construction):
+        # programs hold millions of instructions; the verifier still checks each
+        Operation.__init__(self, properties=props)
 
     @property
     def at(self) -> int:

@@ -21,11 +21,13 @@ accepted here.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -37,7 +39,8 @@ class ScheduleError(DiagnosticException):
     """A program the scheduler cannot place."""
 
 
-Access = tuple[str, Sequence[int], int | None]  # space, words, the one L2B or None: all
+Interval = tuple[int, int]  # first word, past the last
+Access = tuple[str, list[Interval], int | None]  # space, words, the one L2B or None: all
 
 
 def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[Access]]:
@@ -46,14 +49,25 @@ def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[
     if isinstance(op, m.DmaOp):  # one L2B's copy of L2BM, or all for a plain load
         block = op.block if op.block is not None or op.kind.data == "load" else 0
     found: tuple[list[Access], list[Access]] = (
-        [(r.space.data, range(r.address.data, r.address.data + n),
+        [(r.space.data, [(r.address.data, r.address.data + n)],
           block if r.space.data == "l2bm" else None) for r, n in reads],
-        [(r.space.data, range(r.address.data, r.address.data + n),
+        [(r.space.data, [(r.address.data, r.address.data + n)],
           block if r.space.data == "l2bm" else None) for r, n in writes])
     if isinstance(op, m.DmaOp):  # the DRAM side may be strided
         side = found[0] if op.kind.data == "load" else found[1]
-        side[0] = ("dram", op.dram_words().tolist(), None)
+        side[0] = ("dram", dram_intervals(op), None)
     return found
+
+
+def dram_intervals(op: m.DmaOp) -> list[Interval]:
+    """The DRAM words a DMA touches, as intervals (its runs, merged where they meet)."""
+    first, n = op.dram.address.data, op.count
+    if op.run is None or op.stride is None:
+        return [(first, first + n)]
+    run, stride = op.run.value.data, op.stride.value.data
+    if stride <= run:
+        return [(first, first + stride * (n // run - 1) + run)]
+    return [(first + k * stride, first + k * stride + run) for k in range(n // run)]
 
 
 def _meet(a: int | None, b: int | None) -> bool:
@@ -86,26 +100,58 @@ def dma_steps(op: m.InstructionOp, machine: Machine) -> int:
 History = tuple[tuple[int, "int | None"], ...]
 
 
-def distinct(state: dict[tuple[str, int], History], space: str, words: Sequence[int]
-             ) -> list[History]:
-    """The different histories of ``words`` (most words of an access share one)."""
-    found: dict[int, History] = {}
-    for word in words:
-        history = state.get((space, word), ())
-        found.setdefault(id(history), history)
-    return list(found.values())
+class Segments:
+    """A history per word of one memory, kept as segments of equal history (an access
+    touches a few segments, not each of its words): segment ``i`` runs from
+    ``starts[i]`` to ``starts[i + 1]``."""
 
+    def __init__(self) -> None:
+        self.starts: list[int] = [0]
+        self.values: list[History] = [()]
 
-def extend(state: dict[tuple[str, int], History], space: str, words: Sequence[int],
-           change: Callable[[History], History]) -> None:
-    """Replace each word's history by ``change`` of it, computing each distinct one once
-    (the originals are kept alive while their ids key the memo)."""
-    memo: dict[int, tuple[History, History]] = {}
-    for word in words:
-        old = state.get((space, word), ())
-        if id(old) not in memo:
-            memo[id(old)] = (old, change(old))
-        state[(space, word)] = memo[id(old)][1]
+    def _split(self, at: int) -> int:
+        """The index of the segment starting at ``at`` (split off if need be)."""
+        i = bisect_right(self.starts, at) - 1
+        if self.starts[i] == at:
+            return i
+        self.starts.insert(i + 1, at)
+        self.values.insert(i + 1, self.values[i])
+        return i + 1
+
+    def distinct(self, intervals: Sequence[Interval]) -> list[History]:
+        """The different histories of the words of ``intervals``."""
+        found: dict[int, History] = {}
+        starts, values = self.starts, self.values
+        for lo, hi in intervals:
+            i = bisect_right(starts, lo) - 1
+            while lo < hi and i < len(starts) and starts[i] < hi:
+                found.setdefault(id(values[i]), values[i])
+                i += 1
+        return list(found.values())
+
+    def extend(self, intervals: Sequence[Interval], change: Callable[[History], History]
+               ) -> None:
+        """Replace each word's history by ``change`` of it, computing each distinct one
+        once (the originals are kept alive while their ids key the memo)."""
+        memo: dict[int, tuple[History, History]] = {}
+        for lo, hi in intervals:
+            if lo >= hi:
+                continue
+            first, last = self._split(lo), self._split(hi)
+            for i in range(first, last):
+                old = self.values[i]
+                if id(old) not in memo:
+                    memo[id(old)] = (old, change(old))
+                self.values[i] = memo[id(old)][1]
+
+    def assign(self, intervals: Sequence[Interval], history: History) -> None:
+        """Every word of ``intervals`` gets ``history`` (one segment per interval)."""
+        for lo, hi in intervals:
+            if lo >= hi:
+                continue
+            first, last = self._split(lo), self._split(hi)
+            self.starts[first:last] = [lo]
+            self.values[first:last] = [history]
 
 
 def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
@@ -123,8 +169,8 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
     # L2B or None); L2BM words have a copy per L2B, which DMAs may touch one at a time.
     # Words an instruction touches together share one tuple, so each distinct history
     # is looked at (and extended) once per access.
-    writers: dict[tuple[str, int], History] = {}
-    readers: dict[tuple[str, int], History] = {}
+    writers: dict[str, Segments] = defaultdict(Segments)
+    readers: dict[str, Segments] = defaultdict(Segments)
 
     def edge(a: int, b: int, distance: int) -> None:
         nodes[b].preds.append((a, distance))
@@ -150,16 +196,16 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
             continue
         found: dict[tuple[int, str], int] = {}  # (earlier node, what j does) -> distance
         for space, words, block in node.reads:
-            for history in distinct(writers, space, words):
+            for history in writers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
                         found[(i, "reads")] = latency(nodes[i].op, machine)
         for space, words, block in node.writes:
-            for history, distance in ((h, 1) for h in distinct(writers, space, words)):
+            for history in writers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
-                        found[(i, "overwrites")] = max(found.get((i, "overwrites"), 0), distance)
-            for history in distinct(readers, space, words):
+                        found[(i, "overwrites")] = 1
+            for history in readers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
                         found.setdefault((i, "overwrites"), 0)
@@ -171,16 +217,15 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
             if i != j:
                 edge(i, j, gap)
         for space, words, block in node.reads:
-            extend(readers, space, words, lambda h, b=block, j=j: (*h, (j, b)))
+            readers[space].extend(words, lambda h, b=block, j=j: (*h, (j, b)))
         for space, words, block in node.writes:
             if block is None:
-                mine: History = ((j, None),)
-                for word in words:
-                    writers[(space, word)], readers[(space, word)] = mine, ()
+                writers[space].assign(words, ((j, None),))
+                readers[space].assign(words, ())
             else:  # older accesses of other L2Bs' copies stay live
-                extend(writers, space, words, lambda h, b=block, j=j: (
+                writers[space].extend(words, lambda h, b=block, j=j: (
                     *(w for w in h if w[1] != b), (j, b)))
-                extend(readers, space, words, lambda h, b=block: tuple(
+                readers[space].extend(words, lambda h, b=block: tuple(
                     r for r in h if r[1] != b))
         if isinstance(node.op, m.DmaOp):
             waiting_dma.setdefault(node.op.tag_number(), []).append(j)
@@ -268,7 +313,7 @@ def schedule(program: m.ProgramOp) -> int:
                 heapq.heappush(ready, (-nodes[s].priority, s))
     block = program.body.block
     for node in nodes:
-        node.op.step = IntegerAttr(node.step, i64)
+        node.op.step = m.i64_attr(node.step)
         node.op.detach()
     for i in sorted(range(len(nodes)), key=lambda i: (nodes[i].step, i)):
         block.add_op(nodes[i].op)  # placement ops keep their places in front

@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, i64
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import mncore as m
@@ -211,7 +210,7 @@ class Emitter:
                 f"convert-task-to-mncore: the program needs more than "
                 f"{self.max_instructions:,} instructions; raise max_instructions or tile "
                 "smaller")
-        op.step = IntegerAttr(len(self.ops) * self.spacing, i64)
+        op.step = m.i64_attr(len(self.ops) * self.spacing)
         self.ops.append(op)
 
     def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
@@ -231,20 +230,20 @@ class Emitter:
                 space = next(s for s in ("grf0", "grf1", "lm0", "lm1")
                              if s not in used and s not in (x[0] for x in srcs[i + 1:]))
                 scratch = (space, 0 if space.startswith("grf") else self.lm_scratch[space])
-                self.emit(m.AluOp(0, "fpass", [m.RefAttr(*srcs[i])], m.RefAttr(*scratch)))
+                self.emit(m.AluOp(0, "fpass", [m.ref(*srcs[i])], m.ref(*scratch)))
                 srcs[i] = scratch
             used.add(srcs[i][0])
         if mask is not None:
             *srcs, mask = srcs
-        self.emit(m.AluOp(0, kind, [m.RefAttr(*s) for s in srcs], m.RefAttr(*dst),
-                          mask=m.RefAttr(*mask) if mask is not None else None))
+        self.emit(m.AluOp(0, kind, [m.ref(*s) for s in srcs], m.ref(*dst),
+                          mask=m.ref(*mask) if mask is not None else None))
 
     def broadcast(self, address: int, slot: Slot) -> None:
         """The DRAM word at ``address`` into all 4 words of ``slot`` on every PE."""
         stage, l1 = self.stage.take(), self.l1.take()
-        self.dma("load", m.RefAttr("dram", address), m.RefAttr(*stage), 4, 1, 0)
-        self.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4))
-        self.emit(m.L1Op(0, "bcast", [m.RefAttr(*l1)], m.RefAttr(*slot)))
+        self.dma("load", m.ref("dram", address), m.ref(*stage), 4, 1, 0)
+        self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
+        self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(*slot)))
 
     def load(self, addresses: np.ndarray) -> Slot:
         """Lane ``i`` of the wave gets the DRAM word ``addresses[i]``."""
@@ -255,10 +254,10 @@ class Emitter:
         stage, l1 = self.stage.take(), self.l1.take()
         for n, part in self.per_l2b(addresses):
             for first, address, words, run, stride in descriptors(part, load=True):
-                self.dma("load", m.RefAttr("dram", address),
-                         m.RefAttr("l2bm", stage[1] + first), words, run, stride, n)
-        self.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*l1), self.chunk))
-        self.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(*slot)))
+                self.dma("load", m.ref("dram", address),
+                         m.ref("l2bm", stage[1] + first), words, run, stride, n)
+        self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.chunk))
+        self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
 
     def keep(self, slot: Slot) -> Slot:
@@ -271,12 +270,12 @@ class Emitter:
     def store(self, slot: Slot, addresses: np.ndarray) -> None:
         """Lane ``i``'s word of ``slot`` to the DRAM word ``addresses[i]``."""
         stage, l1 = self.stage.take(), self.l1.take()
-        self.emit(m.L1Op(0, "gather", [m.RefAttr(*slot)], m.RefAttr(*l1)))
-        self.emit(m.L2Op(0, "gather", [m.RefAttr(*l1)], m.RefAttr(*stage), self.chunk))
+        self.emit(m.L1Op(0, "gather", [m.ref(*slot)], m.ref(*l1)))
+        self.emit(m.L2Op(0, "gather", [m.ref(*l1)], m.ref(*stage), self.chunk))
         for n, part in self.per_l2b(addresses):
             for first, address, words, run, stride in descriptors(part, load=False):
-                self.dma("store", m.RefAttr("l2bm", stage[1] + first),
-                         m.RefAttr("dram", address), words, run, stride, n)
+                self.dma("store", m.ref("l2bm", stage[1] + first),
+                         m.ref("dram", address), words, run, stride, n)
 
     def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
         """A wave's lanes by L2B: L2B ``n`` takes lanes ``n wave ..``; a wave that one L2B

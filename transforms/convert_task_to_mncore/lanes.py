@@ -174,13 +174,13 @@ def sum_tree(e: Emitter, addresses: np.ndarray, target: np.ndarray, scale: float
         x = e.load(chunk)
         e.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
     l1, stage, back = e.l1.take(), e.stage.take(), e.l1.take()
-    e.emit(m.L1Op(0, "reduce", [m.RefAttr(*acc)], m.RefAttr(*l1)))
-    e.emit(m.L2Op(0, "reduce", [m.RefAttr(*l1)], m.RefAttr(*stage), 4))
-    e.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*back), 4))
-    e.emit(m.L1Op(0, "bcast", [m.RefAttr(*back)], m.RefAttr(*vector)))
-    e.emit(m.AluOp(0, "fzero", [], m.RefAttr(*total)))
-    e.emit(m.MauOp(0, "mma", [m.RefAttr(*ones), m.RefAttr(*vector),
-                              m.RefAttr(*total)], m.RefAttr(*total)))
+    e.emit(m.L1Op(0, "reduce", [m.ref(*acc)], m.ref(*l1)))
+    e.emit(m.L2Op(0, "reduce", [m.ref(*l1)], m.ref(*stage), 4))
+    e.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*back), 4))
+    e.emit(m.L1Op(0, "bcast", [m.ref(*back)], m.ref(*vector)))
+    e.emit(m.AluOp(0, "fzero", [], m.ref(*total)))
+    e.emit(m.MauOp(0, "mma", [m.ref(*ones), m.ref(*vector),
+                              m.ref(*total)], m.ref(*total)))
     if scale != 1.0:
         e.alu("fmul", [total, e.constant(scale)], total)
     e.store(total, target)

@@ -88,13 +88,13 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
                 for n, first, block in parts:
                     if i < block:
                         count = -(-(block - i) // 4)
-                        pb.dma("load", m.RefAttr("dram", base_a + int((first + i) * sa[-2]
+                        pb.dma("load", m.ref("dram", base_a + int((first + i) * sa[-2]
                                                                         + 4 * kc)),
-                                 m.RefAttr(*stage), 4 * count, 4, int(4 * sa[-2]), n)
+                                 m.ref(*stage), 4 * count, 4, int(4 * sa[-2]), n)
                 count = -(-(parts[0][2] - i) // 4)
-                pb.emit(m.L2Op(0, "bcast", [m.RefAttr(*stage)], m.RefAttr(*l1), 4 * count))
+                pb.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4 * count))
                 space, at_ = matrix(kc)
-                pb.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1)], m.RefAttr(space, at_ + 4 * i)))
+                pb.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(space, at_ + 4 * i)))
         # Units of (columns, rows of B): the next unit's DMAs are emitted before
         # this unit's work, so the engine's queue runs ahead of the MAU.
         units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, depth, width)]
@@ -107,23 +107,23 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
             live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
             if k0 == 0:
                 for jl in live:
-                    pb.emit(m.AluOp(0, "fzero", [], m.RefAttr(*accs[jl])))
+                    pb.emit(m.AluOp(0, "fzero", [], m.ref(*accs[jl])))
             area, kw = areas.pop(u), min(width, depth - k0)
             for kc in range(kw // 4):
                 for jl in live:
                     vector = vectors.take()
-                    pb.emit(m.L1Op(0, "bcast", [m.RefAttr(area[0], area[1] + jl * kw
-                                                            + 4 * kc)], m.RefAttr(*vector)))
-                    pb.emit(m.MauOp(0, "mma", [m.RefAttr(*matrix(k0 // 4 + kc)),
-                                                 m.RefAttr(*vector), m.RefAttr(*accs[jl])],
-                                      m.RefAttr(*accs[jl])))
+                    pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * kw
+                                                            + 4 * kc)], m.ref(*vector)))
+                    pb.emit(m.MauOp(0, "mma", [m.ref(*matrix(k0 // 4 + kc)),
+                                                 m.ref(*vector), m.ref(*accs[jl])],
+                                      m.ref(*accs[jl])))
             if k0 + width < depth:
                 continue
             for jl in live:  # C[first + 4p + i, j] for PE p, word i: rows in order
-                pb.emit(m.L1Op(0, "gather", [m.RefAttr(*accs[jl])],
-                                 m.RefAttr("l1bm", pb.l1_out + jl * pb.chunk)))
+                pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
+                                 m.ref("l1bm", pb.l1_out + jl * pb.chunk)))
             out = pb.big_stage.take()
-            pb.emit(m.L2Op(0, "gather", [m.RefAttr("l1bm", pb.l1_out)], m.RefAttr(*out),
+            pb.emit(m.L2Op(0, "gather", [m.ref("l1bm", pb.l1_out)], m.ref(*out),
                              jc * pb.chunk))
             for index in range(span):
                 if c0 + index >= cols:
@@ -131,8 +131,8 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
                 n, local = divmod(index, blocks * jc)
                 for block_l2b, first, block in (parts if by_rows else [
                         (one_l2b(pb, n), r0, parts[0][2])]):
-                    pb.dma("store", m.RefAttr(out[0], out[1] + local * pb.chunk),
-                             m.RefAttr("dram", base_c + int(first * sc[-2] + c0 + index)),
+                    pb.dma("store", m.ref(out[0], out[1] + local * pb.chunk),
+                             m.ref("dram", base_c + int(first * sc[-2] + c0 + index)),
                              block, 1, int(sc[-2]), block_l2b)
 
 
@@ -170,11 +170,11 @@ def load_columns(pb: Emitter, base_b: int, sb: np.ndarray, cols: int, depth: int
     for index in range(per_l2b if shared else pb.machine.l2bs * per_l2b):
         n, local = divmod(index, per_l2b)
         if c0 + index < cols:
-            pb.dma("load", m.RefAttr("dram", base_b + int(k0 * sb[-2] + c0 + index)),
-                     m.RefAttr(stage[0], stage[1] + local * kw), kw, 1, int(sb[-2]),
+            pb.dma("load", m.ref("dram", base_b + int(k0 * sb[-2] + c0 + index)),
+                     m.ref(stage[0], stage[1] + local * kw), kw, 1, int(sb[-2]),
                      None if shared else one_l2b(pb, n))
     area = areas.take()
-    pb.emit(m.L2Op(0, "scatter", [m.RefAttr(*stage)], m.RefAttr(*area), jc * kw))
+    pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kw))
     return area
 
 
@@ -199,7 +199,7 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
     matrix, acc = ("grf0", 4), ("grf1", 4)
     for first in range(0, len(groups), blocks):
         wave = groups[first:first + blocks]
-        pb.emit(m.AluOp(0, "fzero", [], m.RefAttr(*acc)))
+        pb.emit(m.AluOp(0, "fzero", [], m.ref(*acc)))
         for kc in range(0, depth, 4):
             width = min(4, depth - kc)
             stage_m, stage_v = pb.stage.take()[1], pb.stage.take()[1]
@@ -208,40 +208,40 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
                 load_padded(pb, base_b + int(kc * sb[-2] + 4 * jb * sb[-1]), int(sb[-2]),
                                  width, min(4, cols_all - 4 * jb), target, zeros)
                 if width < 4:
-                    pb.dma("load", m.RefAttr("dram", zeros),
-                             m.RefAttr("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
+                    pb.dma("load", m.ref("dram", zeros),
+                             m.ref("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
             for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
                 load_padded(pb, base_a + int(rb * per * sa[-2] + kc * sa[-1]), int(sa[-2]),
                                  min(per, rows - rb * per), width, stage_v + 4 * per * gi,
                                  zeros)
             l1_m, l1_v = pb.l1.take(), pb.l1.take()
-            pb.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_m)], m.RefAttr(*l1_m),
+            pb.emit(m.L2Op(0, "scatter", [m.ref("l2bm", stage_m)], m.ref(*l1_m),
                              16))
             for i in range(4):
-                pb.emit(m.L1Op(0, "bcast", [m.RefAttr(l1_m[0], l1_m[1] + 4 * i)],
-                                 m.RefAttr(matrix[0], matrix[1] + 4 * i)))
-            pb.emit(m.L2Op(0, "scatter", [m.RefAttr("l2bm", stage_v)], m.RefAttr(*l1_v),
+                pb.emit(m.L1Op(0, "bcast", [m.ref(l1_m[0], l1_m[1] + 4 * i)],
+                                 m.ref(matrix[0], matrix[1] + 4 * i)))
+            pb.emit(m.L2Op(0, "scatter", [m.ref("l2bm", stage_v)], m.ref(*l1_v),
                              4 * per))
             vector = pb.lm_slot()
-            pb.emit(m.L1Op(0, "scatter", [m.RefAttr(*l1_v)], m.RefAttr(*vector)))
-            pb.emit(m.MauOp(0, "vmm", [m.RefAttr(*matrix), m.RefAttr(*vector),
-                                         m.RefAttr(*acc)], m.RefAttr(*acc)))
+            pb.emit(m.L1Op(0, "scatter", [m.ref(*l1_v)], m.ref(*vector)))
+            pb.emit(m.MauOp(0, "vmm", [m.ref(*matrix), m.ref(*vector),
+                                         m.ref(*acc)], m.ref(*acc)))
         stage_c, l1_c = pb.stage.take()[1], pb.l1.take()
-        pb.emit(m.L1Op(0, "gather", [m.RefAttr(*acc)], m.RefAttr(*l1_c)))
-        pb.emit(m.L2Op(0, "gather", [m.RefAttr(*l1_c)], m.RefAttr("l2bm", stage_c),
+        pb.emit(m.L1Op(0, "gather", [m.ref(*acc)], m.ref(*l1_c)))
+        pb.emit(m.L2Op(0, "gather", [m.ref(*l1_c)], m.ref("l2bm", stage_c),
                          4 * per))
         for gi, (jb, rb) in enumerate(wave):
             cols = min(4, cols_all - 4 * jb)
             count = min(per, rows - rb * per)
             target = base_c + int(rb * per * sc[-2] + 4 * jb * sc[-1])
-            source = m.RefAttr("l2bm", stage_c + 4 * per * gi)
+            source = m.ref("l2bm", stage_c + 4 * per * gi)
             if cols == 4:
-                pb.dma("store", source, m.RefAttr("dram", target), 4 * count, 4,
+                pb.dma("store", source, m.ref("dram", target), 4 * count, 4,
                          int(sc[-2]))
             else:
                 for p in range(count):
-                    pb.dma("store", m.RefAttr("l2bm", stage_c + 4 * per * gi + 4 * p),
-                             m.RefAttr("dram", target + int(p * sc[-2])), cols)
+                    pb.dma("store", m.ref("l2bm", stage_c + 4 * per * gi + 4 * p),
+                             m.ref("dram", target + int(p * sc[-2])), cols)
 
 
 def load_padded(pb: Emitter, source: int, stride: int, rows: int, width: int, target: int,
@@ -249,11 +249,11 @@ def load_padded(pb: Emitter, source: int, stride: int, rows: int, width: int, ta
     """``rows`` runs of ``width`` words, ``stride`` apart in DRAM, into the 4-word
     slots of L2BM from ``target``, each padded with zeros (from ``zeros``)."""
     if width == 4:
-        pb.dma("load", m.RefAttr("dram", source), m.RefAttr("l2bm", target), 4 * rows,
+        pb.dma("load", m.ref("dram", source), m.ref("l2bm", target), 4 * rows,
                  4, stride)
         return
     for r in range(rows):
-        pb.dma("load", m.RefAttr("dram", source + r * stride),
-                 m.RefAttr("l2bm", target + 4 * r), width)
-        pb.dma("load", m.RefAttr("dram", zeros), m.RefAttr("l2bm", target + 4 * r + width),
+        pb.dma("load", m.ref("dram", source + r * stride),
+                 m.ref("l2bm", target + 4 * r), width)
+        pb.dma("load", m.ref("dram", zeros), m.ref("l2bm", target + 4 * r + width),
                  4 - width)

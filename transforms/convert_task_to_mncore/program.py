@@ -96,7 +96,7 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     e.pool_base = e.size
     placed: list[Operation] = [*tensors(e, kernel)]
     placed += [m.BufferOp.create(properties={  # where the intermediates live
-        "sym_name": StringAttr(f"buffer{i}"), "at": m.RefAttr("dram", e.dram[v]),
+        "sym_name": StringAttr(f"buffer{i}"), "at": m.ref("dram", e.dram[v]),
         "words": IntegerAttr(math.prod(shape(v)), i64)}) for i, v in enumerate(buffers)]
     for task, op in zip(tasks, computed, strict=True):
         assert isinstance(op, t.BodyOp | g.GraphOp)
@@ -114,7 +114,7 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         typ = TensorType(f32, [len(e.pool)])
         placed.append(m.TensorOp.create(properties={
             "sym_name": StringAttr("constant_pool"), "role": StringAttr("constant"),
-            "at": m.RefAttr("dram", e.pool_base),
+            "at": m.ref("dram", e.pool_base),
             "value": DenseIntOrFPElementsAttr.from_list(
                 typ, np.array(e.pool, np.float32).tolist()), "type": typ}))
     block = Block([*placed, *e.ops])
@@ -128,14 +128,14 @@ def tensors(e: Emitter, kernel: t.KernelOp) -> list[m.TensorOp]:
         for v in group:
             out.append(m.TensorOp.create(properties={
                 "sym_name": StringAttr(v.name_hint or f"{role}{next(names)}"),
-                "role": StringAttr(role), "at": m.RefAttr("dram", e.dram[v]),
+                "role": StringAttr(role), "at": m.ref("dram", e.dram[v]),
                 "type": TensorType(element(v), shape(v))}))
     for op in kernel.body.block.ops:
         if isinstance(op, t.ConstantOp):
             out.append(m.TensorOp.create(properties={
                 "sym_name": StringAttr(op.result.name_hint or f"const{next(names)}"),
                 "role": StringAttr("constant"),
-                "at": m.RefAttr("dram", e.dram[op.result]), "value": op.value,
+                "at": m.ref("dram", e.dram[op.result]), "value": op.value,
                 "type": op.value.get_type()}))
     return out
 
