@@ -265,6 +265,21 @@ def test_task_device_trains_transformer_and_cnn() -> None:
     torch_mncore.init("cpu")
 
 
+def test_mncore_device_trains_cnn_fully_compiled() -> None:
+    """Three SGD-momentum steps of the small CNN on the tiny MN-Core (convolutions as
+    matrix products on the MAU), no op on the host."""
+    torch_mncore.init("mncore", implicit_sync="error", host_fallback=False)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    images = [(torch.randn(2, 3, 8, 8, generator=g), torch.randint(0, 10, (2,), generator=g))
+              for _ in range(3)]
+    compare(CNN(), lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), images,
+            F.cross_entropy)
+    assert not [c for c in torch_mncore.counters() if c.startswith("CpuFallback")]
+    assert torch_mncore.counters()["MNCoreRuns"] == 3
+    torch_mncore.init("cpu")
+
+
 def test_unknown_devices_and_machines_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(torch_mncore.LazyError, match="unknown device 'tpu'; devices: cpu, "
                        "interp, task, triton, mncore"):

@@ -32,12 +32,18 @@ from torch import nn
 
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
+from mncore_ir.pipeline import (
+    GRAPH_PIPELINE,
+    MNCORE_GRAPH_PIPELINE,
+    MNCORE_TASKS,
+    apply_pipeline,
+    make_context,
+)
 from mncore_ir.targets.graph_interpreter import InterpretationError, run_function
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
-from mncore_ir.testing.model_zoo import Block, gpt_adamw, mlp_sgd
+from mncore_ir.testing.model_zoo import Block, cnn_sgd, gpt_adamw, mlp_sgd
 
 TO_TINY = (GRAPH_PIPELINE + ",convert-graph-to-task{target=mncore},"
            "convert-task-to-mncore{machine=tiny},mncore-schedule")
@@ -320,10 +326,30 @@ def test_gpt2_adamw_training_step_on_tiny_matches_the_graph_interpreter() -> Non
     assert report.issued["mau"] > 0
 
 
+def test_cnn_sgd_training_step_on_tiny_matches_the_graph_interpreter() -> None:
+    """The small CNN's step (conv, batch norm, ReLU, max-pool, adaptive pool, linear,
+    cross-entropy, backward, SGD with momentum) through the mncore device's pipeline:
+    convolutions as matrix products on the MAU."""
+    step = cnn_sgd(batch=2, size=8)
+    captured = capture(step, *step.example_inputs())
+    inputs = [x.numpy() for x in captured.example_inputs]
+    expected = run_function(import_captured(captured), inputs)
+    module = import_captured(captured)
+    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
+    outs, report = simulate(find_program(module), inputs)
+    assert_same_results(outs, expected, rtol=1e-4, atol=1e-5, names=captured.output_names)
+    assert report.issued["mau"] > 0
+
+
+@pytest.mark.parametrize("graph_pipeline", [GRAPH_PIPELINE, MNCORE_GRAPH_PIPELINE],
+                         ids=["windows", "matrix-products"])
 @pytest.mark.parametrize("machine", ["tiny", "mncore2"])
-def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str) -> None:
+def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str,
+                                                            graph_pipeline: str) -> None:
     """Grouped, strided, padded conv2d and an overlapping, padded max-pool, forward and
-    backward (input, weight and bias gradients; pool indices exactly)."""
+    backward (input, weight and bias gradients; pool indices exactly), with the window
+    kernels and with convolutions as matrix products."""
     torch.manual_seed(0)
 
     def step(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -337,7 +363,7 @@ def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str) -> Non
     args = (torch.randn(2, 4, 7, 6), torch.randn(6, 2, 3, 3), torch.randn(6))
     captured = capture(step, *args)
     module = import_captured(captured)
-    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task{{target=mncore}},"
+    apply_pipeline(module, f"{graph_pipeline},convert-graph-to-task{{target=mncore}},"
                            f"convert-task-to-mncore{{machine={machine}}},mncore-schedule")
     outs, _ = simulate(find_program(module), [a.numpy() for a in args])
     for ours, theirs in zip(outs, step(*args), strict=True):

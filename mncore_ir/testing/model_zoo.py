@@ -234,13 +234,14 @@ def gpt_adamw(batch: int = 2, layers: int = 2, seed: int = 0) -> TrainingStep:
                         (idx, target), _adam_state(model, g))
 
 
-def cnn_sgd(batch: int = 4, seed: int = 0) -> TrainingStep:
-    """(c) small CNN with batch norm in training mode, SGD with momentum."""
+def cnn_sgd(batch: int = 4, seed: int = 0, size: int = 16) -> TrainingStep:
+    """(c) small CNN with batch norm in training mode, SGD with momentum, on
+    ``size`` x ``size`` images."""
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = CNN().train()
     state = _zeros_like(dict(model.named_parameters()), ("momentum",))
-    x = torch.randn(batch, 3, 16, 16, generator=g)
+    x = torch.randn(batch, 3, size, size, generator=g)
     y = torch.randint(0, 10, (batch,), generator=g)
     return TrainingStep("cnn_sgd", model, F.cross_entropy,
                         lambda p, gr, s: sgd_update(p, gr, s, lr=0.05, momentum=0.9),
