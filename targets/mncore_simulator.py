@@ -228,8 +228,9 @@ def span(ref: m.RefAttr, n: int) -> np.ndarray:
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
-    """The first word of ``a`` that ``b`` also touches."""
-    if not len(a) or not len(b) or a.max() < b.min() or b.max() < a.min():
+    """The first word of ``a`` that ``b`` also touches. Word lists run upward (spans,
+    and DMA runs at strides that are not negative), so their ends bound them."""
+    if not len(a) or not len(b) or a[-1] < b[0] or b[-1] < a[0]:
         return None
     both = np.intersect1d(a, b)
     return int(both[0]) if len(both) else None
@@ -264,8 +265,9 @@ def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, s
         raise HazardError(step, op, f"reads {space}[{word}] written at step "
                                     f"{state.writer[space][word]}, ready only at step "
                                     f"{ready[late]}")
+    mine = l2b_of(op)
     for tag, dspace, dwords, _, _, _, block in state.pending:
-        if dspace == space and not _apart(space, l2b_of(op), block) and (
+        if dspace == space and not _apart(space, mine, block) and (
                 word := _overlap(words, dwords)) is not None:
             raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
                                         f"DMA tag {tag}")
@@ -279,9 +281,10 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
     arr = state.array(space)
     if words[-1] >= arr.shape[1]:
         raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
+    mine = l2b_of(op)
     for tag, dspace, dwords, _, sspace, swords, block in state.pending:
         for busy, touched, what in ((dspace, dwords, "writing"), (sspace, swords, "reading")):
-            if busy == space and not _apart(space, l2b_of(op), block) and (
+            if busy == space and not _apart(space, mine, block) and (
                     word := _overlap(words, touched)) is not None:
                 raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
                                             f"{tag} is still {what} it")
