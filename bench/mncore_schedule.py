@@ -109,7 +109,7 @@ def main() -> None:
             if kernel == "streaming" and n > args.baseline_up_to:
                 continue
             module = parse_module(make_context(), matmul_text(n), "matmul.mlir")
-            apply_pipeline(module, f"convert-graph-to-task{{matmul_tile={n},{n}}}")
+            apply_pipeline(module, f"convert-graph-to-task{{target=mncore matmul_tile={n},{n}}}")
             rows.append(measure(f"matmul {n}^3 {kernel}", module, [a, b],
                                 f"matmul_kernel={kernel}"))
     if not args.no_steps:

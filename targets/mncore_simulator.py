@@ -319,7 +319,8 @@ def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> 
         with np.errstate(all="ignore"):  # lanes no task uses hold anything
             return alu.semantics(*values).astype(np.float32)
     if isinstance(op, m.MauOp):
-        return MAU[kind].semantics(*values).astype(np.float32)
+        with np.errstate(all="ignore"):
+            return MAU[kind].semantics(*values).astype(np.float32)
     (src,) = values
     if isinstance(op, m.L1Op):
         per = machine.pes_per_l1b

@@ -249,14 +249,15 @@ def matmul_module(batch: int, rows: int, depth: int, cols: int) -> ModuleOp:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.integers(1, 70), depth=st.sampled_from([1, 3, 4, 8, 10, 36, 64]),
+@given(rows=st.integers(1, 70), depth=st.sampled_from([1, 3, 4, 8, 10, 36, 64, 72, 136]),
        cols=st.integers(1, 20), batch=st.integers(1, 2),
        tile=st.tuples(st.integers(1, 70), st.integers(1, 20)),
        kernel=st.sampled_from(["auto", "streaming"]))
 def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, batch: int,
                                             tile: tuple[int, int], kernel: str) -> None:
-    """Both kernels (auto picks the A-stationary one where K is a multiple of 4 that
-    fits: several row blocks of 64, several chunks of B's rows and column units here)."""
+    """Both kernels (auto picks the A-stationary one where K is a multiple of 4: several
+    row blocks of 64, several chunks of B's rows and column units here, and K past the
+    64 whose matrices fit in tiny's LM in chunks that add to C)."""
     rng = np.random.default_rng(1)
     a = rng.uniform(-2, 2, (batch, rows, depth)).astype(np.float32)
     b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
@@ -272,6 +273,8 @@ def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, ba
 @pytest.mark.parametrize(("rows", "depth", "cols", "kernel", "l2bs"), [
     (40, 68, 300, "stationary", set(range(8))),  # columns split: 2 units of 256 columns
     (600, 20, 40, "stationary", {0, 1, 2}),  # rows split: 3 blocks of 256 rows
+    (40, 1028, 300, "stationary", set(range(8))),  # K in chunks of 512, 512 and 4
+    (600, 1032, 40, "stationary", {0, 1, 2}),
     (40, 68, 300, "streaming", set()),
 ])
 def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, kernel: str,
@@ -288,7 +291,8 @@ def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, k
                            "mncore-schedule")
     program = find_program(module)
     (out,), _ = simulate(program, [a, b])
-    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+    # sums of up to 1032 products under 1 in another order: rounding of a few 1e-5
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5 * max(1, depth // 200))
     blocks = {op.block for op in program.instructions() if isinstance(op, m.DmaOp)}
     assert blocks - {None} == l2bs
 
@@ -328,7 +332,7 @@ def test_stationary_matmul_says_when_it_does_not_apply() -> None:
     module = matmul_module(1, 4, 6, 4)
     apply_pipeline(module, "convert-graph-to-task{target=mncore}")
     with pytest.raises(MNCoreConversionError, match="matmul_kernel=stationary needs K a "
-                       "multiple of 4 with 4 K <= 256 words of LM per PE on tiny; K is 6"):
+                       "multiple of 4 on tiny; K is 6"):
         apply_pipeline(module, "convert-task-to-mncore{matmul_kernel=stationary},mncore-schedule")
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -100,31 +100,58 @@ def dma_steps(op: m.InstructionOp, machine: Machine) -> int:
 History = tuple[tuple[int, "int | None"], ...]
 
 
+#: Words per block of :class:`Segments` (a split shifts at most one block's list).
+BLOCK = 1024
+
+
 class Segments:
     """A history per word of one memory, kept as segments of equal history (an access
-    touches a few segments, not each of its words): segment ``i`` runs from
-    ``starts[i]`` to ``starts[i + 1]``."""
+    touches a few segments, not each of its words), in blocks of :data:`BLOCK` words:
+    segment ``i`` of a block runs from ``starts[i]`` to ``starts[i + 1]`` or the
+    block's end."""
 
     def __init__(self) -> None:
-        self.starts: list[int] = [0]
-        self.values: list[History] = [()]
+        self.blocks: dict[int, tuple[list[int], list[History]]] = {}
 
-    def _split(self, at: int) -> int:
-        """The index of the segment starting at ``at`` (split off if need be)."""
-        i = bisect_right(self.starts, at) - 1
-        if self.starts[i] == at:
+    @staticmethod
+    def _pieces(intervals: Sequence[Interval]) -> Iterator[tuple[int, int, int]]:
+        """(block, first word, past the last) of each interval, cut at block ends."""
+        for lo, hi in intervals:
+            while lo < hi:
+                block = lo // BLOCK
+                end = min(hi, (block + 1) * BLOCK)
+                yield block, lo, end
+                lo = end
+
+    def _block(self, block: int) -> tuple[list[int], list[History]]:
+        found = self.blocks.get(block)
+        if found is None:
+            found = self.blocks[block] = ([block * BLOCK], [()])
+        return found
+
+    @staticmethod
+    def _split(starts: list[int], values: list[History], at: int, end: int) -> int:
+        """The index of the segment starting at ``at`` (split off if need be; the
+        block's length if ``at`` is its ``end``)."""
+        if at >= end:
+            return len(starts)
+        i = bisect_right(starts, at) - 1
+        if starts[i] == at:
             return i
-        self.starts.insert(i + 1, at)
-        self.values.insert(i + 1, self.values[i])
+        starts.insert(i + 1, at)
+        values.insert(i + 1, values[i])
         return i + 1
 
     def distinct(self, intervals: Sequence[Interval]) -> list[History]:
         """The different histories of the words of ``intervals``."""
         found: dict[int, History] = {}
-        starts, values = self.starts, self.values
-        for lo, hi in intervals:
+        for block, lo, hi in self._pieces(intervals):
+            if block not in self.blocks:
+                found.setdefault(id(()), ())
+                continue
+            starts, values = self.blocks[block]
             i = bisect_right(starts, lo) - 1
-            while lo < hi and i < len(starts) and starts[i] < hi:
+            while i < len(starts) and starts[i] < hi:
                 found.setdefault(id(values[i]), values[i])
                 i += 1
         return list(found.values())
@@ -134,24 +161,26 @@ class Segments:
         """Replace each word's history by ``change`` of it, computing each distinct one
         once (the originals are kept alive while their ids key the memo)."""
         memo: dict[int, tuple[History, History]] = {}
-        for lo, hi in intervals:
-            if lo >= hi:
-                continue
-            first, last = self._split(lo), self._split(hi)
+        for block, lo, hi in self._pieces(intervals):
+            starts, values = self._block(block)
+            end = (block + 1) * BLOCK
+            first, last = self._split(starts, values, lo, end), self._split(
+                starts, values, hi, end)
             for i in range(first, last):
-                old = self.values[i]
+                old = values[i]
                 if id(old) not in memo:
                     memo[id(old)] = (old, change(old))
-                self.values[i] = memo[id(old)][1]
+                values[i] = memo[id(old)][1]
 
     def assign(self, intervals: Sequence[Interval], history: History) -> None:
-        """Every word of ``intervals`` gets ``history`` (one segment per interval)."""
-        for lo, hi in intervals:
-            if lo >= hi:
-                continue
-            first, last = self._split(lo), self._split(hi)
-            self.starts[first:last] = [lo]
-            self.values[first:last] = [history]
+        """Every word of ``intervals`` gets ``history`` (one segment per piece)."""
+        for block, lo, hi in self._pieces(intervals):
+            starts, values = self._block(block)
+            end = (block + 1) * BLOCK
+            first, last = self._split(starts, values, lo, end), self._split(
+                starts, values, hi, end)
+            starts[first:last] = [lo]
+            values[first:last] = [history]
 
 
 def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:

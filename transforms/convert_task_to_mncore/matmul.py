@@ -26,26 +26,32 @@ from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
 
 
 def lower_matmul(pb: Emitter, task: t.TaskOp, kernel: str = "auto") -> None:
-    """The A-stationary kernel where A's rows fit in LM as 4x4 matrices, else the
-    streaming one."""
+    """The A-stationary kernel where K is a multiple of 4 (in chunks of K whose rows of A
+    fit in LM as 4x4 matrices, each chunk adding to C), else the streaming one."""
     depth = task.reads()[0][1].sizes[-1]
-    bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
-    width = min(depth, pb.big_stage.size // (pb.machine.l1b_per_l2b * JC),
-                bl1 // JC) // 4 * 4
-    matrices = 2 * (pb.machine.lm_words - pb.lm_limit)
-    fits = depth % 4 == 0 and width >= 4 and 4 * depth <= matrices
+    chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4  # K whose matrices fit
+    fits = depth % 4 == 0 and stationary_width(pb, min(depth, chunk)) >= 4
     if kernel == "stationary" and not fits:
         raise MNCoreConversionError(
             f"convert-task-to-mncore: matmul_kernel=stationary needs K a multiple of 4 "
-            f"with 4 K <= {matrices} words of LM per PE on {pb.machine.name}; K is {depth}")
+            f"on {pb.machine.name}; K is {depth}")
     if fits and kernel != "streaming":
-        lower_matmul_stationary(pb, task, width)
+        for k_lo in range(0, depth, chunk):
+            lower_matmul_stationary(pb, task, k_lo, min(chunk, depth - k_lo))
     else:
         lower_matmul_streaming(pb, task)
 
 
-def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
-    """``C = A @ B`` with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
+def stationary_width(pb: Emitter, depth: int) -> int:
+    """Rows of B a unit of the stationary kernel streams through L2BM and L1BM."""
+    bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
+    return min(depth, pb.big_stage.size // (pb.machine.l1b_per_l2b * JC),
+               bl1 // JC) // 4 * 4
+
+
+def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) -> None:
+    """``C (+)= A[:, k_lo:k_lo+depth] @ B[k_lo:k_lo+depth]`` (adding to C after the first
+    chunk of K) with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
     of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
     L1B ``g`` computes ``JC`` columns of C at a time: ``B[4kc:4kc+4, j]`` is
     broadcast to its PEs and ``mma`` adds ``A(4x4) . b`` to column ``j``'s
@@ -56,11 +62,12 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
     whichever ``split_rows`` expects to be faster."""
     (a, at), (b, bt) = task.reads()
     ((c, ct),) = task.writes()
-    rows, cols, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
+    rows, cols = ct.sizes[-2], ct.sizes[-1]
     sa, sb, sc = (strides_of(shape(v)) for v in (a, b, c))
-    base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
-    base_b = pb.dram[b] + int(np.dot(bt.offsets, sb))
+    base_a = pb.dram[a] + int(np.dot(at.offsets, sa)) + k_lo * int(sa[-1])
+    base_b = pb.dram[b] + int(np.dot(bt.offsets, sb)) + k_lo * int(sb[-2])
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
+    width = stationary_width(pb, depth)
     per, blocks, jc, l2bs = (pb.machine.pes_per_l1b, pb.machine.l1b_per_l2b, JC,
                              pb.machine.l2bs)
     bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
@@ -105,9 +112,12 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
                 areas[u + 1] = load_columns(pb, base_b, sb, cols, depth, width,
                                                  *units[u + 1], b_areas, by_rows)
             live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
-            if k0 == 0:
+            if k0 == 0 and k_lo == 0:
                 for jl in live:
                     pb.emit(m.AluOp(0, "fzero", [], m.ref(*accs[jl])))
+            elif k0 == 0:  # a later chunk of K adds to what the earlier ones stored
+                columns_of_c(pb, parts, span, c0, cols, base_c, sc, by_rows, accs, live,
+                             store=False)
             area, kw = areas.pop(u), min(width, depth - k0)
             for kc in range(kw // 4):
                 for jl in live:
@@ -119,21 +129,39 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, width: int) -> None:
                                       m.ref(*accs[jl])))
             if k0 + width < depth:
                 continue
-            for jl in live:  # C[first + 4p + i, j] for PE p, word i: rows in order
-                pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
-                                 m.ref("l1bm", pb.l1_out + jl * pb.chunk)))
-            out = pb.big_stage.take()
-            pb.emit(m.L2Op(0, "gather", [m.ref("l1bm", pb.l1_out)], m.ref(*out),
-                             jc * pb.chunk))
-            for index in range(span):
-                if c0 + index >= cols:
-                    continue
-                n, local = divmod(index, blocks * jc)
-                for block_l2b, first, block in (parts if by_rows else [
-                        (one_l2b(pb, n), r0, parts[0][2])]):
-                    pb.dma("store", m.ref(out[0], out[1] + local * pb.chunk),
-                             m.ref("dram", base_c + int(first * sc[-2] + c0 + index)),
-                             block, 1, int(sc[-2]), block_l2b)
+            columns_of_c(pb, parts, span, c0, cols, base_c, sc, by_rows, accs, live,
+                         store=True)
+
+
+def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: int, c0: int,
+                 cols: int, base_c: int, sc: np.ndarray, by_rows: bool,
+                 accs: list[tuple[str, int]], live: list[int], store: bool) -> None:
+    """The accumulators of a unit's columns of C to DRAM (``store``: gathered through
+    L1BM and L2BM, stored by strided DMAs), or back from DRAM by the inverse path. PE
+    ``p`` of L1B ``g`` holds ``C[first + 4p + i, c0 + g JC + jl]`` in word ``i`` of
+    ``accs[jl]``."""
+    blocks = pb.machine.l1b_per_l2b
+    out = pb.big_stage.take()
+    if store:
+        for jl in live:
+            pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
+                           m.ref("l1bm", pb.l1_out + jl * pb.chunk)))
+        pb.emit(m.L2Op(0, "gather", [m.ref("l1bm", pb.l1_out)], m.ref(*out), JC * pb.chunk))
+    for index in range(span):
+        if c0 + index >= cols:
+            continue
+        n, local = divmod(index, blocks * JC)
+        for block_l2b, first, block in (parts if by_rows else [
+                (one_l2b(pb, n), parts[0][1], parts[0][2])]):
+            dram = m.ref("dram", base_c + int(first * sc[-2] + c0 + index))
+            staged = m.ref(out[0], out[1] + local * pb.chunk)
+            pb.dma("store" if store else "load", staged if store else dram,
+                   dram if store else staged, block, 1, int(sc[-2]), block_l2b)
+    if not store:
+        pb.emit(m.L2Op(0, "scatter", [m.ref(*out)], m.ref("l1bm", pb.l1_out), JC * pb.chunk))
+        for jl in live:
+            pb.emit(m.L1Op(0, "scatter", [m.ref("l1bm", pb.l1_out + jl * pb.chunk)],
+                           m.ref(*accs[jl])))
 
 
 def split_rows(pb: Emitter, rows: int, cols: int, depth: int) -> bool:
