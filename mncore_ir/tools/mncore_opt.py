@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import os
@@ -12,7 +13,7 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 from typing import IO
 
@@ -168,11 +169,27 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
         the ops' spans, so that errors from passes can point at the source too."""
         self.op_spans, self.line_offset = {}, start_offset
         frontend = parse_spec(self.args.frontend or file_extension).name
-        if frontend != "mlir" or self.args.disable_verify:
-            return super().parse_chunk(chunk, file_extension, start_offset)
-        parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name())
-        self.op_spans = parser.op_spans
-        return parser.parse_verified_module(not self.args.no_implicit_module)
+        with self.timed("Parsing"):
+            if frontend != "mlir" or self.args.disable_verify:
+                return super().parse_chunk(chunk, file_extension, start_offset)
+            parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name())
+            self.op_spans = parser.op_spans
+            return parser.parse_verified_module(not self.args.no_implicit_module)
+
+    @contextlib.contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        """With ``--time-passes``, ``what took N seconds``: parsing, each pass, the
+        verification after it and printing are accounted for, not only the passes."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.args.time_passes:
+                print(f"{what} took {time.perf_counter() - started} seconds")
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        with self.timed("Printing"):
+            return super().output_resulting_program(prog)
 
     def setup_pipeline(self) -> None:
         """xDSL's pipeline and its between-pass options, with :func:`check_ir` (types,
@@ -185,7 +202,8 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
             if self.args.time_passes and previous is not None:
                 print(f"Pass {previous.name} took {time.perf_counter() - started} seconds")
             if not self.args.disable_verify:
-                check_ir(module, previous)
+                with self.timed(f"Verification after {previous.name if previous else 'parsing'}"):
+                    check_ir(module, previous)
             if previous and following and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
                 ExactDensePrinting(stream=sys.stdout).print_op(module)
