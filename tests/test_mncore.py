@@ -328,6 +328,24 @@ def test_masked_alu_writes_only_where_the_mask_is_set() -> None:
         np.testing.assert_array_equal(y, np.maximum(x, 0))
 
 
+def test_streaming_matmul_ignores_the_words_past_k() -> None:
+    """K = 3: each row's last piece of A is read 4 words wide, the fourth from the next
+    row or, for the last row, from B's buffer (an inf here); the select zeroes it, so
+    only B's own inf reaches the result (its first column), as in numpy."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (1, 16, 3)).astype(np.float32)  # 48 words: B follows at once
+    b = rng.uniform(-1, 1, (1, 3, 5)).astype(np.float32)
+    b[0, 0, 0] = np.inf
+    module = matmul_module(1, 16, 3, 5)
+    apply_pipeline(module, "convert-graph-to-task{target=mncore},"
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
+    program = find_program(module)
+    assert [t.at.address.data for t in program.tensors("input")] == [0, 48]
+    (out,), _ = simulate(program, [a, b])
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-6)
+    assert np.isfinite(out[..., 1:]).all()
+
+
 def test_stationary_matmul_says_when_it_does_not_apply() -> None:
     module = matmul_module(1, 4, 6, 4)
     apply_pipeline(module, "convert-graph-to-task{target=mncore}")

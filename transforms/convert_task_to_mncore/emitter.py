@@ -186,6 +186,24 @@ class Emitter:
             self.constants[key] = (space, at)
         return self.constants[key]
 
+    def pattern(self, values: Sequence[float]) -> Slot:
+        """An LM slot holding the 4 ``values`` in its 4 words on every PE."""
+        key = _bits([4.0, *values])  # apart from the one-value constants
+        if key not in self.constants:
+            space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
+            at = self.lm_constants[space]
+            if at + 4 > self.lm_limit:
+                raise MNCoreConversionError(
+                    f"convert-task-to-mncore: the kernel's constants do not fit in the lower "
+                    f"halves of lm0 and lm1 ({self.lm_limit} words each)")
+            self.lm_constants[space] += 4
+            stage, l1 = self.stage.take(), self.l1.take()
+            self.dma("load", m.ref("dram", self.pooled(values)), m.ref(*stage), 4)
+            self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
+            self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(space, at)))
+            self.constants[key] = (space, at)
+        return self.constants[key]
+
     def ones_matrix(self) -> Slot:
         """16 words of 1.0 in LM: ``mma`` with it sums a vector's 4 words."""
         if self.ones is None:

@@ -239,9 +239,11 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
                     pb.dma("load", m.ref("dram", zeros),
                              m.ref("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
             for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
-                load_padded(pb, base_a + int(rb * per * sa[-2] + kc * sa[-1]), int(sa[-2]),
-                                 min(per, rows - rb * per), width, stage_v + 4 * per * gi,
-                                 zeros)
+                # past K, the 4 words run into the next row (or buffer): one strided DMA,
+                # the extra words then set to zero by a select (they may be anything)
+                pb.dma("load", m.ref("dram", base_a + int(rb * per * sa[-2] + kc * sa[-1])),
+                       m.ref("l2bm", stage_v + 4 * per * gi),
+                       4 * min(per, rows - rb * per), 4, int(sa[-2]))
             l1_m, l1_v = pb.l1.take(), pb.l1.take()
             pb.emit(m.L2Op(0, "scatter", [m.ref("l2bm", stage_m)], m.ref(*l1_m),
                              16))
@@ -252,6 +254,12 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
                              4 * per))
             vector = pb.lm_slot()
             pb.emit(m.L1Op(0, "scatter", [m.ref(*l1_v)], m.ref(*vector)))
+            if width < 4:  # selected into GRF (an LM is read or written in a step), back
+                masked = ("grf1", 8)  # past the accumulator
+                pb.alu("fsel", [pb.pattern([1.0] * width + [0.0] * (4 - width)), vector,
+                                pb.constant(0.0)], masked)
+                vector = pb.lm_slot()
+                pb.alu("fpass", [masked], vector)
             pb.emit(m.MauOp(0, "vmm", [m.ref(*matrix), m.ref(*vector),
                                          m.ref(*acc)], m.ref(*acc)))
         stage_c, l1_c = pb.stage.take()[1], pb.l1.take()
