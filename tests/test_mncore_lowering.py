@@ -20,6 +20,7 @@ read of a word before it is ready.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,7 @@ from mncore_ir.targets.graph_interpreter import InterpretationError, run_functio
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
-from mncore_ir.testing.model_zoo import Block, cnn_sgd, gpt_adamw, mlp_sgd
+from mncore_ir.testing.model_zoo import Block, TrainingStep, cnn_sgd, gpt_adamw, mlp_sgd
 
 TO_TINY = (GRAPH_PIPELINE + ",convert-graph-to-task{target=mncore},"
            "convert-task-to-mncore{machine=tiny},mncore-schedule")
@@ -309,28 +310,17 @@ def test_logical_ops_on_integers_match_the_interpreter() -> None:
         np.testing.assert_array_equal(ours, theirs)
 
 
-def test_gpt2_adamw_training_step_on_tiny_matches_the_graph_interpreter() -> None:
-    """A one-layer GPT-2 step (embeddings, attention, GELU, tied head, cross-entropy,
-    backward with index_put, AdamW): every output within the model tests' tolerance."""
-    step = gpt_adamw(layers=1)
-    captured = capture(step, *step.example_inputs())
-    inputs = [x.numpy() for x in captured.example_inputs]
-    expected = run_function(import_captured(captured), inputs)
-    module = import_captured(captured)
-    apply_pipeline(module, f"{GRAPH_PIPELINE},convert-graph-to-task{{target=mncore}},"
-                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
-    outs, report = simulate(find_program(module), inputs)
-    assert len(outs) == len(expected)
-    for ours, theirs in zip(outs, expected, strict=True):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
-    assert report.issued["mau"] > 0
-
-
-def test_cnn_sgd_training_step_on_tiny_matches_the_graph_interpreter() -> None:
-    """The small CNN's step (conv, batch norm, ReLU, max-pool, adaptive pool, linear,
-    cross-entropy, backward, SGD with momentum) through the mncore device's pipeline:
-    convolutions as matrix products on the MAU."""
-    step = cnn_sgd(batch=2, size=8)
+@pytest.mark.parametrize("make_step", [partial(gpt_adamw, layers=1),
+                                       partial(cnn_sgd, batch=2, size=8)],
+                         ids=["gpt2-adamw", "cnn-sgd"])
+def test_training_steps_on_tiny_match_the_graph_interpreter(
+        make_step: Callable[[], TrainingStep]) -> None:
+    """Through the mncore device's pipeline, every output within the model tests'
+    tolerance: a one-layer GPT-2 step (embeddings, attention, GELU, tied head,
+    cross-entropy, backward with index_put, AdamW) and the small CNN's step (conv, batch
+    norm, ReLU, max-pool, adaptive pool, linear, cross-entropy, backward, SGD with
+    momentum; convolutions as matrix products on the MAU)."""
+    step = make_step()
     captured = capture(step, *step.example_inputs())
     inputs = [x.numpy() for x in captured.example_inputs]
     expected = run_function(import_captured(captured), inputs)

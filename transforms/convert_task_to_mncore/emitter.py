@@ -10,7 +10,7 @@ slow program, which ``mncore-schedule`` then packs.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -173,22 +173,23 @@ class Emitter:
 
     def constant(self, value: float) -> Slot:
         """An LM slot holding ``value`` in all 4 words of every PE, loaded on first use."""
-        key = _bits([value])
-        if key not in self.constants:
-            space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
-            at = self.lm_constants[space]
-            if at + 4 > self.lm_limit:
-                raise MNCoreConversionError(
-                    f"convert-task-to-mncore: the kernel's constants do not fit in the lower "
-                    f"halves of lm0 and lm1 ({self.lm_limit} words each)")
-            self.lm_constants[space] += 4
-            self.broadcast(self.pooled([value]), (space, at))
-            self.constants[key] = (space, at)
-        return self.constants[key]
+        return self._lower_half(_bits([value]),
+                                lambda slot: self.broadcast(self.pooled([value]), slot))
 
     def pattern(self, values: Sequence[float]) -> Slot:
         """An LM slot holding the 4 ``values`` in its 4 words on every PE."""
-        key = _bits([4.0, *values])  # apart from the one-value constants
+
+        def load(slot: Slot) -> None:
+            stage, l1 = self.stage.take(), self.l1.take()
+            self.dma("load", m.ref("dram", self.pooled(values)), m.ref(*stage), 4)
+            self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
+            self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(*slot)))
+
+        return self._lower_half(_bits([4.0, *values]), load)  # keys apart from constants'
+
+    def _lower_half(self, key: tuple[int, ...], load: Callable[[Slot], None]) -> Slot:
+        """The constant slot of ``key`` in the lower half of lm0 or lm1, filled by
+        ``load`` on first use."""
         if key not in self.constants:
             space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
             at = self.lm_constants[space]
@@ -197,10 +198,7 @@ class Emitter:
                     f"convert-task-to-mncore: the kernel's constants do not fit in the lower "
                     f"halves of lm0 and lm1 ({self.lm_limit} words each)")
             self.lm_constants[space] += 4
-            stage, l1 = self.stage.take(), self.l1.take()
-            self.dma("load", m.ref("dram", self.pooled(values)), m.ref(*stage), 4)
-            self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
-            self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(space, at)))
+            load((space, at))
             self.constants[key] = (space, at)
         return self.constants[key]
 
