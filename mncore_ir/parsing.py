@@ -52,12 +52,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.frontend.mlir import MLIRFrontend
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.parser import AttrParser, Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from mncore_ir.dialects.element_types import integer_range
 from mncore_ir.dialects.graph import GRAPH_TYPES
@@ -165,6 +165,16 @@ class LocatingParser(Parser):
             raise ParseError(span, str(e).strip()) from None
         self.op_spans[op] = span
         return op
+
+    def _parse_block(self) -> Block:
+        """A block label is expected where an op's syntax ended early (``graph.exp %x :
+        T -> T``): say what was found, not only xDSL's "in block definition"."""
+        token = self._current_token
+        if token.kind != MLIRTokenKind.CARET_IDENT:
+            self.raise_error(f"expected an operation, a block label or '}}', found "
+                             f"{token.text!r} (does the op before it take this syntax?)",
+                             token.span)
+        return super()._parse_block()
 
     def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:  # pyright: ignore[reportPrivateUsage]
         element = super()._parse_tensor_literal_element()

@@ -486,3 +486,14 @@ def test_mncore_opt_reports_a_pass_that_empties_a_body_at_the_function(
     assert capsys.readouterr().err.splitlines()[0] == (
         f"mncore-opt: {source}:1:1: error: the IR after pass 'test-empty-body' is "
         f"invalid: {EMPTY_BLOCK}")
+
+
+def test_syntax_past_an_op_s_format_says_what_was_found() -> None:
+    """xDSL says only "in block definition" when an op's syntax ends before the line
+    does; the error names the token, at its position."""
+    error = parse_error("func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+                        "  %y = graph.exp %x : tensor<8xf32> -> tensor<8xf32>\n"
+                        "  func.return %y : tensor<8xf32>\n}\n")
+    assert "expected an operation, a block label or '}', found '->'" in str(error)
+    assert position(error) == (2, 37)
+
