@@ -440,6 +440,18 @@ class DmaOp(InstructionOp):
         run, stride = self.run.value.data, self.stride.value.data
         return stride * (self.count // run - 1) + run  # strides are not negative
 
+    def dram_intervals(self) -> list[tuple[int, int]]:
+        """The DRAM words the transfer touches as (first, past the last) intervals: its
+        runs, merged where they meet (a scheduler tracks these, not each word)."""
+        first = self.dram.address.data
+        if self.run is None or self.stride is None:
+            return [(first, first + self.count)]
+        run, stride = self.run.value.data, self.stride.value.data
+        if stride <= run:
+            return [(first, first + self.dram_extent())]
+        return [(first + k * stride, first + k * stride + run)
+                for k in range(self.count // run)]
+
     def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """The DRAM side as its extent (first to last word touched)."""
         extent = self.dram_extent()

@@ -55,19 +55,8 @@ def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[
           block if r.space.data == "l2bm" else None) for r, n in writes])
     if isinstance(op, m.DmaOp):  # the DRAM side may be strided
         side = found[0] if op.kind.data == "load" else found[1]
-        side[0] = ("dram", dram_intervals(op), None)
+        side[0] = ("dram", op.dram_intervals(), None)
     return found
-
-
-def dram_intervals(op: m.DmaOp) -> list[Interval]:
-    """The DRAM words a DMA touches, as intervals (its runs, merged where they meet)."""
-    first, n = op.dram.address.data, op.count
-    if op.run is None or op.stride is None:
-        return [(first, first + n)]
-    run, stride = op.run.value.data, op.stride.value.data
-    if stride <= run:
-        return [(first, first + stride * (n // run - 1) + run)]
-    return [(first + k * stride, first + k * stride + run) for k in range(n // run)]
 
 
 def _meet(a: int | None, b: int | None) -> bool:
