@@ -242,10 +242,12 @@ class InstructionOp(IRDLOperation):
         if self.kind.data not in self.KINDS:
             raise VerifyException(f"{self.name} has no kind {self.kind.data!r}; kinds: "
                                   f"{', '.join(self.KINDS) or 'none (no kind)'}")
-        for name in self.NUMBERS:
+        for name in ("step", *self.NUMBERS):
             value = getattr(self, name)
-            if value is not None and name not in self.USES:
+            if value is not None and name != "step" and name not in self.USES:
                 raise VerifyException(f"{self.name} takes no {name}")
+            if value is not None and value.value.data < 0:  # word lists run upward
+                raise VerifyException(f"{self.name}: {name} {value.value.data} is negative")
         if self.mask is not None and not isinstance(self, AluOp):
             raise VerifyException(f"{self.name} takes no mask (only mncore.alu does)")
         if self.words is not None and self.words.value.data < 1:

@@ -324,6 +324,16 @@ mncore.program @p machine "tiny" {
 
 // -----
 
+// A negative stride (only the generic form can write one): the scheduler and the
+// simulator rely on a transfer's words running upward.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma: stride -4 is negative}}
+  "mncore.dma"() <{step = 0 : i64, kind = "load", srcs = [#mncore.ref<dram[64]>], dst = #mncore.ref<l2bm[0]>, words = 8 : i64, run = 4 : i64, stride = -4 : i64, tag = 1 : i64}> : () -> ()
+  mncore.wait 1 tag 1
+}
+
+// -----
+
 // A store whose runs overlap.
 mncore.program @p machine "tiny" {
   // expected-error@+1 {{mncore.dma: stride 2 is shorter than run 4: a store would write a word twice}}
