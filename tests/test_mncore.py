@@ -252,12 +252,12 @@ def matmul_module(batch: int, rows: int, depth: int, cols: int) -> ModuleOp:
 @given(rows=st.integers(1, 70), depth=st.sampled_from([1, 3, 4, 8, 10, 36, 64, 72, 136]),
        cols=st.integers(1, 20), batch=st.integers(1, 2),
        tile=st.tuples(st.integers(1, 70), st.integers(1, 20)),
-       kernel=st.sampled_from(["auto", "streaming"]))
+       kernel=st.sampled_from(["auto", "stationary", "streaming"]))
 def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, batch: int,
                                             tile: tuple[int, int], kernel: str) -> None:
-    """Both kernels (auto picks the A-stationary one where K is a multiple of 4: several
-    row blocks of 64, several chunks of B's rows and column units here, and K past the
-    64 whose matrices fit in tiny's LM in chunks that add to C)."""
+    """Both kernels (auto picks the A-stationary one: several row blocks of 64, several
+    chunks of B's rows and column units here, K past the 64 whose matrices fit in tiny's
+    LM in chunks that add to C, and K not a multiple of 4, padded with zeros)."""
     rng = np.random.default_rng(1)
     a = rng.uniform(-2, 2, (batch, rows, depth)).astype(np.float32)
     b = rng.uniform(-2, 2, (batch, depth, cols)).astype(np.float32)
@@ -275,6 +275,8 @@ def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, ba
     (600, 20, 40, "stationary", {0, 1, 2}),  # rows split: 3 blocks of 256 rows
     (40, 1028, 300, "stationary", set(range(8))),  # K in chunks of 512, 512 and 4
     (600, 1032, 40, "stationary", {0, 1, 2}),
+    (40, 27, 300, "stationary", set(range(8))),  # K padded to 28
+    (600, 1030, 40, "stationary", {0, 1, 2}),  # the last chunk of K 6, padded to 8
     (40, 68, 300, "streaming", set()),
 ])
 def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, kernel: str,
@@ -328,30 +330,29 @@ def test_masked_alu_writes_only_where_the_mask_is_set() -> None:
         np.testing.assert_array_equal(y, np.maximum(x, 0))
 
 
-def test_streaming_matmul_ignores_the_words_past_k() -> None:
-    """K = 3: each row's last piece of A is read 4 words wide, the fourth from the next
-    row or, for the last row, from B's buffer (an inf here); the select zeroes it, so
-    only B's own inf reaches the result (its first column), as in numpy."""
+@pytest.mark.parametrize("kernel", ["stationary", "streaming"])
+@pytest.mark.parametrize("depth", [3, 6, 7])
+def test_matmul_ignores_the_words_past_k(kernel: str, depth: int) -> None:
+    """K not a multiple of 4: each row's last piece of A is read 4 words wide, the rest
+    from the next row or, for the last row, from B's buffer (infs here: A's next rows
+    hold some too); the stationary kernel also reads B's last 4 rows from stale L1BM
+    words. The selects zero them, so only B's own inf reaches the result (its first
+    column), as in numpy."""
     rng = np.random.default_rng(3)
-    a = rng.uniform(-1, 1, (1, 16, 3)).astype(np.float32)  # 48 words: B follows at once
-    b = rng.uniform(-1, 1, (1, 3, 5)).astype(np.float32)
+    a = rng.uniform(-1, 1, (1, 16, depth)).astype(np.float32)  # B follows at once
+    a[0, 1::3, 0] = np.inf  # read past K by rows 0, 3, ...
+    b = rng.uniform(-1, 1, (1, depth, 5)).astype(np.float32)
     b[0, 0, 0] = np.inf
-    module = matmul_module(1, 16, 3, 5)
+    module = matmul_module(1, 16, depth, 5)
     apply_pipeline(module, "convert-graph-to-task{target=mncore},"
-                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
+                           f"convert-task-to-mncore{{machine=tiny matmul_kernel={kernel}}},"
+                           "mncore-schedule")
     program = find_program(module)
-    assert [t.at.address.data for t in program.tensors("input")] == [0, 48]
+    assert [t.at.address.data for t in program.tensors("input")] == [0, 16 * depth]
     (out,), _ = simulate(program, [a, b])
-    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-6)
-    assert np.isfinite(out[..., 1:]).all()
-
-
-def test_stationary_matmul_says_when_it_does_not_apply() -> None:
-    module = matmul_module(1, 4, 6, 4)
-    apply_pipeline(module, "convert-graph-to-task{target=mncore}")
-    with pytest.raises(MNCoreConversionError, match="matmul_kernel=stationary needs K a "
-                       "multiple of 4 on tiny; K is 6"):
-        apply_pipeline(module, "convert-task-to-mncore{matmul_kernel=stationary},mncore-schedule")
+    expected = a @ b
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    assert (np.isfinite(out) == np.isfinite(expected)).all()
 
 
 def test_dmas_to_different_l2bs_do_not_collide() -> None:

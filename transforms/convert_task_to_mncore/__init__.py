@@ -47,7 +47,7 @@ class ConvertTaskToMNCorePass(ModulePass):
     """A machine of ``dialects/mncore_machines.py``."""
 
     matmul_kernel: str = "auto"
-    """``stationary`` (A in LM, ``mma``; needs K a multiple of 4 that fits), ``streaming``
+    """``stationary`` (A in LM, ``mma``; K padded to a multiple of 4), ``streaming``
     (any K, ``vmm``) or ``auto``: stationary where it applies."""
 
     max_instructions: int = MAX_INSTRUCTIONS

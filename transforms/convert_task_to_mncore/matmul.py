@@ -1,8 +1,9 @@
 """Matmul kernels of convert-task-to-mncore: ``C = A @ B`` on the MAU.
 
-* ``lower_matmul_stationary`` (K a multiple of 4 whose rows of A fit in LM): A stays
+* ``lower_matmul_stationary`` (any K, in chunks whose rows of A fit in LM): A stays
   in the PEs as 4x4 matrices, B's columns stream through by strided DMAs, one L1
-  broadcast feeds one ``mma``; the L2Bs split C's rows or columns.
+  broadcast feeds one ``mma``; the L2Bs split C's rows or columns. Past K, the last
+  matrix and vector are padded with zeros by selects.
 * ``lower_matmul_streaming`` (any K; the first version): each PE one row and 4 columns
   of C, ``vmm`` over chunks of K, one DMA per piece.
 
@@ -26,15 +27,16 @@ from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
 
 
 def lower_matmul(pb: Emitter, task: t.TaskOp, kernel: str = "auto") -> None:
-    """The A-stationary kernel where K is a multiple of 4 (in chunks of K whose rows of A
-    fit in LM as 4x4 matrices, each chunk adding to C), else the streaming one."""
+    """The A-stationary kernel where a unit of B's rows fits in L1BM (in chunks of K
+    whose rows of A fit in LM as 4x4 matrices, each chunk adding to C), else the
+    streaming one."""
     depth = task.reads()[0][1].sizes[-1]
     chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4  # K whose matrices fit
-    fits = depth % 4 == 0 and stationary_width(pb, min(depth, chunk)) >= 4
+    fits = chunk >= 4 and stationary_width(pb, min(depth, chunk)) >= 4
     if kernel == "stationary" and not fits:
         raise MNCoreConversionError(
-            f"convert-task-to-mncore: matmul_kernel=stationary needs K a multiple of 4 "
-            f"on {pb.machine.name}; K is {depth}")
+            f"convert-task-to-mncore: matmul_kernel=stationary needs room for 4 rows of B "
+            f"per column in L1BM and L2BM on {pb.machine.name}")
     if fits and kernel != "streaming":
         for k_lo in range(0, depth, chunk):
             lower_matmul_stationary(pb, task, k_lo, min(chunk, depth - k_lo))
@@ -43,10 +45,26 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, kernel: str = "auto") -> None:
 
 
 def stationary_width(pb: Emitter, depth: int) -> int:
-    """Rows of B a unit of the stationary kernel streams through L2BM and L1BM."""
+    """Rows of B a unit of the stationary kernel streams through L2BM and L1BM (a
+    multiple of 4: K rounded up, past it zeros)."""
     bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
-    return min(depth, pb.big_stage.size // (pb.machine.l1b_per_l2b * JC),
+    return min(_up4(depth), pb.big_stage.size // (pb.machine.l1b_per_l2b * JC),
                bl1 // JC) // 4 * 4
+
+
+def _up4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+def _zero_past(pb: Emitter, slot: tuple[str, int], valid: int, scratch: tuple[str, int]
+               ) -> None:
+    """Words ``valid..3`` of ``slot`` to 0 on every PE (they were read past K and may
+    hold anything, an inf among them): selected into ``scratch`` (a GRF word, so an LM
+    ``slot`` is not read and written in one step), then back."""
+    keep = pb.pattern([1.0] * valid + [0.0] * (4 - valid))
+    pb.alu("fsel", [keep, slot, pb.constant(0.0)], scratch)
+    if scratch != slot:
+        pb.alu("fpass", [scratch], slot)
 
 
 def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) -> None:
@@ -75,6 +93,7 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) 
     half = pb.lm_limit
     vectors = Ring("grf0", 4, 4, (pb.machine.grf_words - 4) // 4)
     accs = [("grf1", 4 + 4 * j) for j in range(jc)]
+    scratch = ("grf1", 4 + 4 * jc)
     a_stages = Ring("l2bm", pb.big_stage.start, 4 * per,  # A's pieces, many in flight
                     pb.big_stage.size * pb.big_stage.count // (4 * per))
     by_rows = split_rows(pb, rows, cols, depth)
@@ -89,7 +108,7 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) 
         parts = [(one_l2b(pb, n), r0 + tall * n, min(tall, rows - r0 - tall * n))
                  for n in range(l2bs) if r0 + tall * n < rows] if by_rows else [
             (None, r0, min(tall, rows - r0))]
-        for kc in range(depth // 4):  # A[first + 4p + i, 4kc:4kc+4] -> row i of PE p
+        for kc in range(-(-depth // 4)):  # A[first + 4p + i, 4kc:4kc+4] -> row i of PE p
             for i in range(min(4, parts[0][2])):
                 stage, l1 = a_stages.take(), pb.l1.take()
                 for n, first, block in parts:
@@ -102,6 +121,8 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) 
                 pb.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4 * count))
                 space, at_ = matrix(kc)
                 pb.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(space, at_ + 4 * i)))
+                if 4 * kc + 4 > depth:  # the words past K are the next row's
+                    _zero_past(pb, (space, at_ + 4 * i), depth - 4 * kc, scratch)
         # Units of (columns, rows of B): the next unit's DMAs are emitted before
         # this unit's work, so the engine's queue runs ahead of the MAU.
         units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, depth, width)]
@@ -119,11 +140,13 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) 
                 columns_of_c(pb, parts, span, c0, cols, base_c, sc, by_rows, accs, live,
                              store=False)
             area, kw = areas.pop(u), min(width, depth - k0)
-            for kc in range(kw // 4):
+            for kc in range(-(-kw // 4)):
                 for jl in live:
                     vector = vectors.take()
-                    pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * kw
+                    pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * _up4(kw)
                                                             + 4 * kc)], m.ref(*vector)))
+                    if 4 * kc + 4 > kw:  # past K: stale words of L1BM
+                        _zero_past(pb, vector, kw - 4 * kc, vector)
                     pb.emit(m.MauOp(0, "mma", [m.ref(*matrix(k0 // 4 + kc)),
                                                  m.ref(*vector), m.ref(*accs[jl])],
                                       m.ref(*accs[jl])))
@@ -191,18 +214,20 @@ def load_columns(pb: Emitter, base_b: int, sb: np.ndarray, cols: int, depth: int
                  c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
     """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
     ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each), or with
-    ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs)."""
+    ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs). Each column takes
+    ``width`` rounded up to 4 words (the rest stale, selected away where read)."""
     kw, jc = min(width, depth - k0), JC
+    kwp = _up4(kw)
     stage = pb.big_stage.take()
     per_l2b = pb.machine.l1b_per_l2b * jc
     for index in range(per_l2b if shared else pb.machine.l2bs * per_l2b):
         n, local = divmod(index, per_l2b)
         if c0 + index < cols:
             pb.dma("load", m.ref("dram", base_b + int(k0 * sb[-2] + c0 + index)),
-                     m.ref(stage[0], stage[1] + local * kw), kw, 1, int(sb[-2]),
+                     m.ref(stage[0], stage[1] + local * kwp), kw, 1, int(sb[-2]),
                      None if shared else one_l2b(pb, n))
     area = areas.take()
-    pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kw))
+    pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kwp))
     return area
 
 
@@ -254,12 +279,8 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
                              4 * per))
             vector = pb.lm_slot()
             pb.emit(m.L1Op(0, "scatter", [m.ref(*l1_v)], m.ref(*vector)))
-            if width < 4:  # selected into GRF (an LM is read or written in a step), back
-                masked = ("grf1", 8)  # past the accumulator
-                pb.alu("fsel", [pb.pattern([1.0] * width + [0.0] * (4 - width)), vector,
-                                pb.constant(0.0)], masked)
-                vector = pb.lm_slot()
-                pb.alu("fpass", [masked], vector)
+            if width < 4:  # past K: the next row's words
+                _zero_past(pb, vector, width, ("grf1", 8))  # past the accumulator
             pb.emit(m.MauOp(0, "vmm", [m.ref(*matrix), m.ref(*vector),
                                          m.ref(*acc)], m.ref(*acc)))
         stage_c, l1_c = pb.stage.take()[1], pb.l1.take()
