@@ -83,11 +83,13 @@ class State:
     """The cycle the DMA engine finishes its queue: transfers share its bandwidth."""
 
     def array(self, space: str) -> np.ndarray:
+        """``space``'s words, word-major (``[word, PE or block]``): an instruction
+        touches a few words of every PE, which then lie together."""
         if space not in self.memory:
             rows = {"l1bm": self.machine.l1bs, "l2bm": self.machine.l2bs,
                     "dram": 1}.get(space, self.machine.pes)
             size = self.machine.size(space) if space != "dram" else self.dram_words
-            self.memory[space] = np.zeros((rows, size), np.float32)
+            self.memory[space] = np.zeros((size, rows), np.float32)
             self.ready[space] = np.zeros(size, np.int64)
             self.writer[space] = np.full(size, -1, np.int64)
         return self.memory[space]
@@ -135,12 +137,12 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
             raise InterpretationError(f"input @{tensor.sym_name.data} has shape {arr.shape}, "
                                       f"expected {shape}")
         at = tensor.at.address.data
-        dram[0, at:at + arr.size] = arr.reshape(-1)
+        dram[at:at + arr.size, 0] = arr.reshape(-1)
     for tensor in program.tensors("constant"):
         assert tensor.value is not None  # the verifier: constants have values
         values = constant_value(tensor.value).reshape(-1)
         at = tensor.at.address.data
-        dram[0, at:at + values.size] = values
+        dram[at:at + values.size, 0] = values
 
     instructions = program.instructions()
     issued: dict[str, int] = {}
@@ -195,12 +197,12 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
         tags = sorted({p[0] for p in state.pending})
         raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
     if memories is not None:
-        memories.update({space: arr.copy() for space, arr in state.memory.items()})
+        memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
     results = []
     for tensor in outs:  # words hold integers and booleans as exact f32 values
         shape = tuple(tensor.type.get_shape())
         at = tensor.at.address.data
-        words = dram[0, at:at + math.prod(shape)].reshape(shape)
+        words = dram[at:at + math.prod(shape), 0].reshape(shape)
         dtype = numpy_dtype(tensor.type.element_type)
         results.append(words.copy() if dtype == np.float32 else
                        (words != 0) if dtype == np.bool_ else np.rint(words).astype(dtype))
@@ -256,7 +258,7 @@ def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, s
             raise HazardError(step, op, f"reads fwd but step {step - 1} produced nothing")
         return fwd[step - 1]
     arr = state.array(space)
-    if words[-1] >= arr.shape[1]:
+    if words[-1] >= arr.shape[0]:
         raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
     ready = state.ready[space][words]
     late = int(np.argmax(ready))
@@ -271,7 +273,7 @@ def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, s
                 word := _overlap(words, dwords)) is not None:
             raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
                                         f"DMA tag {tag}")
-    return arr[:, words]
+    return arr[words].T
 
 
 def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
@@ -279,7 +281,7 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
     """``mask``: write only where it is not zero (the rest keeps its value)."""
     space = ref.space.data
     arr = state.array(space)
-    if words[-1] >= arr.shape[1]:
+    if words[-1] >= arr.shape[0]:
         raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
     mine = l2b_of(op)
     for tag, dspace, dwords, _, sspace, swords, block in state.pending:
@@ -289,12 +291,12 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
                 raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
                                             f"{tag} is still {what} it")
     if mask is not None:
-        value = np.where(mask != 0, value, arr[:, words])
+        value = np.where(mask != 0, value, arr[words].T)
     block = l2b_of(op) if space == "l2bm" else None
     if block is None:
-        arr[:, words] = value
+        arr[words] = value.T
     else:
-        arr[block, words] = value[block]
+        arr[words, block] = value[block]
     machine = state.machine
     latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
                "l1": machine.l1_latency, "l2": machine.l2_latency, "dma": 0}[op.SLOT]
