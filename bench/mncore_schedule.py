@@ -34,7 +34,7 @@ from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import MNCORE_GRAPH_PIPELINE, MNCORE_TASKS, apply_pipeline, make_context
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
-from mncore_ir.testing.model_zoo import TrainingStep, cnn_sgd, gpt_adamw, mlp_sgd
+from mncore_ir.testing.model_zoo import TrainingStep, cnn_sgd, gpt_adamw, mlp_sgd, resnet18_sgd
 
 
 def matmul_text(n: int) -> str:
@@ -96,6 +96,9 @@ def main() -> None:
     parser.add_argument("--no-steps", action="store_true", help="matmuls only")
     parser.add_argument("--layers", type=int, nargs="*", default=[1, 2, 4, 8],
                         help="GPT-2 step sizes of the compile-time scaling (none: skip it)")
+    parser.add_argument("--resnet", choices=("compile", "simulate"),
+                        help="also torchvision's resnet18 SGD step (batch 2, 32x32): compile "
+                             "it, or compile, simulate and compare with eager (minutes)")
     args = parser.parse_args()
     machine = MACHINES["mncore2"]
     print(machine.describe())
@@ -126,6 +129,8 @@ def main() -> None:
             f"{size} {streaming[size] / stationary[size]:.1f}x" for size in streaming))
     if args.layers:
         scaling(args.layers)
+    if args.resnet:
+        resnet(args.resnet == "simulate")
 
 
 def task_level(step: TrainingStep) -> tuple[Any, list[np.ndarray], int]:
@@ -135,6 +140,46 @@ def task_level(step: TrainingStep) -> tuple[Any, list[np.ndarray], int]:
     module = import_captured(captured)
     apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}}")
     return module, [x.numpy() for x in captured.example_inputs], len(find_kernel(module).tasks())
+
+
+def resnet(simulated: bool) -> None:
+    """torchvision's resnet18 training step (SGD with momentum, batch 2, 32x32 images)
+    for mncore2: tasks, instructions and compile seconds per phase; ``simulated``: the
+    cycles against the bound and the largest difference from eager."""
+    step = resnet18_sgd()
+    print("\nresnet18 SGD step (torchvision, batch 2, 32x32) for mncore2:")
+    start = time.perf_counter()
+    captured = capture(step, *step.example_inputs())
+    module = import_captured(captured)
+    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}}")
+    kernel = find_kernel(module)
+    fmas = multiply_adds(kernel)
+    print(f"  capture, graph pipeline, tasks: {time.perf_counter() - start:.1f} s, "
+          f"{len(kernel.tasks())} tasks")
+    start = time.perf_counter()
+    apply_pipeline(module, "convert-task-to-mncore{machine=mncore2}")
+    program = find_program(module)
+    print(f"  convert-task-to-mncore: {time.perf_counter() - start:.1f} s, "
+          f"{len(program.instructions())} instructions")
+    start = time.perf_counter()
+    apply_pipeline(module, "mncore-schedule")
+    print(f"  mncore-schedule: {time.perf_counter() - start:.1f} s")
+    if not simulated:
+        return
+    start = time.perf_counter()
+    outputs, report = simulate(program, [x.numpy() for x in captured.example_inputs])
+    sim_s = time.perf_counter() - start
+    machine = MACHINES["mncore2"]
+    words = sum(math.prod(x.type.get_shape()) for x in program.tensors("input")) + sum(
+        math.prod(x.type.get_shape()) for x in program.tensors("output"))
+    bound = max(fmas / (machine.mau_fma_per_cycle_per_mab * machine.pes // machine.pe_per_mab),
+                words / machine.dma_words_per_cycle)
+    expected = [x.detach().numpy() for x in captured.gm(*captured.example_inputs)]
+    error = max(float(np.abs(o - e).max() / max(1.0, float(np.abs(e).max())))
+                for o, e in zip(outputs, expected, strict=True))
+    print(f"  simulated in {sim_s:.0f} s: {report.cycles} cycles, {report.cycles / bound:.1f}x "
+          f"the bound; largest difference from eager (relative to each output's largest "
+          f"value): {error:.1e}")
 
 
 def scaling(layers: list[int]) -> None:

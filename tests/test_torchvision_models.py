@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from torchvision_models import models
 
 import torch_mncore
+from mncore_ir.testing.torchvision_models import models
 
 #: The devices whose compiles of a ResNet step fit CI; the Triton interpreter and the
 #: MN-Core compile of a ResNet step are too slow for it (issue 14's scale work).

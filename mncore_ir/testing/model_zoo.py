@@ -248,6 +248,22 @@ def cnn_sgd(batch: int = 4, seed: int = 0, size: int = 16) -> TrainingStep:
                         (x, y), state)
 
 
+def resnet18_sgd(batch: int = 2, seed: int = 0, size: int = 32) -> TrainingStep:
+    """torchvision's ``resnet18`` (10 classes, batch norm in training mode), SGD with
+    momentum, on ``size`` x ``size`` images."""
+    from mncore_ir.testing.torchvision_models import models
+
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = models.resnet18(num_classes=10).train()
+    state = _zeros_like(dict(model.named_parameters()), ("momentum",))
+    x = torch.randn(batch, 3, size, size, generator=g)
+    y = torch.randint(0, 10, (batch,), generator=g)
+    return TrainingStep("resnet18_sgd", model, F.cross_entropy,
+                        lambda p, gr, s: sgd_update(p, gr, s, lr=0.002, momentum=0.9),
+                        (x, y), state)
+
+
 TRAINING_STEPS: dict[str, Callable[[], TrainingStep]] = {
     "mlp_sgd": mlp_sgd,
     "mlp_adam": mlp_adam,
