@@ -10,7 +10,8 @@ slow program, which ``mncore-schedule`` then packs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -70,6 +71,7 @@ class Emitter:
         self.l1_out = chunks * self.chunk
         self.l1_top = self.l1_out + JC * self.chunk
         self.grf: dict[str, int] = {}
+        self.group: bool | None = None  # inside transfers(): whether a DMA joined
         self.released: list[Slot] = []
         #: Steps between instructions in program order: past every latency and the
         #: steps a write to LM blocks its reads.
@@ -231,9 +233,30 @@ class Emitter:
 
     def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
             stride: int | None = None, l2b: int | None = None) -> None:
-        self.tag += 1
+        """One DMA and the wait on its tag; inside :meth:`transfers`, the group's tag
+        (the group's one wait follows its last DMA)."""
+        if self.group is None:
+            self.tag += 1
+        else:
+            self.group = True
         self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b))
-        self.emit(m.WaitOp(0, "", [], None, None, self.tag))
+        if self.group is None:
+            self.emit(m.WaitOp(0, "", [], None, None, self.tag))
+
+    @contextmanager
+    def transfers(self) -> Iterator[None]:
+        """The DMAs issued inside share one tag and one wait, after the last of them:
+        the pieces of one staging area are used together, so one wait is enough (and
+        the scheduler places it when the last one is done)."""
+        assert self.group is None, "transfer groups do not nest"
+        self.tag += 1
+        self.group = False  # True once a DMA joined
+        try:
+            yield
+        finally:
+            if self.group:
+                self.emit(m.WaitOp(0, "", [], None, None, self.tag))
+            self.group = None
 
     def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot, mask: Slot | None = None) -> None:
         """One ALU instruction (``mask``: write only where it is not zero). A source in a
@@ -268,10 +291,11 @@ class Emitter:
             self.broadcast(int(addresses[0]), slot)
             return slot
         stage, l1 = self.stage.take(), self.l1.take()
-        for n, part in self.per_l2b(addresses):
-            for first, address, words, run, stride in descriptors(part, load=True):
-                self.dma("load", m.ref("dram", address),
-                         m.ref("l2bm", stage[1] + first), words, run, stride, n)
+        with self.transfers():
+            for n, part in self.per_l2b(addresses):
+                for first, address, words, run, stride in descriptors(part, load=True):
+                    self.dma("load", m.ref("dram", address),
+                             m.ref("l2bm", stage[1] + first), words, run, stride, n)
         self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.chunk))
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
@@ -288,10 +312,11 @@ class Emitter:
         stage, l1 = self.stage.take(), self.l1.take()
         self.emit(m.L1Op(0, "gather", [m.ref(*slot)], m.ref(*l1)))
         self.emit(m.L2Op(0, "gather", [m.ref(*l1)], m.ref(*stage), self.chunk))
-        for n, part in self.per_l2b(addresses):
-            for first, address, words, run, stride in descriptors(part, load=False):
-                self.dma("store", m.ref("l2bm", stage[1] + first),
-                         m.ref("dram", address), words, run, stride, n)
+        with self.transfers():
+            for n, part in self.per_l2b(addresses):
+                for first, address, words, run, stride in descriptors(part, load=False):
+                    self.dma("store", m.ref("l2bm", stage[1] + first),
+                             m.ref("dram", address), words, run, stride, n)
 
     def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
         """A wave's lanes by L2B: L2B ``n`` takes lanes ``n wave ..``; a wave that one L2B

@@ -109,14 +109,17 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) 
                  for n in range(l2bs) if r0 + tall * n < rows] if by_rows else [
             (None, r0, min(tall, rows - r0))]
         for kc in range(-(-depth // 4)):  # A[first + 4p + i, 4kc:4kc+4] -> row i of PE p
-            for i in range(min(4, parts[0][2])):
-                stage, l1 = a_stages.take(), pb.l1.take()
-                for n, first, block in parts:
-                    if i < block:
-                        count = -(-(block - i) // 4)
-                        pb.dma("load", m.ref("dram", base_a + int((first + i) * sa[-2]
-                                                                        + 4 * kc)),
-                                 m.ref(*stage), 4 * count, 4, int(4 * sa[-2]), n)
+            stages = [a_stages.take() for _ in range(min(4, parts[0][2]))]
+            with pb.transfers():  # the 4 rows of one column of matrices: one wait
+                for i, stage in enumerate(stages):
+                    for n, first, block in parts:
+                        if i < block:
+                            count = -(-(block - i) // 4)
+                            pb.dma("load", m.ref("dram", base_a + int(
+                                (first + i) * sa[-2] + 4 * kc)),
+                                   m.ref(*stage), 4 * count, 4, int(4 * sa[-2]), n)
+            for i, stage in enumerate(stages):
+                l1 = pb.l1.take()
                 count = -(-(parts[0][2] - i) // 4)
                 pb.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4 * count))
                 space, at_ = matrix(kc)
@@ -170,16 +173,17 @@ def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: in
             pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
                            m.ref("l1bm", pb.l1_out + jl * pb.chunk)))
         pb.emit(m.L2Op(0, "gather", [m.ref("l1bm", pb.l1_out)], m.ref(*out), JC * pb.chunk))
-    for index in range(span):
-        if c0 + index >= cols:
-            continue
-        n, local = divmod(index, blocks * JC)
-        for block_l2b, first, block in (parts if by_rows else [
-                (one_l2b(pb, n), parts[0][1], parts[0][2])]):
-            dram = m.ref("dram", base_c + int(first * sc[-2] + c0 + index))
-            staged = m.ref(out[0], out[1] + local * pb.chunk)
-            pb.dma("store" if store else "load", staged if store else dram,
-                   dram if store else staged, block, 1, int(sc[-2]), block_l2b)
+    with pb.transfers():
+        for index in range(span):
+            if c0 + index >= cols:
+                continue
+            n, local = divmod(index, blocks * JC)
+            for block_l2b, first, block in (parts if by_rows else [
+                    (one_l2b(pb, n), parts[0][1], parts[0][2])]):
+                dram = m.ref("dram", base_c + int(first * sc[-2] + c0 + index))
+                staged = m.ref(out[0], out[1] + local * pb.chunk)
+                pb.dma("store" if store else "load", staged if store else dram,
+                       dram if store else staged, block, 1, int(sc[-2]), block_l2b)
     if not store:
         pb.emit(m.L2Op(0, "scatter", [m.ref(*out)], m.ref("l1bm", pb.l1_out), JC * pb.chunk))
         for jl in live:
@@ -220,12 +224,13 @@ def load_columns(pb: Emitter, base_b: int, sb: np.ndarray, cols: int, depth: int
     kwp = _up4(kw)
     stage = pb.big_stage.take()
     per_l2b = pb.machine.l1b_per_l2b * jc
-    for index in range(per_l2b if shared else pb.machine.l2bs * per_l2b):
-        n, local = divmod(index, per_l2b)
-        if c0 + index < cols:
-            pb.dma("load", m.ref("dram", base_b + int(k0 * sb[-2] + c0 + index)),
-                     m.ref(stage[0], stage[1] + local * kwp), kw, 1, int(sb[-2]),
-                     None if shared else one_l2b(pb, n))
+    with pb.transfers():
+        for index in range(per_l2b if shared else pb.machine.l2bs * per_l2b):
+            n, local = divmod(index, per_l2b)
+            if c0 + index < cols:
+                pb.dma("load", m.ref("dram", base_b + int(k0 * sb[-2] + c0 + index)),
+                       m.ref(stage[0], stage[1] + local * kwp), kw, 1, int(sb[-2]),
+                       None if shared else one_l2b(pb, n))
     area = areas.take()
     pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kwp))
     return area
@@ -256,19 +261,20 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
         for kc in range(0, depth, 4):
             width = min(4, depth - kc)
             stage_m, stage_v = pb.stage.take()[1], pb.stage.take()[1]
-            for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
-                target = stage_m + 16 * gi
-                load_padded(pb, base_b + int(kc * sb[-2] + 4 * jb * sb[-1]), int(sb[-2]),
-                                 width, min(4, cols_all - 4 * jb), target, zeros)
-                if width < 4:
-                    pb.dma("load", m.ref("dram", zeros),
-                             m.ref("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
-            for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
-                # past K, the 4 words run into the next row (or buffer): one strided DMA,
-                # the extra words then set to zero by a select (they may be anything)
-                pb.dma("load", m.ref("dram", base_a + int(rb * per * sa[-2] + kc * sa[-1])),
-                       m.ref("l2bm", stage_v + 4 * per * gi),
-                       4 * min(per, rows - rb * per), 4, int(sa[-2]))
+            with pb.transfers():  # this piece of B and of A: one wait
+                for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
+                    target = stage_m + 16 * gi
+                    load_padded(pb, base_b + int(kc * sb[-2] + 4 * jb * sb[-1]), int(sb[-2]),
+                                     width, min(4, cols_all - 4 * jb), target, zeros)
+                    if width < 4:
+                        pb.dma("load", m.ref("dram", zeros),
+                                 m.ref("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
+                for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
+                    # past K, the 4 words run into the next row (or buffer): one strided DMA,
+                    # the extra words then set to zero by a select (they may be anything)
+                    pb.dma("load", m.ref("dram", base_a + int(rb * per * sa[-2] + kc * sa[-1])),
+                           m.ref("l2bm", stage_v + 4 * per * gi),
+                           4 * min(per, rows - rb * per), 4, int(sa[-2]))
             l1_m, l1_v = pb.l1.take(), pb.l1.take()
             pb.emit(m.L2Op(0, "scatter", [m.ref("l2bm", stage_m)], m.ref(*l1_m),
                              16))
@@ -287,18 +293,19 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
         pb.emit(m.L1Op(0, "gather", [m.ref(*acc)], m.ref(*l1_c)))
         pb.emit(m.L2Op(0, "gather", [m.ref(*l1_c)], m.ref("l2bm", stage_c),
                          4 * per))
-        for gi, (jb, rb) in enumerate(wave):
-            cols = min(4, cols_all - 4 * jb)
-            count = min(per, rows - rb * per)
-            target = base_c + int(rb * per * sc[-2] + 4 * jb * sc[-1])
-            source = m.ref("l2bm", stage_c + 4 * per * gi)
-            if cols == 4:
-                pb.dma("store", source, m.ref("dram", target), 4 * count, 4,
-                         int(sc[-2]))
-            else:
-                for p in range(count):
-                    pb.dma("store", m.ref("l2bm", stage_c + 4 * per * gi + 4 * p),
-                             m.ref("dram", target + int(p * sc[-2])), cols)
+        with pb.transfers():
+            for gi, (jb, rb) in enumerate(wave):
+                cols = min(4, cols_all - 4 * jb)
+                count = min(per, rows - rb * per)
+                target = base_c + int(rb * per * sc[-2] + 4 * jb * sc[-1])
+                source = m.ref("l2bm", stage_c + 4 * per * gi)
+                if cols == 4:
+                    pb.dma("store", source, m.ref("dram", target), 4 * count, 4,
+                             int(sc[-2]))
+                else:
+                    for p in range(count):
+                        pb.dma("store", m.ref("l2bm", stage_c + 4 * per * gi + 4 * p),
+                                 m.ref("dram", target + int(p * sc[-2])), cols)
 
 
 def load_padded(pb: Emitter, source: int, stride: int, rows: int, width: int, target: int,
