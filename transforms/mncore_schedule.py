@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import Machine
+from mncore_ir.dialects.values import paused_gc
 
 
 class ScheduleError(DiagnosticException):
@@ -261,6 +262,20 @@ class Reservations:
     def __init__(self) -> None:
         self.slots: set[tuple[int, str]] = set()
         self.ports: dict[tuple[int, str], list[str]] = {}
+        self.skip: dict[str, dict[int, int]] = defaultdict(dict)
+        """Per slot, a taken step -> a later step to look at next (path-compressed): the
+        search for a free step skips a long run of taken ones at once."""
+
+    def free_from(self, slot: str, step: int) -> int:
+        """The first step from ``step`` whose ``slot`` is free."""
+        skip = self.skip[slot]
+        path = []
+        while step in skip:
+            path.append(step)
+            step = skip[step]
+        for taken in path:
+            skip[taken] = step
+        return step
 
     def fits(self, node: Node, step: int, machine: Machine) -> bool:
         if (step, node.op.SLOT) in self.slots:
@@ -290,6 +305,7 @@ class Reservations:
 
     def take(self, node: Node, step: int) -> None:
         self.slots.add((step, node.op.SLOT))
+        self.skip[node.op.SLOT][step] = step + 1
         for space, direction in [(a[0], "read") for a in node.reads] + [
                 (a[0], "write") for a in node.writes]:
             if space.startswith(("lm", "grf")):
@@ -316,8 +332,9 @@ def schedule(program: m.ProgramOp) -> int:
             step = max([step] + [-(-finish[p] // 4) for p, _ in node.preds if p in finish])
         if isinstance(node.op, m.DmaOp):  # issued in the order placed: the queue's order
             step = max(step, last_dma + 1)
+        step = table.free_from(node.op.SLOT, step)
         while not table.fits(node, step, machine):
-            step += 1
+            step = table.free_from(node.op.SLOT, step + 1)
         node.step = step
         table.take(node, step)
         if isinstance(node.op, m.DmaOp):
@@ -345,6 +362,6 @@ class MNCoreSchedulePass(ModulePass):
     name = "mncore-schedule"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for program in op.walk():
-            if isinstance(program, m.ProgramOp):
+        for program in [o for o in op.walk() if isinstance(o, m.ProgramOp)]:
+            with paused_gc():  # millions of edge tuples, none garbage until the end
                 schedule(program)

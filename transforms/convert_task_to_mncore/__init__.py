@@ -30,6 +30,7 @@ from xdsl.rewriter import Rewriter
 
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import MACHINES
+from mncore_ir.dialects.values import paused_gc
 from mncore_ir.transforms.convert_task_to_mncore.common import MNCoreConversionError
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS
 from mncore_ir.transforms.convert_task_to_mncore.program import LOWERED, build_program
@@ -65,6 +66,7 @@ class ConvertTaskToMNCorePass(ModulePass):
             raise MNCoreConversionError("convert-task-to-mncore: max_instructions must be at "
                                         f"least 1, not {self.max_instructions}")
         for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
-            program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
-                                    self.max_instructions)
+            with paused_gc():  # instructions by the hundred thousand, none garbage
+                program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
+                                        self.max_instructions)
             Rewriter.replace_op(kernel, program)
