@@ -43,6 +43,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -1269,18 +1270,22 @@ class WindowOp(GraphOp, abc.ABC):
     def spatial_out(cls, size: Sequence[int], kernel: Sequence[int],
                     props: Props) -> list[int]:
         """Output height and width, after checking the window properties."""
-        stride, padding, dilation = (ints_prop(props, n)
-                                     for n in ("stride", "padding", "dilation"))
-        for name, v, low in (("kernel", kernel, 1), ("stride", stride, 1),
-                             ("padding", padding, 0), ("dilation", dilation, 1)):
-            if len(v) != 2 or min(v) < low:
-                raise VerifyException(f"{cls.name}: {name} must be two integers >= {low}")
-        out = [(size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)
-               // stride[i] + 1 for i in range(2)]
-        if min(out) < 1:
-            raise VerifyException(f"{cls.name}: the window does not fit the input "
-                                  f"({size[0]}x{size[1]}, output {out[0]}x{out[1]})")
-        return out
+        return _spatial_out(cls.name, size, kernel, props)
+
+
+def _spatial_out(name: str, size: Sequence[int], kernel: Sequence[int],
+                 props: Props) -> list[int]:
+    stride, padding, dilation = (ints_prop(props, n) for n in ("stride", "padding", "dilation"))
+    for what, v, low in (("kernel", kernel, 1), ("stride", stride, 1),
+                         ("padding", padding, 0), ("dilation", dilation, 1)):
+        if len(v) != 2 or min(v) < low:
+            raise VerifyException(f"{name}: {what} must be two integers >= {low}")
+    out = [(size[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1)
+           // stride[i] + 1 for i in range(2)]
+    if min(out) < 1:
+        raise VerifyException(f"{name}: the window does not fit the input "
+                              f"({size[0]}x{size[1]}, output {out[0]}x{out[1]})")
+    return out
 
 
 @irdl_op_definition
@@ -1400,7 +1405,10 @@ class MaxPool2dOp(WindowOp):
 
 @irdl_op_definition
 class MaxPool2dBackwardOp(GraphOp):
-    """Routes each output gradient to the input position its index names."""
+    """Routes each output gradient to the input position its index names. The
+    optional ``window`` (the forward's kernel, stride, padding and dilation) bounds
+    which outputs can name a position: a kernel then looks only at those, not at the
+    whole plane."""
 
     name = "graph.max_pool2d_backward"
     T: ClassVar = VarConstraint("T", base(TensorType))
@@ -1408,14 +1416,31 @@ class MaxPool2dBackwardOp(GraphOp):
     input = operand_def(T)
     indices = operand_def(TensorType)
     result = result_def(T)
+    kernel = opt_prop_def(DenseArrayBase[I64])
+    stride = opt_prop_def(DenseArrayBase[I64])
+    padding = opt_prop_def(DenseArrayBase[I64])
+    dilation = opt_prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = (
-        "$grad `,` $input `,` $indices attr-dict `:` type($grad) `,` type($indices) `,`"
-        " type($input)"
+        "$grad `,` $input `,` $indices (`window` qualified($kernel)^ `stride`"
+        " qualified($stride) `padding` qualified($padding) `dilation` qualified($dilation))?"
+        " attr-dict `:` type($grad) `,` type($indices) `,` type($input)"
     )
 
-    def __init__(self, grad: Operand, input: Operand, indices: Operand) -> None:
-        self._init([grad, input, indices])
+    def __init__(self, grad: Operand, input: Operand, indices: Operand, *,
+                 window: tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int]]
+                 | None = None) -> None:
+        """``window``: (kernel, stride, padding, dilation) of the forward pooling."""
+        props = {} if window is None else {
+            "kernel": i64_array(window[0]), **_window_props(*window[1:])}
+        self._init([grad, input, indices], props)
+
+    def window(self) -> tuple[list[int], list[int], list[int], list[int]] | None:
+        """(kernel, stride, padding, dilation), if the op has them."""
+        if self.kernel is None:
+            return None
+        return tuple(list(a.get_values()) for a in (  # type: ignore[return-value]
+            self.kernel, self.stride, self.padding, self.dilation))
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
@@ -1423,6 +1448,17 @@ class MaxPool2dBackwardOp(GraphOp):
         if shape_of(g) != shape_of(idx) or idx.element_type != i64:
             raise VerifyException("graph.max_pool2d_backward indices must match the gradient")
         _check_pool_input(cls.name, shape_of(x))
+        given = [n for n in ("kernel", "stride", "padding", "dilation") if n in props]
+        if given and len(given) != 4:
+            raise VerifyException(f"{cls.name}: a window needs kernel, stride, padding and "
+                                  "dilation")
+        if given:  # the pooled plane: floor mode, or one more row or column (ceil mode)
+            floor = _spatial_out(cls.name, shape_of(x)[2:], ints_prop(props, "kernel"), props)
+            got = shape_of(g)[2:]
+            if any(not f <= n <= f + 1 for f, n in zip(floor, got, strict=True)):
+                raise VerifyException(
+                    f"{cls.name}: a {floor[0]}x{floor[1]} window grid over the input does "
+                    f"not give the gradient's {got[0]}x{got[1]}")
         return [x]
 
 

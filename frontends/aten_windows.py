@@ -295,10 +295,15 @@ def _batched(imp: FxImporter, x: SSAValue) -> SSAValue:
 
 @handles(aten.max_pool2d_with_indices_backward.default)
 def _max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
-    grad, x = node.args[:2]
+    """graph.max_pool2d_backward with the forward's window, so that a kernel looks only
+    at the outputs whose windows hold a position."""
+    grad, x, kernel, stride, padding, dilation = node.args[:6]
     indices = node.args[7]
+    kernel = pairs(kernel, [1])
+    window = (kernel, pairs(stride, kernel), pairs(padding, [0]), pairs(dilation, [1]))
     dx = imp.insert(g.MaxPool2dBackwardOp(*(_batched(imp, imp.value(v))
-                                            for v in (grad, x, indices))), hint=False)
+                                            for v in (grad, x, indices)), window=window),
+                    hint=False)
     return imp.reshape(dx, imp.meta(node).shape)
 
 

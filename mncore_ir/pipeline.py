@@ -35,11 +35,12 @@ MNCORE_GRAPH_PIPELINE = GRAPH_PIPELINE.replace("graph-decompose",
 
 #: convert-graph-to-task's options for the mncore level: the tilings that
 #: convert-task-to-mncore has no kernels for are off, collectives run on the host, and
-#: tiles are as wide as MN-Core 2: a matmul tile is one pass of the stationary kernel
-#: (256 rows of A per L2B, 256 columns of C over the 8 L2Bs), an elementwise tile one
-#: wave of lanes (4 words on each of 4096 PEs). Each task takes the whole machine, so
-#: smaller tiles only repeat each task's loads of A, its DMA set-ups and its waits.
-MNCORE_TASKS = "target=mncore collectives=false matmul_tile=256,256 elementwise_tile=16384"
+#: tiles are as wide as MN-Core 2: a matmul tile is one pass of the stationary kernel's
+#: rows (256 rows of A per L2B) over 4 units of 256 columns (the 8 L2Bs' columns; A
+#: loaded once for them), an elementwise tile one wave of lanes (4 words on each of
+#: 4096 PEs). Each task takes the whole machine, so smaller tiles only repeat each
+#: task's loads of A, its DMA set-ups and its waits.
+MNCORE_TASKS = "target=mncore collectives=false matmul_tile=256,1024 elementwise_tile=16384"
 
 #: What a device's pipeline or cache tag says for the machine it compiles for.
 MACHINE = "$MNCORE_MACHINE"

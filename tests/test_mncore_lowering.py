@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import (
@@ -359,3 +360,47 @@ def test_conv_and_max_pool_with_their_gradients_match_eager(machine: str,
     for ours, theirs in zip(outs, step(*args), strict=True):
         assert ours.dtype == theirs.numpy().dtype
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("shape", "kernel", "stride", "padding", "dilation", "ceil_mode"), [
+    ((2, 3, 16, 16), 3, 2, 1, 1, False),  # overlapping windows: 2x2 candidates per lane
+    ((1, 2, 17, 15), 2, 2, 0, 1, True),  # ceil mode: a last, partial window
+    ((1, 2, 20, 20), 3, 1, 1, 2, False),  # dilated: 5x5 candidates
+    ((1, 1, 15, 17), (2, 3), (1, 2), (1, 0), 1, True),  # rectangular
+    ((1, 2, 8, 8), 3, 2, 1, 1, False),  # 4 candidates of 16 outputs: the plane pays
+])
+def test_max_pool_backward_looks_only_at_the_windows_that_hold_a_position(
+        shape: tuple[int, ...], kernel: Any, stride: Any, padding: Any, dilation: Any,
+        ceil_mode: bool) -> None:
+    """The importer gives graph.max_pool2d_backward the forward's window; on tiny each
+    lane then compares the indices of the outputs whose windows reach it (out-of-range
+    candidates read an index of no position) and equals eager, ties included, with
+    fewer instructions than the whole-plane search the op without a window gets
+    (where the candidates are under a quarter of the plane, else the same program)."""
+    x = torch.randn(shape)
+    x[0, 0, 0, :3] = 1.0  # a tie: the first maximum takes the gradient
+
+    def grad(x: torch.Tensor) -> torch.Tensor:
+        with torch.enable_grad():
+            leaf = x.detach().requires_grad_(True)
+            y = F.max_pool2d(leaf, kernel, stride, padding, dilation, ceil_mode=ceil_mode)
+            weights = torch.arange(y.numel(), dtype=y.dtype).reshape(y.shape)
+            return torch.autograd.grad((y * weights).sum(), leaf)[0]
+
+    captured = capture(grad, x)
+    sizes = []
+    for window in (True, False):
+        module = import_captured(captured)
+        (back,) = [op for op in module.walk() if isinstance(op, g.MaxPool2dBackwardOp)]
+        assert back.window() is not None
+        if not window:
+            for name in ("kernel", "stride", "padding", "dilation"):
+                del back.properties[name]
+        apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task"
+                               f"{{{MNCORE_TASKS}}},convert-task-to-mncore{{machine=tiny}},"
+                               "mncore-schedule")
+        program = find_program(module)
+        (out,), _ = simulate(program, [x.numpy()])
+        np.testing.assert_array_equal(out, grad(x).numpy())
+        sizes.append(len(program.instructions()))
+    assert sizes[0] < sizes[1] if shape[-1] > 8 else sizes[0] == sizes[1]

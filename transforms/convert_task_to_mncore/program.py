@@ -184,7 +184,7 @@ def lane_kernel(e: Emitter, intervals: Intervals, task: t.TaskOp, op: t.BodyOp |
     if isinstance(op, g.MaxPool2dOp):
         return lambda c: windows.max_pool2d(e, task, op, c)
     if isinstance(op, g.MaxPool2dBackwardOp):
-        return lambda c: windows.max_pool2d_backward(e, task, c)
+        return lambda c: windows.max_pool2d_backward(e, task, op, c)
     if isinstance(op, g.ReduceOp):
         return lambda c: lanes.reduce(e, task, op, c)
     assert isinstance(op, COPIES), op.name

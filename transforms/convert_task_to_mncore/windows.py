@@ -163,11 +163,12 @@ def max_pool2d(b: Emitter, task: t.TaskOp, op: g.MaxPool2dOp, c: list[np.ndarray
     return [best, index]
 
 
-def max_pool2d_backward(b: Emitter, task: t.TaskOp, c: list[np.ndarray]
-                        ) -> list[Slot]:
+def max_pool2d_backward(b: Emitter, task: t.TaskOp, op: g.MaxPool2dBackwardOp,
+                        c: list[np.ndarray]) -> list[Slot]:
     """``dx[n, ch, h, v]``: the sum of the gradients of the outputs whose maximum index
-    is ``h W + v``. The graph op keeps no window, so each lane looks at every output of
-    its plane."""
+    is ``h W + v``. With the op's window, each lane may look only at the outputs whose
+    windows can hold its position (``((k - 1) d) // s + 1`` per axis: the index decides
+    among them); else, or where that saves too little, at every output of its plane."""
     (grad, _), (x, _), (indices, _) = task.reads()
     _, _, _, width = shape(x)
     _, _, out_h, out_w = shape(grad)
@@ -175,11 +176,33 @@ def max_pool2d_backward(b: Emitter, task: t.TaskOp, c: list[np.ndarray]
     mine = b.keep(b.load(b.table((h * width + v).astype(np.float32))))
     acc, match = b.fresh(), b.fresh()
     b.alu("fzero", [], acc)
-    for i in range(out_h):
-        for j in range(out_w):
-            at = [n, ch, np.full_like(n, i), np.full_like(n, j)]
-            index = b.load(b.address(indices, at))
-            dy = b.load(b.address(grad, at))
-            b.alu("fcmpeq", [index, mine], match)
-            b.alu("fadd", [acc, dy], acc, mask=match)
+    nowhere = b.pooled([-1.0])  # the index of no position; its gradient is never added
+    for i, j in _candidates(op, h, v, out_h, out_w):
+        valid = (i >= 0) & (i < out_h) & (j >= 0) & (j < out_w)
+        at = [n, ch, np.clip(i, 0, out_h - 1), np.clip(j, 0, out_w - 1)]
+        index = b.load(np.where(valid, b.address(indices, at), nowhere))
+        dy = b.load(np.where(valid, b.address(grad, at), nowhere))
+        b.alu("fcmpeq", [index, mine], match)
+        b.alu("fadd", [acc, dy], acc, mask=match)
     return [acc]
+
+
+def _candidates(op: g.MaxPool2dBackwardOp, h: np.ndarray, v: np.ndarray, out_h: int,
+                out_w: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per lane, the output rows and columns that may have chosen its position (some
+    out of range): those whose windows reach it where they are under a quarter of the
+    plane's outputs (each of their loads gathers words one lane apart, many DMAs; the
+    plane's are one word per plane), else every output."""
+    window = op.window()
+    plane = [(np.full_like(h, i), np.full_like(v, j)) for i in range(out_h)
+             for j in range(out_w)]
+    if window is None:
+        return plane
+    kernel, stride, padding, dilation = window
+    axes = []
+    for pos, k, s, p, d in zip((h, v), kernel, stride, padding, dilation, strict=True):
+        last = (pos + p) // s  # the last window starting at or before the position
+        axes.append([last - a for a in range((k - 1) * d // s + 1)])
+    if 4 * len(axes[0]) * len(axes[1]) >= out_h * out_w:
+        return plane
+    return [(i, j) for i in axes[0] for j in axes[1]]

@@ -287,6 +287,7 @@ func.func @windows(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %b: tensor<
   %gdx, %gdw, %gdb = graph.conv2d_backward %gconv, %x, %gw stride array<i64: 2, 2> padding array<i64: 1, 1> dilation array<i64: 1, 1> groups 2 : tensor<1x6x4x4xf32>, tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<6xf32>
   %pool, %indices = graph.max_pool2d %x kernel array<i64: 2, 2> stride array<i64: 2, 2> padding array<i64: 0, 0> dilation array<i64: 1, 1> : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>
   %dpool = graph.max_pool2d_backward %pool, %x, %indices : tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>, tensor<1x4x8x8xf32>
+  %wpool = graph.max_pool2d_backward %pool, %x, %indices window array<i64: 2, 2> stride array<i64: 2, 2> padding array<i64: 0, 0> dilation array<i64: 1, 1> : tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>, tensor<1x4x8x8xf32>
   func.return
 }
 
@@ -299,6 +300,7 @@ func.func @windows(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %b: tensor<
 // CHECK-NEXT:  [[GDX:%\w+]], [[GDW:%\w+]], [[GDB:%\w+]] = graph.conv2d_backward [[GCONV]], [[X]], [[GW]] stride array<i64: 2, 2> padding array<i64: 1, 1> dilation array<i64: 1, 1> groups 2 : tensor<1x6x4x4xf32>, tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<6xf32>
 // CHECK-NEXT:  [[POOL:%\w+]], [[INDICES:%\w+]] = graph.max_pool2d [[X]] kernel array<i64: 2, 2> stride array<i64: 2, 2> padding array<i64: 0, 0> dilation array<i64: 1, 1> : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>
 // CHECK-NEXT:  [[DPOOL:%\w+]] = graph.max_pool2d_backward [[POOL]], [[X]], [[INDICES]] : tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>, tensor<1x4x8x8xf32>
+// CHECK-NEXT:  {{%\w+}} = graph.max_pool2d_backward [[POOL]], [[X]], [[INDICES]] window array<i64: 2, 2> stride array<i64: 2, 2> padding array<i64: 0, 0> dilation array<i64: 1, 1> : tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>, tensor<1x4x8x8xf32>
 // CHECK-NEXT:  func.return
 // CHECK-NEXT:  }
 
