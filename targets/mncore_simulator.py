@@ -78,7 +78,8 @@ class State:
     pending: list[tuple[int, str, np.ndarray, int, str, np.ndarray, int | None]] = field(
         default_factory=list)
     """In-flight DMAs: (tag, destination space, destination words, finishing cycle, source
-    space, source words, the one L2B whose L2BM it touches or ``None`` for all)."""
+    space, source words, the one L2B whose L2BM it touches or ``None`` for all); the
+    words sorted, for :func:`_overlap`."""
     dma_free: int = 0
     """The cycle the DMA engine finishes its queue: transfers share its bandwidth."""
 
@@ -230,12 +231,23 @@ def span(ref: m.RefAttr, n: int) -> np.ndarray:
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
-    """The first word of ``a`` that ``b`` also touches. Word lists run upward (spans,
-    and DMA runs at strides that are not negative), so their ends bound them."""
-    if not len(a) or not len(b) or a[-1] < b[0] or b[-1] < a[0]:
+    """The first word of ``a`` that ``b`` (a pending DMA's words, sorted) also touches:
+    a span by one bisection, other word lists by a bisection per word."""
+    if not len(a) or not len(b):
         return None
-    both = np.intersect1d(a, b)
-    return int(both[0]) if len(both) else None
+    lo, hi = int(a[0]), int(a[-1])
+    if hi - lo + 1 == len(a):  # a span, or a DMA's one run
+        if hi < b[0] or b[-1] < lo:
+            return None
+        i = int(np.searchsorted(b, lo))
+        return int(b[i]) if i < len(b) and b[i] <= hi else None
+    found = b[np.minimum(np.searchsorted(b, a), len(b) - 1)] == a
+    return int(a[found].min()) if found.any() else None
+
+
+def _sorted(words: np.ndarray) -> np.ndarray:
+    """``words`` in increasing order (a DMA's runs already are, unless they overlap)."""
+    return words if len(words) < 2 or bool((words[1:] >= words[:-1]).all()) else np.sort(words)
 
 
 def l2b_of(op: m.InstructionOp) -> int | None:
@@ -307,8 +319,8 @@ def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
         finish = state.dma_free = start + -(-len(words) // machine.dma_words_per_cycle)
         (src,) = op.srcs.data
         source = op.dram_words() if op.kind.data == "load" else span(src, len(words))
-        state.pending.append((op.tag_number(), space, words, finish,
-                              src.space.data, source, l2b_of(op)))
+        state.pending.append((op.tag_number(), space, _sorted(words), finish,
+                              src.space.data, _sorted(source), l2b_of(op)))
 
 
 def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:
