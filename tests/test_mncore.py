@@ -8,6 +8,7 @@ every memory equal to the spaced program's, and is never longer."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -403,3 +404,28 @@ def test_mlp_forward_runs_on_tiny() -> None:
         expected = model(x).numpy()
     np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
     assert report.issued["mau"] > 0
+
+
+@pytest.mark.parametrize(("store_at", "stride", "error"), [
+    (1, 2, None),  # dram 1, 3, 5, 7: between the words the load reads
+    (5, 3, "writes dram[8] while DMA tag 1 is still reading it"),  # 5, 8, 11, 14
+])
+def test_strided_dmas_collide_only_on_common_words(store_at: int, stride: int,
+                                                   error: str | None) -> None:
+    """A strided store while a strided load (dram 0, 2, ..., 14) is in flight: words
+    interleaved with the load's are free; the first common word is a hazard, named."""
+    text = f"""mncore.program @p machine "tiny" {{
+      mncore.tensor @x input dram[0] : tensor<32xf32>
+      mncore.tensor @y output dram[32] : tensor<4xf32>
+      mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 1 stride 2 tag 1
+      mncore.dma 1 "store" l2bm[64] -> dram[{store_at}] words 4 run 1 stride {stride} tag 2
+      mncore.wait 40 tag 1
+      mncore.wait 41 tag 2
+    }}"""
+    program = parse_program(text)
+    x = np.arange(32, dtype=np.float32)
+    if error is None:
+        simulate(program, [x])
+    else:
+        with pytest.raises(HazardError, match=re.escape(error)):
+            simulate(program, [x])
