@@ -253,10 +253,12 @@ class Emitter:
         self.group = False  # True once a DMA joined
         try:
             yield
-        finally:
-            if self.group:
-                self.emit(m.WaitOp(0, "", [], None, None, self.tag))
+        except BaseException:  # the program is abandoned: no wait to add
             self.group = None
+            raise
+        joined, self.group = self.group, None
+        if joined:
+            self.emit(m.WaitOp(0, "", [], None, None, self.tag))
 
     def alu(self, kind: str, srcs: Sequence[Slot], dst: Slot, mask: Slot | None = None) -> None:
         """One ALU instruction (``mask``: write only where it is not zero). A source in a
