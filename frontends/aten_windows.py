@@ -9,6 +9,7 @@ eager on every device in ``tests/test_aten_expansions.py``."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -293,17 +294,33 @@ def _batched(imp: FxImporter, x: SSAValue) -> SSAValue:
     return imp.reshape(x, (1, *shape)) if len(shape) == 3 else x
 
 
+def _pool_window(args: Sequence[Any]) -> tuple[tuple[int, ...], ...]:
+    """(kernel, stride, padding, dilation, (ceil_mode,)) of a max-pool node's arguments
+    after its input: torch's defaults filled in, pairs spelled out."""
+    kernel, stride, padding, dilation, ceil_mode = (
+        list(args) + [[], 0, 1, False][len(args) - 1:])[:5]
+    kernel = pairs(kernel, [1])
+    return (tuple(kernel), tuple(pairs(stride, kernel)), tuple(pairs(padding, [0])),
+            tuple(pairs(dilation, [1])), (int(bool(ceil_mode)),))
+
+
 @handles(aten.max_pool2d_with_indices_backward.default)
 def _max_pool_backward(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """graph.max_pool2d_backward with the forward's window, so that a kernel looks only
-    at the outputs whose windows hold a position."""
-    grad, x, kernel, stride, padding, dilation = node.args[:6]
+    """graph.max_pool2d_backward, with the window where the indices are those of a
+    max_pool2d_with_indices of the same window (then each index lies in its output's
+    window, and a kernel may look only at the outputs whose windows hold a position);
+    indices from anywhere else keep the op's whole-plane meaning, as in torch."""
+    grad, x, *geometry = node.args[:7]
     indices = node.args[7]
-    kernel = pairs(kernel, [1])
-    window = (kernel, pairs(stride, kernel), pairs(padding, [0]), pairs(dilation, [1]))
+    window = _pool_window(geometry)
+    forward = indices.args[0] if isinstance(indices, fx.Node) and (
+        indices.target is operator.getitem and indices.args[1] == 1) else None
+    same = isinstance(forward, fx.Node) and (
+        forward.target is aten.max_pool2d_with_indices.default
+        and _pool_window(forward.args[1:]) == window)
     dx = imp.insert(g.MaxPool2dBackwardOp(*(_batched(imp, imp.value(v))
-                                            for v in (grad, x, indices)), window=window),
-                    hint=False)
+                                            for v in (grad, x, indices)),
+                                          window=window[:4] if same else None), hint=False)
     return imp.reshape(dx, imp.meta(node).shape)
 
 

@@ -404,3 +404,24 @@ def test_max_pool_backward_looks_only_at_the_windows_that_hold_a_position(
         np.testing.assert_array_equal(out, grad(x).numpy())
         sizes.append(len(program.instructions()))
     assert sizes[0] < sizes[1] if shape[-1] > 8 else sizes[0] == sizes[1]
+
+
+def test_max_pool_backward_of_indices_from_elsewhere_keeps_the_whole_plane() -> None:
+    """Indices no max_pool2d of the same window made (here every gradient routed to
+    position 0 or 63, outside most windows) give the op no window: on tiny it routes
+    them over the whole plane, as torch does."""
+    grad, x = torch.randn(1, 2, 4, 4), torch.randn(1, 2, 8, 8)
+    indices = torch.zeros(1, 2, 4, 4, dtype=torch.int64)
+    indices[..., 1, 1] = 63
+
+    def back(grad: torch.Tensor, x: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten.max_pool2d_with_indices_backward(
+            grad, x, [2, 2], [2, 2], [0, 0], [1, 1], False, indices)
+
+    module = import_captured(capture(back, grad, x, indices))
+    (op,) = [o for o in module.walk() if isinstance(o, g.MaxPool2dBackwardOp)]
+    assert op.window() is None
+    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
+    (out,), _ = simulate(find_program(module), [grad.numpy(), x.numpy(), indices.numpy()])
+    np.testing.assert_allclose(out, back(grad, x, indices).numpy(), rtol=1e-6, atol=1e-6)
