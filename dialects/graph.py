@@ -1406,8 +1406,9 @@ class MaxPool2dOp(WindowOp):
 @irdl_op_definition
 class MaxPool2dBackwardOp(GraphOp):
     """Routes each output gradient to the input position its index names. The
-    optional ``window`` (the forward's kernel, stride, padding and dilation) bounds
-    which outputs can name a position: a kernel then looks only at those, not at the
+    optional ``window`` (the forward's kernel, stride, padding and dilation) promises
+    that each index lies in its output's window, as a max-pool's own indices do: a
+    kernel may then look only at the outputs whose windows hold a position, not at the
     whole plane."""
 
     name = "graph.max_pool2d_backward"
