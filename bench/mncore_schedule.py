@@ -49,7 +49,7 @@ def matmul_text(n: int) -> str:
 def multiply_adds(kernel: t.KernelOp) -> int:
     total, bodies = 0, kernel.bodies()
     for task in kernel.tasks():
-        if isinstance(t.computation(task, bodies), g.MatmulOp):
+        if isinstance(t.computation(task, bodies), g.MATMULS):
             (_, a), _ = task.reads()
             ((_, c),) = task.writes()
             total += math.prod(c.sizes) * a.sizes[-1]

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 
 from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects import task as task_dialect
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
@@ -429,3 +430,50 @@ def test_strided_dmas_collide_only_on_common_words(store_at: int, stride: int,
     else:
         with pytest.raises(HazardError, match=re.escape(error)):
             simulate(program, [x])
+
+
+@pytest.mark.parametrize("kernel", ["stationary", "streaming"])
+@pytest.mark.parametrize(("batch", "rows", "depth", "cols"), [(1, 9, 6, 70), (2, 5, 12, 9)])
+def test_matmul_reads_b_through_a_transpose(kernel: str, batch: int, rows: int, depth: int,
+                                            cols: int) -> None:
+    """``x @ w^T`` (F.linear's weight): convert-graph-to-task{target=mncore} makes
+    graph.matmul_permuted tiles that read ``w`` where it lies, no permute task; both
+    kernels equal numpy on tiny."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-1, 1, (batch, rows, depth)).astype(np.float32)
+    w = rng.uniform(-1, 1, (batch, cols, depth)).astype(np.float32)
+    module = parse_module(make_context(), f"""
+    func.func @main(%x: tensor<{batch}x{rows}x{depth}xf32>, %w: tensor<{batch}x{cols}x{depth}xf32>)
+        -> tensor<{batch}x{rows}x{cols}xf32> {{
+      %t = graph.permute %w perm = array<i64: 0, 2, 1> : tensor<{batch}x{cols}x{depth}xf32>
+          -> tensor<{batch}x{depth}x{cols}xf32>
+      %y = graph.matmul %x, %t : tensor<{batch}x{rows}x{depth}xf32>,
+          tensor<{batch}x{depth}x{cols}xf32> -> tensor<{batch}x{rows}x{cols}xf32>
+      func.return %y : tensor<{batch}x{rows}x{cols}xf32>
+    }}""", "linear.mlir")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore matmul_tile=8,32}")
+    kernel_op = find_kernel(module)
+    bodies = kernel_op.bodies()
+    labels = {task_dialect.computation_label(task_dialect.computation(task, bodies))
+              for task in kernel_op.tasks()}
+    assert labels == {"matmul_permuted"}
+    apply_pipeline(module, f"convert-task-to-mncore{{machine=tiny matmul_kernel={kernel}}},"
+                           "mncore-schedule")
+    (out,), _ = simulate(find_program(module), [x, w])
+    np.testing.assert_allclose(out, x @ w.transpose(0, 2, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_through_another_permutation_is_refused() -> None:
+    """The gpu tiling also reads through other permutations (a KV cache's keys); the
+    mncore kernels read through transposes only, and say so."""
+    module = parse_module(make_context(), """
+    func.func @main(%q: tensor<2x2x4xf32>, %k: tensor<3x2x4xf32>) -> tensor<2x2x3xf32> {
+      %t = graph.permute %k perm = array<i64: 1, 2, 0> : tensor<3x2x4xf32> -> tensor<2x4x3xf32>
+      %y = graph.matmul %q, %t : tensor<2x2x4xf32>, tensor<2x4x3xf32> -> tensor<2x2x3xf32>
+      func.return %y : tensor<2x2x3xf32>
+    }""", "keys.mlir")
+    apply_pipeline(module, "convert-graph-to-task")
+    with pytest.raises(MNCoreConversionError, match=re.escape(
+            "graph.matmul_permuted reads its right operand through a transpose of the last "
+            "two dimensions only, not [1, 2, 0]")):
+        apply_pipeline(module, "convert-task-to-mncore{machine=tiny}")

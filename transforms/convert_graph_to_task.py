@@ -159,7 +159,7 @@ class ConvertGraphToTaskPass(ModulePass):
     target: str = "gpu"
     """What consumes the kernel: ``gpu`` (the megakernel simulator, the Triton
     megakernel: every tiling above) or ``mncore`` (convert-task-to-mncore, which has no
-    permuted-read, split-K, split-reduction or in-place tiles: those four are off)."""
+    split-K, split-reduction or in-place tiles, and reads through transposes only)."""
 
     reuse_buffers: bool = True
     """Give dead intermediates' buffers to new values of the same type."""
@@ -180,7 +180,7 @@ class ConvertGraphToTaskPass(ModulePass):
             raise TaskConversionError(f"convert-graph-to-task: target {self.target!r} is not "
                                       "gpu or mncore")
         options = self if self.target == "gpu" else replace(
-            self, permuted_reads=False, split_k=0, fill_workers=False, in_place_index_put=False)
+            self, split_k=0, fill_workers=False, in_place_index_put=False)
         for func in [o for o in op.body.block.ops if isinstance(o, FuncOp)]:
             with paused_gc():
                 kernel = KernelBuilder(options, func).build()

@@ -35,6 +35,7 @@ class TilingOptions(Protocol):
     workers: int
     elementwise_tile: int
     permuted_reads: bool
+    target: str
     reuse_buffers: bool
     max_tasks: int
 
@@ -53,10 +54,15 @@ class TaskConversionError(DiagnosticException):
 MAX_BUFFER_ELEMENTS = 2**31 - 1
 
 
-def read_permuted(op: Operation, returned: Sequence[SSAValue]) -> bool:
+def read_permuted(op: Operation, returned: Sequence[SSAValue], transposes_only: bool = False
+                  ) -> bool:
     """Whether ``op`` is a permute that only matmuls read, as their right operand: they
-    can read its input in place (``graph.matmul_permuted``)."""
+    can read its input in place (``graph.matmul_permuted``). ``transposes_only``: only
+    a swap of the last two dimensions (the mncore kernels' one permuted read)."""
     if not isinstance(op, g.PermuteOp) or op.result in returned:
+        return False
+    perm = list(op.perm.get_values())
+    if transposes_only and perm != [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]:
         return False
     uses = list(op.result.uses)
     return bool(uses) and all(isinstance(u.operation, g.MatmulOp) and u.index == 1
@@ -214,7 +220,8 @@ class TaskPlanner:
         returned = self.returned = list(body[-1].operands)
         self.position = {op: index for index, op in enumerate(body)}
         if self.options.permuted_reads:
-            self.permuted = {op for op in body if read_permuted(op, returned)}
+            transposes = self.options.target == "mncore"
+            self.permuted = {op for op in body if read_permuted(op, returned, transposes)}
         last_use: dict[SSAValue, int] = {}
         for index, op in enumerate(body):
             for o in self.reads_of(op):

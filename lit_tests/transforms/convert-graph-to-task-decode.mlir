@@ -21,10 +21,13 @@
 // RUN: %{python} -c "import numpy as np; a = np.load('%t.graph.npz'); print([all(np.allclose(a[k], np.load(f)[k], rtol=1e-5, atol=1e-5) for k in a) for f in ('%t.k.npz', '%t.r1.npz', '%t.r2.npz')])" | filecheck %s --check-prefix=SAME
 // SAME: [True, True, True]
 
-// The mncore level has no matmul_permuted tiles and no split reductions: refused, at
-// the task, naming the option; with target=mncore the same step lowers and matches.
+// The mncore level reads through transposes only (the weight's matmul_permuted tiles
+// lower) and has no split reductions: refused, at the task, naming the option; with
+// target=mncore the same step lowers and matches.
 // RUN: not mncore-opt %t.task.mlir -p convert-task-to-mncore 2>&1 | filecheck %s --check-prefix=MNCORE
-// MNCORE: task.mlir:14:7: error: convert-task-to-mncore: task kind 'matmul_permuted' is not lowered (convert-graph-to-task{target=mncore} makes plain matmuls)
+// MNCORE: task.mlir:{{[0-9]+}}:5: error: convert-task-to-mncore: graph.amax task reads a chunk [0:1, 0:8] of its reduced dimensions
+// RUN: not mncore-opt %S/Inputs/decode.mlir -p 'convert-graph-to-task{workers=8 matmul_tile=1,8 split_k=0 fill_workers=false elementwise_tile=8 in_place_index_put=false},convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=MNCORE-PERM
+// MNCORE-PERM: error: convert-task-to-mncore: graph.matmul_permuted reads its right operand through a transpose of the last two dimensions only, not [1, 2, 3, 0]
 // RUN: not mncore-opt %S/Inputs/decode.mlir -p 'convert-graph-to-task{workers=8 matmul_tile=1,8 split_k=16 elementwise_tile=8 permuted_reads=false},convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=MNCORE-SPLIT
 // RUN: mncore-opt %S/Inputs/decode.mlir -p 'convert-graph-to-task{workers=8 matmul_tile=1,8 split_k=16 elementwise_tile=8 target=mncore},convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 3 --int-high 6 --save-outputs %t.mn.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a, b = np.load('%t.graph.npz'), np.load('%t.mn.npz'); print(all(np.allclose(a[k], b[k], rtol=1e-5, atol=1e-5) for k in a))" | filecheck %s --check-prefix=MN-SAME

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.transforms.convert_task_to_mncore.common import (
@@ -26,10 +27,18 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
 
 
-def lower_matmul(pb: Emitter, task: t.TaskOp, kernel: str = "auto") -> None:
+def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedOp,
+                 kernel: str = "auto") -> None:
     """The A-stationary kernel where a unit of B's rows fits in L1BM (in chunks of K
     whose rows of A fit in LM as 4x4 matrices, each chunk adding to C), else the
-    streaming one."""
+    streaming one. B is read in place through a transpose of its last two dimensions
+    (``graph.matmul_permuted``, F.linear's weight) or as it lies."""
+    if isinstance(op, g.MatmulPermutedOp):
+        perm = list(op.rhs_perm.get_values())
+        if perm != [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]:
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: graph.matmul_permuted reads its right operand "
+                f"through a transpose of the last two dimensions only, not {perm}", op)
     depth = task.reads()[0][1].sizes[-1]
     chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4  # K whose matrices fit
     fits = chunk >= 4 and stationary_width(pb, min(depth, chunk)) >= 4
@@ -37,11 +46,23 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, kernel: str = "auto") -> None:
         raise MNCoreConversionError(
             f"convert-task-to-mncore: matmul_kernel=stationary needs room for 4 rows of B "
             f"per column in L1BM and L2BM on {pb.machine.name}")
+    transposed = isinstance(op, g.MatmulPermutedOp)
     if fits and kernel != "streaming":
         for k_lo in range(0, depth, chunk):
-            lower_matmul_stationary(pb, task, k_lo, min(chunk, depth - k_lo))
+            lower_matmul_stationary(pb, task, transposed, k_lo, min(chunk, depth - k_lo))
     else:
-        lower_matmul_streaming(pb, task)
+        lower_matmul_streaming(pb, task, transposed)
+
+
+def operand_b(pb: Emitter, task: t.TaskOp, transposed: bool) -> tuple[int, int, int]:
+    """The DRAM word of B's tile's first element, and B's strides along K and along the
+    columns: B's own, or, read through a transpose, the swapped strides of the buffer
+    it reads (whose region the task names in its own coordinates)."""
+    _, (b, region) = task.reads()
+    strides = strides_of(shape(b))
+    base = pb.dram[b] + int(np.dot(region.offsets, strides))
+    rows, cols = int(strides[-2]), int(strides[-1])
+    return (base, cols, rows) if transposed else (base, rows, cols)
 
 
 def stationary_width(pb: Emitter, depth: int) -> int:
@@ -67,7 +88,8 @@ def _zero_past(pb: Emitter, slot: tuple[str, int], valid: int, scratch: tuple[st
         pb.alu("fpass", [scratch], slot)
 
 
-def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) -> None:
+def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, transposed: bool, k_lo: int,
+                            depth: int) -> None:
     """``C (+)= A[:, k_lo:k_lo+depth] @ B[k_lo:k_lo+depth]`` (adding to C after the first
     chunk of K) with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
     of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
@@ -78,12 +100,14 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, k_lo: int, depth: int) 
     are stored by strided DMAs. The L2Bs split either the rows (each its own block
     of A; B broadcast) or the columns (A broadcast; each L2B its own columns of B),
     whichever ``split_rows`` expects to be faster."""
-    (a, at), (b, bt) = task.reads()
+    (a, at), _ = task.reads()
     ((c, ct),) = task.writes()
     rows, cols = ct.sizes[-2], ct.sizes[-1]
-    sa, sb, sc = (strides_of(shape(v)) for v in (a, b, c))
+    sa, sc = (strides_of(shape(v)) for v in (a, c))
     base_a = pb.dram[a] + int(np.dot(at.offsets, sa)) + k_lo * int(sa[-1])
-    base_b = pb.dram[b] + int(np.dot(bt.offsets, sb)) + k_lo * int(sb[-2])
+    base_b, k_stride, col_stride = operand_b(pb, task, transposed)
+    base_b += k_lo * k_stride
+    sb = (k_stride, col_stride)
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
     width = stationary_width(pb, depth)
     per, blocks, jc, l2bs = (pb.machine.pes_per_l1b, pb.machine.l1b_per_l2b, JC,
@@ -214,7 +238,8 @@ def one_l2b(pb: Emitter, n: int) -> int | None:
     return n if pb.machine.l2bs > 1 else None
 
 
-def load_columns(pb: Emitter, base_b: int, sb: np.ndarray, cols: int, depth: int, width: int,
+def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth: int,
+                 width: int,
                  c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
     """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
     ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each), or with
@@ -227,26 +252,27 @@ def load_columns(pb: Emitter, base_b: int, sb: np.ndarray, cols: int, depth: int
     with pb.transfers():
         for index in range(per_l2b if shared else pb.machine.l2bs * per_l2b):
             n, local = divmod(index, per_l2b)
-            if c0 + index < cols:
-                pb.dma("load", m.ref("dram", base_b + int(k0 * sb[-2] + c0 + index)),
-                       m.ref(stage[0], stage[1] + local * kwp), kw, 1, int(sb[-2]),
+            if c0 + index < cols:  # a column: strided, or one run through a transpose
+                column = base_b + k0 * sb[0] + (c0 + index) * sb[1]
+                pb.dma("load", m.ref("dram", column), m.ref(stage[0], stage[1] + local * kwp),
+                       kw, *((None, None) if sb[0] == 1 else (1, sb[0])),
                        None if shared else one_l2b(pb, n))
     area = areas.take()
     pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kwp))
     return area
 
 
-def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
+def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False) -> None:
     """``C = A @ B`` on the MAU (any K): each PE owns one row and 4 columns of C and adds
     ``a(4) . B(4x4)`` over K in chunks of 4 (``vmm``). The PEs of one L1B share a
     block of 4 columns, so that block's 4x4 piece of B is broadcast to them; each PE
     gets its own piece of A's row. Missing rows and columns are zeros."""
-    (a, at), (b, bt) = task.reads()
+    (a, at), _ = task.reads()
     ((c, ct),) = task.writes()
     rows, cols_all, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
-    sa, sb, sc = (strides_of(shape(v)) for v in (a, b, c))
+    sa, sc = (strides_of(shape(v)) for v in (a, c))
     base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
-    base_b = pb.dram[b] + int(np.dot(bt.offsets, sb))
+    base_b, k_stride, col_stride = operand_b(pb, task, transposed)
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
     per = pb.machine.pes_per_l1b
     blocks = pb.machine.l1b_per_l2b
@@ -264,8 +290,9 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
             with pb.transfers():  # this piece of B and of A: one wait
                 for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
                     target = stage_m + 16 * gi
-                    load_padded(pb, base_b + int(kc * sb[-2] + 4 * jb * sb[-1]), int(sb[-2]),
-                                     width, min(4, cols_all - 4 * jb), target, zeros)
+                    load_padded(pb, base_b + kc * k_stride + 4 * jb * col_stride,
+                                (k_stride, col_stride), width, min(4, cols_all - 4 * jb),
+                                target, zeros)
                     if width < 4:
                         pb.dma("load", m.ref("dram", zeros),
                                  m.ref("l2bm", target + 4 * width), 4 * (4 - width), 4, 0)
@@ -308,16 +335,19 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp) -> None:
                                  m.ref("dram", target + int(p * sc[-2])), cols)
 
 
-def load_padded(pb: Emitter, source: int, stride: int, rows: int, width: int, target: int,
-                zeros: int) -> None:
-    """``rows`` runs of ``width`` words, ``stride`` apart in DRAM, into the 4-word
-    slots of L2BM from ``target``, each padded with zeros (from ``zeros``)."""
-    if width == 4:
+def load_padded(pb: Emitter, source: int, strides: tuple[int, int], rows: int, width: int,
+                target: int, zeros: int) -> None:
+    """``rows`` rows of ``width`` words (``strides``: between rows, between a row's
+    words) into the 4-word slots of L2BM from ``target``, each padded with zeros (from
+    ``zeros``)."""
+    between, along = strides
+    if width == 4 and along == 1:
         pb.dma("load", m.ref("dram", source), m.ref("l2bm", target), 4 * rows,
-                 4, stride)
+               4, between)
         return
     for r in range(rows):
-        pb.dma("load", m.ref("dram", source + r * stride),
-                 m.ref("l2bm", target + 4 * r), width)
-        pb.dma("load", m.ref("dram", zeros), m.ref("l2bm", target + 4 * r + width),
-                 4 - width)
+        pb.dma("load", m.ref("dram", source + r * between), m.ref("l2bm", target + 4 * r),
+               width, *((None, None) if along == 1 else (1, along)))
+        if width < 4:
+            pb.dma("load", m.ref("dram", zeros), m.ref("l2bm", target + 4 * r + width),
+                   4 - width)

@@ -39,7 +39,7 @@ from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
 
 #: The graph ops whose tasks are lowered (besides pointwise ``task.body``s).
 LOWERED_OPS: tuple[type[g.GraphOp], ...] = (
-    g.MatmulOp, *COPIES, *REDUCTIONS, g.GatherOp, g.ScatterOp, g.EmbeddingOp, g.IndexPutOp,
+    *g.MATMULS, *COPIES, *REDUCTIONS, g.GatherOp, g.ScatterOp, g.EmbeddingOp, g.IndexPutOp,
     g.Conv2dOp, g.Conv2dBackwardOp, g.MaxPool2dOp, g.MaxPool2dBackwardOp)
 #: The task kinds lowered, as messages name them.
 LOWERED = ("elementwise", *(op_label(op) for op in LOWERED_OPS))
@@ -69,8 +69,7 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         if not isinstance(op, (t.BodyOp, *LOWERED_OPS)):
             hint = (" (run graph-decompose before convert-graph-to-task: it expands row ops "
                     "into elementwise ops and reductions)" if isinstance(op, _DECOMPOSED)
-                    else " (convert-graph-to-task{target=mncore} makes plain matmuls)"
-                    if isinstance(op, g.MatmulPermutedOp) else "")
+                    else "")
             label = op_label(op) if isinstance(op, g.GraphOp) else t.task_label(task)
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: task kind {label!r} is not lowered{hint}; "
@@ -101,9 +100,9 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     for task, op in zip(tasks, computed, strict=True):
         assert isinstance(op, t.BodyOp | g.GraphOp)
         try:
-            if isinstance(op, g.MatmulOp):
+            if isinstance(op, g.MATMULS):
                 intervals.task(task, op)  # refuses integers
-                matmul.lower_matmul(e, task, matmul_kernel)
+                matmul.lower_matmul(e, task, op, matmul_kernel)
             else:
                 lower_lanes(e, intervals, task, op)
         except MNCoreConversionError as error:
