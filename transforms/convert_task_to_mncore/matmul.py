@@ -170,9 +170,9 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, transposed: bool, k_lo:
             for kc in range(-(-kw // 4)):
                 for jl in live:
                     vector = vectors.take()
-                    pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * _up4(kw)
+                    pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * kw
                                                             + 4 * kc)], m.ref(*vector)))
-                    if 4 * kc + 4 > kw:  # past K: stale words of L1BM
+                    if 4 * kc + 4 > kw:  # past K: the next column's words, or stale
                         _zero_past(pb, vector, kw - 4 * kc, vector)
                     pb.emit(m.MauOp(0, "mma", [m.ref(*matrix(k0 // 4 + kc)),
                                                  m.ref(*vector), m.ref(*accs[jl])],
@@ -239,26 +239,29 @@ def one_l2b(pb: Emitter, n: int) -> int | None:
 
 
 def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth: int,
-                 width: int,
-                 c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
+                 width: int, c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
     """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
-    ``[jl][row]``: each L2B gets its own columns (DMAs to one L2B each), or with
-    ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs). Each column takes
-    ``width`` rounded up to 4 words (the rest stale, selected away where read)."""
+    ``[jl][row]``, ``width`` words a column (past K, the next column's: selected away
+    where read): each L2B gets its own columns (DMAs to one L2B each), or with
+    ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs). A column is a
+    strided DMA, or, read through a transpose (``sb[0] == 1``), a run: an L2B's columns
+    are then one DMA."""
     kw, jc = min(width, depth - k0), JC
-    kwp = _up4(kw)
     stage = pb.big_stage.take()
     per_l2b = pb.machine.l1b_per_l2b * jc
     with pb.transfers():
-        for index in range(per_l2b if shared else pb.machine.l2bs * per_l2b):
-            n, local = divmod(index, per_l2b)
-            if c0 + index < cols:  # a column: strided, or one run through a transpose
-                column = base_b + k0 * sb[0] + (c0 + index) * sb[1]
-                pb.dma("load", m.ref("dram", column), m.ref(stage[0], stage[1] + local * kwp),
-                       kw, *((None, None) if sb[0] == 1 else (1, sb[0])),
-                       None if shared else one_l2b(pb, n))
+        for n in range(1 if shared else pb.machine.l2bs):
+            first = c0 + n * per_l2b
+            count = min(per_l2b, cols - first)
+            l2b = None if shared else one_l2b(pb, n)
+            if count > 0 and sb[0] == 1:
+                pb.dma("load", m.ref("dram", base_b + k0 + first * sb[1]), m.ref(*stage),
+                       count * kw, kw, sb[1], l2b)
+            for local in range(count if sb[0] != 1 else 0):
+                pb.dma("load", m.ref("dram", base_b + k0 * sb[0] + (first + local) * sb[1]),
+                       m.ref(stage[0], stage[1] + local * kw), kw, 1, sb[0], l2b)
     area = areas.take()
-    pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kwp))
+    pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kw))
     return area
 
 
