@@ -1437,11 +1437,13 @@ class MaxPool2dBackwardOp(GraphOp):
         self._init([grad, input, indices], props)
 
     def window(self) -> tuple[list[int], list[int], list[int], list[int]] | None:
-        """(kernel, stride, padding, dilation), if the op has them."""
-        if self.kernel is None:
+        """(kernel, stride, padding, dilation), if the op has all four (the verifier
+        refuses some without the others)."""
+        if self.kernel is None or self.stride is None or self.padding is None or (
+                self.dilation is None):
             return None
-        return tuple(list(a.get_values()) for a in (  # type: ignore[return-value]
-            self.kernel, self.stride, self.padding, self.dilation))
+        return (list(self.kernel.get_values()), list(self.stride.get_values()),
+                list(self.padding.get_values()), list(self.dilation.get_values()))
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], props: Props) -> list[TensorType]:
