@@ -827,6 +827,12 @@ class MatmulPermutedOp(GraphOp):
 MATMULS: tuple[type[GraphOp], ...] = (MatmulOp, MatmulPermutedOp)
 
 
+def is_transpose(perm: Sequence[int]) -> bool:
+    """Whether ``perm`` swaps the last two dimensions and keeps the others (F.linear's
+    weight, a batched ``x @ y.mT``)."""
+    return list(perm) == [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]
+
+
 # --------------------------------------------------------------------------- shapes
 
 

@@ -61,8 +61,7 @@ def read_permuted(op: Operation, returned: Sequence[SSAValue], transposes_only: 
     a swap of the last two dimensions (the mncore kernels' one permuted read)."""
     if not isinstance(op, g.PermuteOp) or op.result in returned:
         return False
-    perm = list(op.perm.get_values())
-    if transposes_only and perm != [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]:
+    if transposes_only and not g.is_transpose(op.perm.get_values()):
         return False
     uses = list(op.result.uses)
     return bool(uses) and all(isinstance(u.operation, g.MatmulOp) and u.index == 1

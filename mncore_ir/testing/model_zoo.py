@@ -237,15 +237,7 @@ def gpt_adamw(batch: int = 2, layers: int = 2, seed: int = 0) -> TrainingStep:
 def cnn_sgd(batch: int = 4, seed: int = 0, size: int = 16) -> TrainingStep:
     """(c) small CNN with batch norm in training mode, SGD with momentum, on
     ``size`` x ``size`` images."""
-    g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    model = CNN().train()
-    state = _zeros_like(dict(model.named_parameters()), ("momentum",))
-    x = torch.randn(batch, 3, size, size, generator=g)
-    y = torch.randint(0, 10, (batch,), generator=g)
-    return TrainingStep("cnn_sgd", model, F.cross_entropy,
-                        lambda p, gr, s: sgd_update(p, gr, s, lr=0.05, momentum=0.9),
-                        (x, y), state)
+    return _classifier_sgd("cnn_sgd", CNN, batch, seed, size, lr=0.05)
 
 
 def resnet18_sgd(batch: int = 2, seed: int = 0, size: int = 32) -> TrainingStep:
@@ -253,14 +245,22 @@ def resnet18_sgd(batch: int = 2, seed: int = 0, size: int = 32) -> TrainingStep:
     momentum, on ``size`` x ``size`` images."""
     from mncore_ir.testing.torchvision_models import models
 
+    return _classifier_sgd("resnet18_sgd", lambda: models.resnet18(num_classes=10), batch,
+                           seed, size, lr=0.002)
+
+
+def _classifier_sgd(name: str, make: Callable[[], nn.Module], batch: int, seed: int,
+                    size: int, lr: float) -> TrainingStep:
+    """An image classifier of 10 classes in training mode (made after seeding torch),
+    SGD with momentum 0.9 on a batch of RGB ``size`` x ``size`` images."""
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    model = models.resnet18(num_classes=10).train()
+    model = make().train()
     state = _zeros_like(dict(model.named_parameters()), ("momentum",))
     x = torch.randn(batch, 3, size, size, generator=g)
     y = torch.randint(0, 10, (batch,), generator=g)
-    return TrainingStep("resnet18_sgd", model, F.cross_entropy,
-                        lambda p, gr, s: sgd_update(p, gr, s, lr=0.002, momentum=0.9),
+    return TrainingStep(name, model, F.cross_entropy,
+                        lambda p, gr, s: sgd_update(p, gr, s, lr=lr, momentum=0.9),
                         (x, y), state)
 
 

@@ -35,7 +35,7 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
     (``graph.matmul_permuted``, F.linear's weight) or as it lies."""
     if isinstance(op, g.MatmulPermutedOp):
         perm = list(op.rhs_perm.get_values())
-        if perm != [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]:
+        if not g.is_transpose(perm):
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: graph.matmul_permuted reads its right operand "
                 f"through a transpose of the last two dimensions only, not {perm}", op)
