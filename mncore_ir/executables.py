@@ -99,18 +99,16 @@ class ProgramRunner:
     simulated steps and cycles (the lazy runtime adds them to its counters)."""
 
     def __init__(self, program: ProgramOp) -> None:
-        from mncore_ir.targets.mncore_simulator import check
+        from mncore_ir.targets.mncore_simulator import Simulator
 
-        check(program)  # once: every step runs the same program
-        self.program = program
+        # checked and decoded once: every step runs the same program
+        self.simulator = Simulator(program)
         self.counts: Counter[str] = Counter()
 
     def __call__(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         import torch
 
-        from mncore_ir.targets.mncore_simulator import simulate
-
-        outs, report = simulate(self.program, [a.numpy() for a in args], verify=False)
+        outs, report = self.simulator.run([a.numpy() for a in args])
         self.counts.update({"MNCoreRuns": 1, "MNCoreSteps": report.steps,
                             "MNCoreCycles": report.cycles})
         return [torch.from_numpy(np.array(o)) for o in outs]

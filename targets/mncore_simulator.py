@@ -69,19 +69,57 @@ class Report:
         ])
 
 
+Words = slice | np.ndarray
+"""Words of a memory: a span as a slice (a view, no gather), other lists as arrays."""
+
+
 @dataclass
 class State:
     machine: Machine
     memory: dict[str, np.ndarray] = field(default_factory=dict)
     ready: dict[str, np.ndarray] = field(default_factory=dict)
     writer: dict[str, np.ndarray] = field(default_factory=dict)
-    pending: list[tuple[int, str, np.ndarray, int, str, np.ndarray, int | None]] = field(
+    pending: list[tuple[int, str, Words, int, str, Words, int | None]] = field(
         default_factory=list)
     """In-flight DMAs: (tag, destination space, destination words, finishing cycle, source
-    space, source words, the one L2B whose L2BM it touches or ``None`` for all); the
-    words sorted, for :func:`_overlap`."""
+    space, source words, the one L2B whose L2BM it touches or ``None`` for all)."""
     dma_free: int = 0
     """The cycle the DMA engine finishes its queue: transfers share its bandwidth."""
+    in_flight: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    """How many in-flight DMAs write (``"dst"``) or read (``"src"``) each word of a
+    space, ``[word, L2B]`` for L2BM (a DMA to all L2Bs counts in every column), so that
+    an access is checked against them all in one lookup, not one per DMA."""
+
+    def busy(self, role: str, space: str, words: Words, block: int | None) -> bool:
+        """Whether an in-flight DMA writes (``role`` ``"dst"``) or reads ``words`` of
+        ``space`` as seen from L2B ``block`` (``None``: every L2B's copy)."""
+        counts = self.in_flight.get((role, space))
+        if counts is None:
+            return False
+        touched = counts[words]
+        if block is not None and space == "l2bm":
+            touched = touched[:, block]
+        return bool(touched.any())
+
+    def count(self, role: str, space: str, words: Words, block: int | None,
+              delta: int) -> None:
+        counts = self.in_flight.get((role, space))
+        if counts is None:
+            columns = self.machine.l2bs if space == "l2bm" else 1
+            counts = self.in_flight[role, space] = np.zeros(
+                (self.array(space).shape[0], columns), np.int32)
+        column = slice(None) if block is None or space != "l2bm" else block
+        if isinstance(words, slice) or len(words) < 2 or bool((words[1:] > words[:-1]).all()):
+            counts[words, column] += delta
+        else:  # words repeated within the DMA count once each time
+            np.add.at(counts, (words, column), delta)
+
+    def track(self, dma: tuple[int, str, Words, int, str, Words, int | None],
+              delta: int) -> None:
+        """Count an issued DMA's words in (``delta`` 1) or out (-1 at its wait)."""
+        _, dspace, dwords, _, sspace, swords, block = dma
+        self.count("dst", dspace, dwords, block, delta)
+        self.count("src", sspace, swords, block, delta)
 
     def array(self, space: str) -> np.ndarray:
         """``space``'s words, word-major (``[word, PE or block]``): an instruction
@@ -106,24 +144,144 @@ def check(program: m.ProgramOp) -> None:
         raise InterpretationError(str(error)) from None
 
 
+@dataclass(slots=True)
+class Decoded:
+    """One instruction as the simulator runs it, read out of its xDSL properties once
+    (they are slow to read, and every run of a program reads them again)."""
+
+    op: m.InstructionOp
+    step: int
+    slot: str
+    reads: list[tuple[m.RefAttr, str, Words]]
+    """(reference, space, words) of each source, a mask last; a DMA load's DRAM words."""
+    write: tuple[m.RefAttr, str, Words] | None
+    masked: bool
+    block: int | None
+    """:func:`l2b_of`."""
+    flops: int
+    latency: int
+
+
+def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
+    reads, writes = op.operands_of(machine)
+    accesses = [(ref, ref.space.data, slice(ref.address.data, ref.address.data + n))
+                for ref, n in reads]
+    written = [(ref, ref.space.data, slice(ref.address.data, ref.address.data + n))
+               for ref, n in writes]
+    if isinstance(op, m.DmaOp):  # the DRAM side as its words, in L2BM order
+        dram = op.dram_words()
+        words: Words = slice(int(dram[0]), int(dram[-1]) + 1) \
+            if int(dram[-1]) - int(dram[0]) + 1 == len(dram) else dram
+        if op.kind.data == "load":
+            accesses = [(accesses[0][0], "dram", words)]
+        else:
+            written = [(written[0][0], "dram", words)]
+    latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
+               "l1": machine.l1_latency, "l2": machine.l2_latency}.get(op.SLOT, 0)
+    return Decoded(op, op.at, op.SLOT, accesses, written[0] if written else None,
+                   isinstance(op, m.AluOp) and op.mask is not None, l2b_of(op),
+                   op_flops(op, machine), latency)
+
+
+class Simulator:
+    """A program decoded once for the cycle simulator, to run on many inputs (the lazy
+    device runs one program every step)."""
+
+    def __init__(self, program: m.ProgramOp, verify: bool = True,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        """``verify=False`` skips the assembler's rules for a program already checked;
+        a program whose DRAM would take more than ``max_bytes`` is refused before
+        anything is allocated."""
+        if verify:  # the assembler's rules, also when the IR was not verified when parsed
+            check(program)
+        self.program = program
+        self.dram_words = dram_extent(program, max_bytes)
+        machine = program.target
+        self.instructions = [decode(op, machine) for op in program.instructions()]
+        self.tensors = {role: program.tensors(role) for role in ("input", "output",
+                                                                 "constant")}
+
+    def run(self, inputs: Sequence[Any], trace: list[dict[str, Any]] | None = None,
+            memories: dict[str, np.ndarray] | None = None) -> tuple[list[np.ndarray], Report]:
+        """The ``output`` tensors for numpy ``inputs`` (the ``input`` tensors in order),
+        and the report. ``trace`` collects Chrome trace events; ``memories`` receives
+        the final contents of every memory used."""
+        program = self.program
+        machine = program.target
+        state = State(machine)
+        state.dram_words = self.dram_words
+        load_inputs(program, self.tensors, state, inputs)
+        instructions = self.instructions
+        issued: dict[str, int] = {}
+        flops = stall = 0
+        fwd: dict[int, np.ndarray] = {}
+        index = 0
+        last = instructions[-1].step if instructions else -1
+        while index < len(instructions):
+            step = instructions[index].step
+            bundle = []
+            while index < len(instructions) and instructions[index].step == step:
+                bundle.append(instructions[index])
+                index += 1
+            start = 4 * step + stall
+            for ins in bundle:  # a wait holds the whole bundle until its DMAs are done
+                if ins.slot == "ctrl":
+                    tag = ins.op.tag_number()
+                    done = [p for p in state.pending if p[0] == tag]
+                    finish = max((p[3] for p in done), default=start)
+                    stall += max(0, finish - 4 * step - stall)
+                    for dma in done:
+                        state.track(dma, -1)
+                    state.pending = [p for p in state.pending if p[0] != tag]
+            cycle = 4 * step + stall
+            if trace is not None and cycle > start:
+                trace.append({"name": "stall", "ph": "X", "pid": 0,
+                              "tid": SLOTS.index("ctrl"), "ts": start, "dur": cycle - start,
+                              "args": {"step": step}})
+            writes = []
+            for ins in bundle:
+                op = ins.op
+                issued[ins.slot] = issued.get(ins.slot, 0) + 1
+                if trace is not None:
+                    trace.append({"name": op.kind.data or op.name.removeprefix("mncore."),
+                                  "ph": "X", "pid": 0, "tid": SLOTS.index(ins.slot),
+                                  "ts": cycle, "dur": 4, "args": {"step": step,
+                                                                  "asm": str(op)}})
+                if ins.write is None:
+                    continue
+                values = [read(state, ins, ref, space, words, step, fwd)
+                          for ref, space, words in ins.reads]
+                mask = values.pop() if ins.masked else None
+                writes.append((ins, execute(op, values, machine), mask))
+                flops += ins.flops
+            fwd = {}
+            for ins, result, mask in writes:
+                write(state, ins, result, step, 4 * step + stall, mask)
+                if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
+                    fwd[step] = result
+        report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
+        if state.pending:
+            tags = sorted({p[0] for p in state.pending})
+            raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
+        if memories is not None:
+            memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
+        return read_outputs(self.tensors["output"], state), report
+
+
 def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
              = None, memories: dict[str, np.ndarray] | None = None, verify: bool = True,
              max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[np.ndarray], Report]:
-    """Run ``program`` on numpy inputs (its ``input`` tensors in order); returns the
-    ``output`` tensors and the report. ``trace`` collects Chrome trace events;
-    ``memories`` receives the final contents of every memory used; ``verify=False``
-    skips the assembler's rules for a program already checked (run again and again);
-    a program whose DRAM would take more than ``max_bytes`` is refused before anything
-    is allocated."""
-    if verify:  # the assembler's rules, also when the IR was not verified when parsed
-        check(program)
-    machine = program.target
-    ins, outs = program.tensors("input"), program.tensors("output")
+    """Run ``program`` once (:class:`Simulator` decodes it for many runs)."""
+    return Simulator(program, verify, max_bytes).run(inputs, trace, memories)
+
+
+def load_inputs(program: m.ProgramOp, tensors: dict[str, list[m.TensorOp]], state: State,
+                inputs: Sequence[Any]) -> None:
+    """Place the inputs and the constants in DRAM, refusing what a word cannot hold."""
+    ins = tensors["input"]
     if len(inputs) != len(ins):
         raise InterpretationError(f"@{program.sym_name.data} takes {len(ins)} inputs, "
                                   f"got {len(inputs)}")
-    state = State(machine)
-    state.dram_words = dram_extent(program, max_bytes)
     dram = state.array("dram")
     for tensor, value in zip(ins, inputs, strict=True):
         given = np.asarray(value)
@@ -139,75 +297,25 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
                                       f"expected {shape}")
         at = tensor.at.address.data
         dram[at:at + arr.size, 0] = arr.reshape(-1)
-    for tensor in program.tensors("constant"):
+    for tensor in tensors["constant"]:
         assert tensor.value is not None  # the verifier: constants have values
         values = constant_value(tensor.value).reshape(-1)
         at = tensor.at.address.data
         dram[at:at + values.size, 0] = values
 
-    instructions = program.instructions()
-    issued: dict[str, int] = {}
-    flops = stall = 0
-    fwd: dict[int, np.ndarray] = {}
-    index = 0
-    last = instructions[-1].at if instructions else -1
-    while index < len(instructions):
-        step = instructions[index].at
-        bundle = []
-        while index < len(instructions) and instructions[index].at == step:
-            bundle.append(instructions[index])
-            index += 1
-        start = 4 * step + stall
-        for op in bundle:  # a wait holds the whole bundle until its DMAs are done
-            if isinstance(op, m.WaitOp):
-                tag = op.tag_number()
-                finish = max((p[3] for p in state.pending if p[0] == tag), default=start)
-                stall += max(0, finish - 4 * step - stall)
-                state.pending = [p for p in state.pending if p[0] != tag]
-        cycle = 4 * step + stall
-        if trace is not None and cycle > start:
-            trace.append({"name": "stall", "ph": "X", "pid": 0, "tid": SLOTS.index("ctrl"),
-                          "ts": start, "dur": cycle - start, "args": {"step": step}})
-        writes = []
-        for op in bundle:
-            issued[op.SLOT] = issued.get(op.SLOT, 0) + 1
-            if trace is not None:
-                trace.append({"name": op.kind.data or op.name.removeprefix("mncore."),
-                              "ph": "X", "pid": 0, "tid": SLOTS.index(op.SLOT), "ts": cycle,
-                              "dur": 4, "args": {"step": step, "asm": str(op)}})
-            if isinstance(op, m.WaitOp):
-                continue
-            if isinstance(op, m.DmaOp) and op.kind.data == "load":
-                values = [read(state, op, op.srcs.data[0], op.dram_words(), step, fwd)]
-            else:
-                values = [read(state, op, ref, span(ref, n), step, fwd) for ref, n in
-                          op.operands_of(machine)[0]]
-            mask = values.pop() if isinstance(op, m.AluOp) and op.mask is not None else None
-            writes.append((op, execute(op, values, machine), mask))
-            flops += op_flops(op, machine)
-        fwd = {}
-        for op, result, mask in writes:
-            ((dst, n),) = op.operands_of(machine)[1]
-            words = op.dram_words() if isinstance(op, m.DmaOp) and op.kind.data == "store" \
-                else span(dst, n)
-            write(state, op, dst, words, result, step, 4 * step + stall, mask)
-            if op.SLOT in ("alu", "mau") and (op.SLOT == "alu" or step not in fwd):
-                fwd[step] = result
-    report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
-    if state.pending:
-        tags = sorted({p[0] for p in state.pending})
-        raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
-    if memories is not None:
-        memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
+
+def read_outputs(outputs: list[m.TensorOp], state: State) -> list[np.ndarray]:
+    """The output tensors from DRAM (words hold integers and booleans as exact f32)."""
+    dram = state.array("dram")
     results = []
-    for tensor in outs:  # words hold integers and booleans as exact f32 values
+    for tensor in outputs:
         shape = tuple(tensor.type.get_shape())
         at = tensor.at.address.data
         words = dram[at:at + math.prod(shape), 0].reshape(shape)
         dtype = numpy_dtype(tensor.type.element_type)
         results.append(words.copy() if dtype == np.float32 else
                        (words != 0) if dtype == np.bool_ else np.rint(words).astype(dtype))
-    return results, report
+    return results
 
 
 def dram_extent(program: m.ProgramOp, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
@@ -224,10 +332,6 @@ def dram_extent(program: m.ProgramOp, max_bytes: int = DEFAULT_MAX_BYTES) -> int
             f"@{program.sym_name.data}: {what} reaches dram[{words - 1}], so the simulator "
             f"would hold {4 * words:,} bytes of DRAM, more than the limit of {max_bytes:,}")
     return words
-
-
-def span(ref: m.RefAttr, n: int) -> np.ndarray:
-    return np.arange(ref.address.data, ref.address.data + n)
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
@@ -262,65 +366,82 @@ def _apart(space: str, a: int | None, b: int | None) -> bool:
     return space == "l2bm" and a is not None and b is not None and a != b
 
 
-def read(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray, step: int,
+def _last(words: Words) -> int:
+    return words.stop - 1 if isinstance(words, slice) else int(words[-1])
+
+
+def _array(words: Words) -> np.ndarray:
+    return np.arange(words.start, words.stop) if isinstance(words, slice) else words
+
+
+def _count(words: Words) -> int:
+    return words.stop - words.start if isinstance(words, slice) else len(words)
+
+
+def read(state: State, ins: Decoded, ref: m.RefAttr, space: str, words: Words, step: int,
          fwd: dict[int, np.ndarray]) -> np.ndarray:
-    space = ref.space.data
+    op = ins.op
     if space == "fwd":
         if step - 1 not in fwd:
             raise HazardError(step, op, f"reads fwd but step {step - 1} produced nothing")
         return fwd[step - 1]
     arr = state.array(space)
-    if words[-1] >= arr.shape[0]:
-        raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
+    if _last(words) >= arr.shape[0]:
+        raise HazardError(step, op, f"{ref} + {_count(words)} words is beyond {space}")
     ready = state.ready[space][words]
     late = int(np.argmax(ready))
     if ready[late] > step:
-        word = int(words[late])
+        word = int(_array(words)[late])
         raise HazardError(step, op, f"reads {space}[{word}] written at step "
                                     f"{state.writer[space][word]}, ready only at step "
                                     f"{ready[late]}")
-    mine = l2b_of(op)
-    for tag, dspace, dwords, _, _, _, block in state.pending:
-        if dspace == space and not _apart(space, mine, block) and (
-                word := _overlap(words, dwords)) is not None:
-            raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
-                                        f"DMA tag {tag}")
-    return arr[words].T
+    if state.busy("dst", space, words, ins.block):  # then find the first DMA and word
+        for tag, dspace, dwords, _, _, _, block in state.pending:
+            if dspace == space and not _apart(space, ins.block, block) and (
+                    word := _overlap(_array(words), _sorted(_array(dwords)))) is not None:
+                raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
+                                            f"DMA tag {tag}")
+    value = arr[words].T
+    # a span is a view: a copy where an instruction could pass it on as its result
+    return value.copy() if isinstance(words, slice) and (
+        arr.shape[1] == 1 or isinstance(op, (m.DmaOp, m.L1Op, m.L2Op))) else value
 
 
-def write(state: State, op: m.InstructionOp, ref: m.RefAttr, words: np.ndarray,
-          value: np.ndarray, step: int, cycle: int, mask: np.ndarray | None = None) -> None:
+def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
+          mask: np.ndarray | None = None) -> None:
     """``mask``: write only where it is not zero (the rest keeps its value)."""
-    space = ref.space.data
+    assert ins.write is not None
+    op, (ref, space, words) = ins.op, ins.write
     arr = state.array(space)
-    if words[-1] >= arr.shape[0]:
-        raise HazardError(step, op, f"{ref} + {len(words)} words is beyond {space}")
-    mine = l2b_of(op)
-    for tag, dspace, dwords, _, sspace, swords, block in state.pending:
-        for busy, touched, what in ((dspace, dwords, "writing"), (sspace, swords, "reading")):
-            if busy == space and not _apart(space, mine, block) and (
-                    word := _overlap(words, touched)) is not None:
-                raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
-                                            f"{tag} is still {what} it")
+    if _last(words) >= arr.shape[0]:
+        raise HazardError(step, op, f"{ref} + {_count(words)} words is beyond {space}")
+    mine = ins.block
+    if state.busy("dst", space, words, mine) or state.busy("src", space, words, mine):
+        for tag, dspace, dwords, _, sspace, swords, block in state.pending:
+            for busy, touched, what in ((dspace, dwords, "writing"),
+                                        (sspace, swords, "reading")):
+                if busy == space and not _apart(space, mine, block) and (
+                        word := _overlap(_array(words), _sorted(_array(touched)))) is not None:
+                    raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
+                                                f"{tag} is still {what} it")
     if mask is not None:
         value = np.where(mask != 0, value, arr[words].T)
-    block = l2b_of(op) if space == "l2bm" else None
+    block = mine if space == "l2bm" else None
     if block is None:
         arr[words] = value.T
     else:
         arr[words, block] = value[block]
-    machine = state.machine
-    latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
-               "l1": machine.l1_latency, "l2": machine.l2_latency, "dma": 0}[op.SLOT]
-    state.ready[space][words] = step + latency
+    state.ready[space][words] = step + ins.latency
     state.writer[space][words] = step
     if isinstance(op, m.DmaOp):  # setup overlaps the queue; the words share its bandwidth
+        machine = state.machine
+        n = _count(words)
         start = max(cycle + machine.dma_setup_cycles, state.dma_free)
-        finish = state.dma_free = start + -(-len(words) // machine.dma_words_per_cycle)
-        (src,) = op.srcs.data
-        source = op.dram_words() if op.kind.data == "load" else span(src, len(words))
-        state.pending.append((op.tag_number(), space, _sorted(words), finish,
-                              src.space.data, _sorted(source), l2b_of(op)))
+        finish = state.dma_free = start + -(-n // machine.dma_words_per_cycle)
+        ((_, sspace, source),) = ins.reads
+        dma = (op.tag_number(), space, words, finish, sspace, source, mine)
+        state.pending.append(dma)
+        state.track(dma, 1)
 
 
 def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:
