@@ -272,13 +272,57 @@ class InstructionOp(IRDLOperation):
 Accesses = list[tuple[RefAttr, int]]  # (reference, words) pairs
 
 
+_NUMBER_PROPERTIES = frozenset(("step", *InstructionOp.NUMBERS))
+
+
+def _well_formed(op: InstructionOp) -> bool:
+    """What IRDL's generic verifier checks of an instruction (no operands, results or
+    regions; its properties and their types; a ``mncore.program`` parent), as a few
+    type tests: it costs ~70 us an op, and programs hold a million instructions."""
+    if op.operands or op.results or op.regions or op.successors:
+        return False
+    props = op.properties
+    if "step" not in props or "kind" not in props or "srcs" not in props:
+        return False
+    for name, value in props.items():
+        if name in _NUMBER_PROPERTIES:
+            if type(value) is not IntegerAttr or value.type != i64:
+                return False
+        elif name in ("dst", "mask"):
+            if type(value) is not RefAttr:
+                return False
+        elif name == "kind":
+            if type(value) is not StringAttr:
+                return False
+        elif name != "srcs" or type(value) is not ArrayAttr or any(
+                type(ref) is not RefAttr for ref in value.data):
+            return False
+    return isinstance(op.parent_op(), ProgramOp)
+
+
+def instruction_definition(cls: type[InstructionOp]) -> type[InstructionOp]:
+    """``irdl_op_definition`` whose generic verification runs only when
+    :func:`_well_formed` finds something off (then it raises its own message)."""
+    checks = cls.verify_
+    op_class = irdl_op_definition(cls)
+    op_def = op_class.get_irdl_definition()  # its one trait: HasParent(ProgramOp)
+
+    def verify_(self: InstructionOp) -> None:
+        if not _well_formed(self):
+            op_def.verify(self)
+        checks(self)
+
+    op_class.verify_ = verify_  # type: ignore[method-assign]
+    return op_class
+
+
 def _spaces(ref: RefAttr, allowed: Sequence[str], what: str, op: InstructionOp) -> None:
     if ref.space.data not in allowed:
         raise VerifyException(f"{op.name} {op.kind.data!r}: {what} must be in "
                               f"{'/'.join(allowed)}, not {ref.space.data}")
 
 
-@irdl_op_definition
+@instruction_definition
 class AluOp(InstructionOp):
     """Elementwise on 4 words per PE: ``dst = kind(srcs...)``. Comparisons write 1.0 or
     0.0; ``fsel c, a, b`` is ``c != 0 ? a : b``. With ``mask REF`` only the words whose
@@ -306,7 +350,7 @@ class AluOp(InstructionOp):
         return [(r, 4) for r in self.srcs.data] + masks, [(self.destination(), 4)]
 
 
-@irdl_op_definition
+@instruction_definition
 class MauOp(InstructionOp):
     """Matrix unit, per PE, with A the 4x4 row-major matrix at the first source:
     ``mma``: ``dst(4) = A . b + c``; ``vmm``: ``dst(4) = b . A + c``."""
@@ -331,7 +375,7 @@ class MauOp(InstructionOp):
         return [(a, 16), (b, 4), (c, 4)], [(self.destination(), 4)]
 
 
-@irdl_op_definition
+@instruction_definition
 class L1Op(InstructionOp):
     """L1BM <-> the PEs of each L1B: ``bcast`` (the same 4 words to every PE),
     ``scatter`` (4 words per PE, PE-major), ``gather`` (inverse) and ``reduce`` (sum
@@ -357,7 +401,7 @@ class L1Op(InstructionOp):
         return [(src, 4)], [(self.destination(), block)]
 
 
-@irdl_op_definition
+@instruction_definition
 class L2Op(InstructionOp):
     """L2BM <-> the L1BMs of each L2B, ``words`` per L1BM: ``bcast``, ``scatter``,
     ``gather``, ``reduce`` (sum over the L1BMs)."""
@@ -384,7 +428,7 @@ class L2Op(InstructionOp):
         return [(src, n)], [(self.destination(), block)]
 
 
-@irdl_op_definition
+@instruction_definition
 class DmaOp(InstructionOp):
     """Asynchronous DRAM <-> L2BM transfer of ``words`` (``load`` broadcasts to every
     L2BM, ``store`` writes L2B 0's words), finished when ``mncore.wait`` on its tag
@@ -463,7 +507,7 @@ class DmaOp(InstructionOp):
         return [(src, self.count)], [(dst, extent)]
 
 
-@irdl_op_definition
+@instruction_definition
 class WaitOp(InstructionOp):
     """Blocks issue until every DMA with ``tag`` has finished."""
 

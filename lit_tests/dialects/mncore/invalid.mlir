@@ -679,3 +679,39 @@ mncore.program @p machine "tiny" {
   // expected-error@+1 {{step 0 waits on tag 1 issued in the same step: a wait takes effect before its bundle issues}}
   mncore.wait 0 tag 1
 }
+
+// -----
+
+// IRDL's own checks of an instruction (a cheaper test skips them only for well-formed
+// ones): a step of the wrong integer type, an unknown property, a source that is not a
+// reference, an instruction outside a program, an instruction with a result.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{Expected attribute i64 but got i32}}
+  "mncore.wait"() <{step = 0 : i32, kind = "", srcs = [], tag = 1 : i64}> : () -> ()
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{property 'bogus' is not defined by the operation 'mncore.wait'}}
+  "mncore.wait"() <{step = 0 : i64, kind = "", srcs = [], tag = 1 : i64, bogus = 1 : i64}> : () -> ()
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{1 : i64 should be of base attribute mncore.ref}}
+  "mncore.alu"() <{step = 0 : i64, kind = "fneg", srcs = [1 : i64], dst = #mncore.ref<lm0[0]>}> : () -> ()
+}
+
+// -----
+
+// expected-error@+1 {{'mncore.wait' expects parent op 'mncore.program'}}
+"mncore.wait"() <{step = 0 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> ()
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{Expected 0 results, but got 1}}
+  %x = "mncore.wait"() <{step = 0 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> i64
+}
