@@ -28,7 +28,7 @@ from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.diagnostics import InterpretationError
 from mncore_ir.dialects.mncore_isa import ALU, MAU
 from mncore_ir.dialects.mncore_machines import Machine
-from mncore_ir.dialects.values import constant_value, find_function, numpy_dtype
+from mncore_ir.dialects.values import constant_value, find_function, numpy_dtype, paused_gc
 from mncore_ir.targets.graph_interpreter import DEFAULT_MAX_BYTES
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
@@ -183,6 +183,17 @@ def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
                    op_flops(op, machine), latency)
 
 
+def bundles(instructions: list[Decoded]) -> list[tuple[int, list[Decoded]]]:
+    """The instructions that write, by step."""
+    found: list[tuple[int, list[Decoded]]] = []
+    for ins in instructions:
+        if ins.write is not None:
+            if not found or found[-1][0] != ins.step:
+                found.append((ins.step, []))
+            found[-1][1].append(ins)
+    return found
+
+
 class Simulator:
     """A program decoded once for the cycle simulator, to run on many inputs (the lazy
     device runs one program every step)."""
@@ -192,14 +203,19 @@ class Simulator:
         """``verify=False`` skips the assembler's rules for a program already checked;
         a program whose DRAM would take more than ``max_bytes`` is refused before
         anything is allocated."""
-        if verify:  # the assembler's rules, also when the IR was not verified when parsed
-            check(program)
-        self.program = program
-        self.dram_words = dram_extent(program, max_bytes)
-        machine = program.target
-        self.instructions = [decode(op, machine) for op in program.instructions()]
-        self.tensors = {role: program.tensors(role) for role in ("input", "output",
-                                                                 "constant")}
+        with paused_gc():  # a few objects per instruction, none garbage
+            if verify:  # the assembler's rules, also when the IR was not verified when parsed
+                check(program)
+            self.program = program
+            self.dram_words = dram_extent(program, max_bytes)
+            self.instructions = [decode(op, program.target) for op in program.instructions()]
+            self.tensors = {role: program.tensors(role) for role in ("input", "output",
+                                                                     "constant")}
+        self.bundles = bundles(self.instructions)
+        self.spaces = {space for ins in self.instructions for _, space, _ in
+                       [*ins.reads, *([ins.write] if ins.write else [])]} - {"fwd"}
+        self.report: Report | None = None
+        """The report of the first run: later runs only compute values."""
 
     def run(self, inputs: Sequence[Any], trace: list[dict[str, Any]] | None = None,
             memories: dict[str, np.ndarray] | None = None) -> tuple[list[np.ndarray], Report]:
@@ -211,6 +227,11 @@ class Simulator:
         state = State(machine)
         state.dram_words = self.dram_words
         load_inputs(program, self.tensors, state, inputs)
+        if self.report is not None and trace is None:
+            self.values(state)
+            if memories is not None:
+                memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
+            return read_outputs(self.tensors["output"], state), self.report
         instructions = self.instructions
         issued: dict[str, int] = {}
         flops = stall = 0
@@ -263,9 +284,30 @@ class Simulator:
         if state.pending:
             tags = sorted({p[0] for p in state.pending})
             raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
+        self.report = report
         if memories is not None:
             memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
         return read_outputs(self.tensors["output"], state), report
+
+    def values(self, state: State) -> None:
+        """Run a program that a checked run found free of hazards: only the values
+        (its timing, hence every check, does not depend on them)."""
+        machine = self.program.target
+        memory = {space: state.array(space) for space in self.spaces}
+        fwd: dict[int, np.ndarray] = {}
+        for step, bundle in self.bundles:
+            writes = []
+            for ins in bundle:
+                values = [fwd[step - 1] if space == "fwd" else fetch(memory[space], words, ins)
+                          for _, space, words in ins.reads]
+                mask = values.pop() if ins.masked else None
+                writes.append((ins, execute(ins.op, values, machine), mask))
+            fwd = {}
+            for ins, result, mask in writes:
+                _, space, words = ins.write  # type: ignore[misc]
+                store(memory[space], words, result, ins, space, mask)
+                if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
+                    fwd[step] = result
 
 
 def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
@@ -401,10 +443,29 @@ def read(state: State, ins: Decoded, ref: m.RefAttr, space: str, words: Words, s
                     word := _overlap(_array(words), _sorted(_array(dwords)))) is not None:
                 raise HazardError(step, op, f"reads {space}[{word}] before the wait on "
                                             f"DMA tag {tag}")
+    return fetch(arr, words, ins)
+
+
+def fetch(arr: np.ndarray, words: Words, ins: Decoded) -> np.ndarray:
+    """The words as ``[PE or block, word]``. A span is a view: copied where the
+    instruction could pass it on as its result (a later write of the bundle would
+    change it)."""
     value = arr[words].T
-    # a span is a view: a copy where an instruction could pass it on as its result
     return value.copy() if isinstance(words, slice) and (
-        arr.shape[1] == 1 or isinstance(op, (m.DmaOp, m.L1Op, m.L2Op))) else value
+        arr.shape[1] == 1 or ins.slot in ("dma", "l1", "l2")) else value
+
+
+def store(arr: np.ndarray, words: Words, value: np.ndarray, ins: Decoded, space: str,
+          mask: np.ndarray | None) -> None:
+    """Write ``value``: where ``mask`` is not zero, if given; one L2B's copy of L2BM
+    for a DMA to one L2B."""
+    if mask is not None:
+        value = np.where(mask != 0, value, arr[words].T)
+    block = ins.block if space == "l2bm" else None
+    if block is None:
+        arr[words] = value.T
+    else:
+        arr[words, block] = value[block]
 
 
 def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
@@ -424,13 +485,7 @@ def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
                         word := _overlap(_array(words), _sorted(_array(touched)))) is not None:
                     raise HazardError(step, op, f"writes {space}[{word}] while DMA tag "
                                                 f"{tag} is still {what} it")
-    if mask is not None:
-        value = np.where(mask != 0, value, arr[words].T)
-    block = mine if space == "l2bm" else None
-    if block is None:
-        arr[words] = value.T
-    else:
-        arr[words, block] = value[block]
+    store(arr, words, value, ins, space, mask)
     state.ready[space][words] = step + ins.latency
     state.writer[space][words] = step
     if isinstance(op, m.DmaOp):  # setup overlaps the queue; the words share its bandwidth
