@@ -82,7 +82,8 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            executables.triton_megakernel, "triton", TASK_ELEMENT_TYPES),
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
            f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
-           f"convert-task-to-mncore{{machine={MACHINE}}},mncore-schedule",
+           f"convert-task-to-mncore{{machine={MACHINE}}},mncore-forward-stores,"
+           "mncore-schedule",
            executables.cycle_simulator, f"mncore-{MACHINE}", MNCORE_ELEMENT_TYPES),
 )}
 

@@ -82,6 +82,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return ConvertTaskToMNCorePass
 
+    def mncore_forward_stores() -> type[ModulePass]:
+        from mncore_ir.transforms.mncore_forward_stores import MNCoreForwardStoresPass
+
+        return MNCoreForwardStoresPass
+
     def mncore_schedule() -> type[ModulePass]:
         from mncore_ir.transforms.mncore_schedule import MNCoreSchedulePass
 
@@ -96,6 +101,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "graph-decompose": graph_decompose,
         "graph-fuse-elementwise": graph_fuse_elementwise,
         "graph-unroll-steps": graph_unroll_steps,
+        "mncore-forward-stores": mncore_forward_stores,
         "mncore-schedule": mncore_schedule,
     }
 

@@ -7,6 +7,8 @@
 // CHECK-NEXT: {{^}}Verification after canonicalize took {{[0-9.e-]+}} seconds
 // CHECK:      {{^}}Pass convert-task-to-mncore took {{[0-9.e-]+}} seconds
 // CHECK-NEXT: {{^}}Verification after convert-task-to-mncore took {{[0-9.e-]+}} seconds
+// CHECK-NEXT: {{^}}Pass mncore-forward-stores took {{[0-9.e-]+}} seconds
+// CHECK-NEXT: {{^}}Verification after mncore-forward-stores took {{[0-9.e-]+}} seconds
 // CHECK-NEXT: {{^}}Pass mncore-schedule took {{[0-9.e-]+}} seconds
 // CHECK-NEXT: {{^}}Verification after mncore-schedule took {{[0-9.e-]+}} seconds
 // CHECK-NEXT: {{^}}Printing took {{[0-9.e-]+}} seconds

@@ -1,0 +1,117 @@
+// RUN: mncore-opt %s --split-input-file -p mncore-forward-stores | filecheck %s
+// RUN: mncore-opt %s --split-input-file -p mncore-forward-stores,mncore-schedule -o /dev/null
+
+// mncore-forward-stores: a load that brings back what a store took from L2BM goes; its
+// readers read the store's source; a store nobody loads (and no output) goes, and so
+// does a wait left with nothing to wait for. (tests/test_mncore.py runs whole training
+// steps with and without the pass.)
+
+// CHECK-LABEL: mncore.program @forwarded
+// CHECK-NEXT:    mncore.tensor @x input dram[0] : tensor<4xf32>
+// CHECK-NEXT:    mncore.tensor @y output dram[16] : tensor<4xf32>
+// CHECK-NEXT:    mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+// CHECK-NEXT:    mncore.wait 1 tag 1
+// CHECK-NEXT:    mncore.dma 6 "store" l2bm[0] -> dram[16] words 4 tag 4
+// CHECK-NEXT:    mncore.wait 7 tag 4
+// CHECK-NEXT:  }
+mncore.program @forwarded machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<4xf32>
+  mncore.tensor @y output dram[16] : tensor<4xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[8] words 4 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+  mncore.wait 5 tag 3
+  mncore.dma 6 "store" l2bm[64] -> dram[16] words 4 tag 4
+  mncore.wait 7 tag 4
+}
+
+// -----
+
+// The source is written again before the reader reads: the load stays.
+// CHECK-LABEL: mncore.program @overwritten
+// CHECK:         mncore.dma 4 "load" dram[0] -> l2bm[0] words 4 tag 3
+// CHECK:         mncore.dma 6 "load" dram[8] -> l2bm[64] words 4 tag 4
+// CHECK:         mncore.dma 8 "store" l2bm[64] -> dram[16] words 4 tag 5
+mncore.program @overwritten machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<4xf32>
+  mncore.tensor @y output dram[16] : tensor<4xf32>
+  mncore.dma 0 "load" dram[4] -> l2bm[0] words 4 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[8] words 4 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[0] -> l2bm[0] words 4 tag 3
+  mncore.wait 5 tag 3
+  mncore.dma 6 "load" dram[8] -> l2bm[64] words 4 tag 4
+  mncore.wait 7 tag 4
+  mncore.dma 8 "store" l2bm[64] -> dram[16] words 4 tag 5
+  mncore.wait 9 tag 5
+}
+
+// -----
+
+// ... also when that happens after the load, before its reader.
+// CHECK-LABEL: mncore.program @overwritten_after_the_load
+// CHECK:         mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+// CHECK:         mncore.dma 8 "store" l2bm[64] -> dram[16] words 4 tag 5
+mncore.program @overwritten_after_the_load machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<4xf32>
+  mncore.tensor @y output dram[16] : tensor<4xf32>
+  mncore.dma 0 "load" dram[4] -> l2bm[0] words 4 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[8] words 4 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+  mncore.wait 5 tag 3
+  mncore.dma 6 "load" dram[0] -> l2bm[0] words 4 tag 4
+  mncore.wait 7 tag 4
+  mncore.dma 8 "store" l2bm[64] -> dram[16] words 4 tag 5
+  mncore.wait 9 tag 5
+}
+
+// -----
+
+// On MN-Core 2 the source was loaded into one L2B's copy only: the others differ, and
+// the load to every L2B stays.
+// CHECK-LABEL: mncore.program @one_copy
+// CHECK:         mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+mncore.program @one_copy machine "mncore2" {
+  mncore.tensor @x input dram[0] : tensor<4xf32>
+  mncore.tensor @y output dram[16] : tensor<4xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 l2b 1 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[8] words 4 l2b 1 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+  mncore.wait 5 tag 3
+  mncore.dma 6 "store" l2bm[64] -> dram[16] words 4 tag 4
+  mncore.wait 7 tag 4
+}
+
+// -----
+
+// A reader that also reads words the load did not write: the load stays, the reader
+// reads where it did. A load to one L2B stays too.
+// CHECK-LABEL: mncore.program @wider_reader
+// CHECK:         mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+// CHECK:         mncore.dma 6 "store" l2bm[64] -> dram[16] words 8 tag 4
+// CHECK:         mncore.dma 8 "load" dram[8] -> l2bm[128] words 4 l2b 0 tag 5
+// CHECK:         mncore.dma 10 "store" l2bm[128] -> dram[24] words 4 tag 6
+mncore.program @wider_reader machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<8xf32>
+  mncore.tensor @y output dram[16] : tensor<12xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[8] words 4 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
+  mncore.dma 5 "load" dram[4] -> l2bm[68] words 4 tag 3
+  mncore.wait 6 tag 3
+  mncore.dma 6 "store" l2bm[64] -> dram[16] words 8 tag 4
+  mncore.wait 7 tag 4
+  mncore.dma 8 "load" dram[8] -> l2bm[128] words 4 l2b 0 tag 5
+  mncore.wait 9 tag 5
+  mncore.dma 10 "store" l2bm[128] -> dram[24] words 4 tag 6
+  mncore.wait 11 tag 6
+}

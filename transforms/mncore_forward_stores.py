@@ -1,0 +1,190 @@
+"""``mncore-forward-stores``: data handed from task to task on chip, not through DRAM.
+
+convert-task-to-mncore lowers each task on its own: a task stores its result from an
+L2BM staging area to DRAM, and the next task loads it back into its own staging area.
+Where the words a load brings are still in L2BM, exactly where a store took them from,
+the load is not needed: its readers read them in place. Then a store whose words no
+load reads any more, and which is no program output, is not needed either.
+
+A load ``dram[e_i] -> l2bm[Y + i]`` (to every L2B) may be forwarded when, for every
+``i``, the last store to ``dram[e_i]`` read it from ``l2bm[X + i]`` (one shift ``X - Y``
+for all) and that word held the same value in every L2B's copy (*replicated*: written
+from replicated data by instructions that act alike on every L2B, or loaded to all of
+them). A reader of L2BM reads the sources instead (``l2bm[X..]``) when every word it
+reads was written by such loads, all with the same shift, and no source word has been
+written since its store; a load goes when all its readers (until its words are next
+written) do, and a wait goes when it is left with no transfer. The analysis is one
+sweep over the program in order (the input's order is its meaning: the pass runs
+before mncore-schedule), with a version per L2BM word: a few numpy operations per
+instruction. Loads to one L2B, strided or repeated sources and forwarded data stored
+again are left alone (conservative, never wrong).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.passes import ModulePass
+
+from mncore_ir.dialects import mncore as m
+from mncore_ir.dialects.values import paused_gc
+
+
+@dataclass
+class _Candidate:
+    """A load that may be forwarded: its shift ``X - Y``, and whether every reader so
+    far may read its sources instead."""
+
+    load: m.DmaOp
+    shift: int
+    ok: bool = True
+
+
+def _span(ref: m.RefAttr, n: int) -> np.ndarray:
+    return np.arange(ref.address.data, ref.address.data + n)
+
+
+def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
+    """Forward what can be in ``program`` (unscheduled); returns (loads, stores) removed."""
+    machine = program.target
+    ops = program.instructions()
+    dram_words = max([1] + [t.at.address.data + math.prod(t.type.get_shape())
+                            for t in program.body.block.ops if isinstance(t, m.TensorOp)]
+                     + [op.dram.address.data + op.dram_extent() for op in ops
+                        if isinstance(op, m.DmaOp)])
+    l2bm = machine.size("l2bm")
+    replicated = {space: np.ones(machine.size(space), bool) for space in
+                  ("lm0", "lm1", "grf0", "grf1", "l1bm", "l2bm")}
+    version = np.zeros(l2bm, np.int64)  # bumped by every write to any L2B's copy
+    alias = np.full(l2bm, -1, np.int64)  # the candidate whose load wrote the word
+    expected = np.zeros(l2bm, np.int64)  # its source word's version when stored
+    stored_from = np.full(dram_words, -1, np.int64)  # the L2BM word last stored there
+    stored_version = np.zeros(dram_words, np.int64)
+    stored_replicated = np.zeros(dram_words, bool)
+    candidates: list[_Candidate] = []
+    renames: list[tuple[m.InstructionOp, int]] = []  # readers that may read the sources
+
+    def read_l2bm(op: m.InstructionOp, words: np.ndarray) -> bool:
+        """Check a read of L2BM against the loads being forwarded: it may read their
+        sources instead if it reads only words they wrote, all shifted alike, whose
+        sources are unchanged; else their loads must stay. True if it reads one."""
+        owners = alias[words]
+        if (owners < 0).all():
+            return False
+        shifts = {candidates[int(o)].shift if o >= 0 else None for o in owners.tolist()}
+        if len(shifts) == 1 and None not in shifts:
+            (shift,) = shifts
+            if (version[words + shift] == expected[words]).all():
+                renames.append((op, shift))
+                return True
+        for owner in set(owners[owners >= 0].tolist()):
+            candidates[owner].ok = False
+        return True
+
+    for op in ops:
+        reads, writes = op.operands_of(machine)
+        alike = True  # every source replicated, so the result is too
+        aliased = False
+        for ref, n in reads:
+            space = ref.space.data
+            if space == "fwd" or space == "dram":
+                alike = alike and space == "dram"
+                continue
+            words = _span(ref, n)
+            if space == "l2bm":
+                aliased = read_l2bm(op, words) or aliased
+                if isinstance(op, m.DmaOp) and op.block is not None:
+                    alike = False  # one L2B's copy
+            alike = alike and bool(replicated[space][words].all())
+        if isinstance(op, m.AluOp) and op.mask is not None:  # keeps some old words
+            alike = alike and bool(replicated[op.destination().space.data][
+                _span(op.destination(), 4)].all())
+        if isinstance(op, m.DmaOp) and op.kind.data == "store":
+            dram = op.dram_words()
+            source = _span(op.srcs.data[0], op.count)
+            stored_from[dram] = -1 if aliased else source
+            stored_version[dram] = version[source]
+            stored_replicated[dram] = replicated["l2bm"][source]
+            continue
+        for ref, n in writes:
+            space = ref.space.data
+            words = _span(ref, n)
+            if space == "l2bm":
+                version[words] += 1
+                alias[words] = -1
+            replicated[space][words] = alike if not isinstance(op, m.DmaOp) else (
+                op.block is None)
+        if isinstance(op, m.DmaOp):  # a load: forwardable?
+            dram = op.dram_words()
+            source = stored_from[dram]
+            words = _span(op.destination(), op.count)
+            if op.block is None and (source >= 0).all() and stored_replicated[dram].all() \
+                    and (np.diff(source) == 1).all():
+                before = version[source] - np.isin(source, words)  # its own write
+                if (before == stored_version[dram]).all():
+                    alias[words] = len(candidates)
+                    expected[words] = version[source]
+                    candidates.append(_Candidate(op, int(source[0]) - int(words[0])))
+    for reader, shift in renames:
+        (src,) = reader.srcs.data
+        reader.srcs = ArrayAttr([m.ref("l2bm", src.address.data + shift)])
+    loads = [c for c in candidates if c.ok]
+    for candidate in loads:
+        candidate.load.detach()
+        candidate.load.erase()
+    stores = _dead_stores(program, dram_words)
+    _drop_idle_waits(program)
+    return len(loads), stores
+
+
+def _dead_stores(program: m.ProgramOp, dram_words: int) -> int:
+    """Remove the stores whose words no later load reads and no output holds."""
+    live = np.zeros(dram_words, bool)
+    for tensor in program.tensors("output"):
+        at = tensor.at.address.data
+        live[at:at + math.prod(tensor.type.get_shape())] = True
+    dead = []
+    for op in reversed(program.instructions()):
+        if not isinstance(op, m.DmaOp):
+            continue
+        words = op.dram_words()
+        if op.kind.data == "load":
+            live[words] = True
+        elif live[words].any():
+            live[words] = False
+        else:
+            dead.append(op)
+    for op in dead:
+        op.detach()
+        op.erase()
+    return len(dead)
+
+
+def _drop_idle_waits(program: m.ProgramOp) -> None:
+    """Remove each wait that no DMA issued since the last wait on its tag waits for."""
+    issued: set[int] = set()
+    for op in program.instructions():
+        if isinstance(op, m.DmaOp):
+            issued.add(op.tag_number())
+        elif isinstance(op, m.WaitOp):
+            if op.tag_number() in issued:
+                issued.discard(op.tag_number())
+            else:
+                op.detach()
+                op.erase()
+
+
+@dataclass(frozen=True)
+class MNCoreForwardStoresPass(ModulePass):
+    """Hand data between tasks in L2BM instead of through DRAM (see the module)."""
+
+    name = "mncore-forward-stores"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in [o for o in op.walk() if isinstance(o, m.ProgramOp)]:
+            with paused_gc():
+                forward_stores(program)
