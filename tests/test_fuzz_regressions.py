@@ -132,7 +132,7 @@ def test_max_instructions_must_be_positive(capsys: pytest.CaptureFixture[str]) -
 def test_the_fuzzers_mncore_pipeline_has_a_small_budget() -> None:
     assert mncore_pipeline().endswith(
         f'convert-task-to-mncore{{machine="tiny" max_instructions={MAX_INSTRUCTIONS}}},'
-        'mncore-schedule')
+        'mncore-forward-stores,mncore-schedule')
 
 
 def test_seeds_ignore_lits_output_folders(tmp_path: Path) -> None:

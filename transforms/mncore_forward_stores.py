@@ -124,11 +124,15 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             words = _span(op.destination(), op.count)
             if op.block is None and (source >= 0).all() and stored_replicated[dram].all() \
                     and (np.diff(source) == 1).all():
-                before = version[source] - np.isin(source, words)  # its own write
-                if (before == stored_version[dram]).all():
+                shift = int(source[0]) - int(words[0])
+                # its own write changes the sources it overlaps, unless it rewrites them
+                # in place (shift 0) with the values they hold
+                mine = np.isin(source, words)
+                if (shift == 0 or not mine.any()) and (
+                        version[source] - mine == stored_version[dram]).all():
                     alias[words] = len(candidates)
                     expected[words] = version[source]
-                    candidates.append(_Candidate(op, int(source[0]) - int(words[0])))
+                    candidates.append(_Candidate(op, shift))
     for reader, shift in renames:
         (src,) = reader.srcs.data
         reader.srcs = ArrayAttr([m.ref("l2bm", src.address.data + shift)])

@@ -72,6 +72,24 @@ mncore.program @overwritten_after_the_load machine "tiny" {
 
 // -----
 
+// The load overwrites part of its own sources (it moves words 8 down): it stays.
+// CHECK-LABEL: mncore.program @overlapping
+// CHECK:         mncore.dma 4 "load" dram[8] -> l2bm[0] words 8 tag 3
+mncore.program @overlapping machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<16xf32>
+  mncore.tensor @y output dram[32] : tensor<8xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 16 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[4] -> dram[8] words 8 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[8] -> l2bm[0] words 8 tag 3
+  mncore.wait 5 tag 3
+  mncore.dma 6 "store" l2bm[0] -> dram[32] words 8 tag 4
+  mncore.wait 7 tag 4
+}
+
+// -----
+
 // On MN-Core 2 the source was loaded into one L2B's copy only: the others differ, and
 // the load to every L2B stays.
 // CHECK-LABEL: mncore.program @one_copy
