@@ -44,8 +44,12 @@ class _Candidate:
     ok: bool = True
 
 
-def _span(ref: m.RefAttr, n: int) -> np.ndarray:
-    return np.arange(ref.address.data, ref.address.data + n)
+def _span(ref: m.RefAttr, n: int) -> slice:
+    return slice(ref.address.data, ref.address.data + n)
+
+
+def _words(span: slice) -> np.ndarray:
+    return np.arange(span.start, span.stop)
 
 
 def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
@@ -68,7 +72,7 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
     candidates: list[_Candidate] = []
     renames: list[tuple[m.InstructionOp, int]] = []  # readers that may read the sources
 
-    def read_l2bm(op: m.InstructionOp, words: np.ndarray) -> bool:
+    def read_l2bm(op: m.InstructionOp, words: slice) -> bool:
         """Check a read of L2BM against the loads being forwarded: it may read their
         sources instead if it reads only words they wrote, all shifted alike, whose
         sources are unchanged; else their loads must stay. True if it reads one."""
@@ -78,7 +82,8 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
         shifts = {candidates[int(o)].shift if o >= 0 else None for o in owners.tolist()}
         if len(shifts) == 1 and None not in shifts:
             (shift,) = shifts
-            if (version[words + shift] == expected[words]).all():
+            sources = slice(words.start + shift, words.stop + shift)
+            if (version[sources] == expected[words]).all():
                 renames.append((op, shift))
                 return True
         for owner in set(owners[owners >= 0].tolist()):
@@ -106,7 +111,7 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
         if isinstance(op, m.DmaOp) and op.kind.data == "store":
             dram = op.dram_words()
             source = _span(op.srcs.data[0], op.count)
-            stored_from[dram] = -1 if aliased else source
+            stored_from[dram] = -1 if aliased else _words(source)
             stored_version[dram] = version[source]
             stored_replicated[dram] = replicated["l2bm"][source]
             continue
@@ -124,10 +129,10 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             words = _span(op.destination(), op.count)
             if op.block is None and (source >= 0).all() and stored_replicated[dram].all() \
                     and (np.diff(source) == 1).all():
-                shift = int(source[0]) - int(words[0])
+                shift = int(source[0]) - words.start
                 # its own write changes the sources it overlaps, unless it rewrites them
                 # in place (shift 0) with the values they hold
-                mine = np.isin(source, words)
+                mine = (source >= words.start) & (source < words.stop)
                 if (shift == 0 or not mine.any()) and (
                         version[source] - mine == stored_version[dram]).all():
                     alias[words] = len(candidates)
