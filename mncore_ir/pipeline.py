@@ -33,6 +33,13 @@ GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fu
 MNCORE_GRAPH_PIPELINE = GRAPH_PIPELINE.replace("graph-decompose",
                                                "graph-decompose{convolutions=true}")
 
+#: The triton device's graph pipeline: convolutions become matrix products too (its
+#: matmul tasks are tiled over the whole grid and use ``tl.dot``; a direct convolution
+#: walks each output's window with scalar multiply-adds, and its backward op is one
+#: task), while its fused softmax and layer-norm kernels stay.
+TRITON_GRAPH_PIPELINE = ("canonicalize,cse,graph-decompose{composites=false convolutions=true},"
+                         "canonicalize,cse,dce,graph-fuse-elementwise")
+
 #: convert-graph-to-task's options for the mncore level: the tilings that
 #: convert-task-to-mncore has no kernels for are off, collectives run on the host, and
 #: tiles are as wide as MN-Core 2: a matmul tile is one pass of the stationary kernel's
@@ -77,8 +84,7 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task",
            executables.megakernel_simulator, "task", TASK_ELEMENT_TYPES),
     Device("triton", "the Triton megakernel (Triton's interpreter without a GPU)",
-           "canonicalize,cse,dce,graph-fuse-elementwise,"
-           "convert-graph-to-task{collectives=false}",
+           f"{TRITON_GRAPH_PIPELINE},convert-graph-to-task{{collectives=false}}",
            executables.triton_megakernel, "triton", TASK_ELEMENT_TYPES),
     Device("mncore", "a static program for an MN-Core machine, run by the cycle simulator",
            f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"

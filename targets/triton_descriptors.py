@@ -82,6 +82,34 @@ class Descriptor:
     operands: list[Operand]
     extras: list[int] = field(default_factory=list)
 
+    def coalesced(self) -> Descriptor:
+        """The same points with adjacent dimensions merged where every operand steps
+        through them as through one (a stride is the next one's times its size) and
+        size-1 dimensions dropped: a contiguous tile becomes one dimension, whose
+        addresses device code computes with one multiplication instead of five
+        divisions. Only for device code that reads the space as one flat index."""
+        if not self.sizes:
+            return self
+        keep = [i for i, n in enumerate(self.sizes) if n != 1] or [len(self.sizes) - 1]
+        sizes = [self.sizes[keep[0]]]
+        strides = [[op.strides[keep[0]]] for op in self.operands]
+        for i in keep[1:]:
+            n = self.sizes[i]
+            merge = all(s[-1] == op.strides[i] * n
+                        for s, op in zip(strides, self.operands, strict=True))
+            if merge:
+                sizes[-1] *= n
+            else:
+                sizes.append(n)
+            for s, op in zip(strides, self.operands, strict=True):
+                if merge:
+                    s[-1] = op.strides[i]
+                else:
+                    s.append(op.strides[i])
+        return Descriptor(sizes, [Operand(op.offset, s, op.dtype)
+                                  for op, s in zip(self.operands, strides, strict=True)],
+                          self.extras)
+
     def encode(self) -> list[int]:
         sizes = [1] * (RANK - len(self.sizes)) + list(self.sizes)
         out = list(sizes)

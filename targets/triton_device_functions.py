@@ -163,15 +163,22 @@ def task_type_key(op: Operation, dtypes: Sequence[np.dtype]) -> tuple[Any, ...]:
 
 def pointwise_source(tt: TaskType, body: list[str], args: list[str], results: list[str],
                      n_in: int) -> list[str]:
+    """The body at every point of the space. Its descriptors are coalesced
+    (``Descriptor.coalesced``), so a space of one dimension — every tile that all its
+    operands hold contiguously or broadcast — takes the address ``flat * stride``; other
+    spaces unravel the flat index."""
     block = min(pow2(tt.largest[0]), 1024)
     lines = [*_load_desc(len(tt.dtypes)), "n = s0 * s1 * s2 * s3 * s4 * s5",
-             *_flat_loop("n", block)]
+             "flat_space = n == s5", *_flat_loop("n", block), "    if flat_space:"]
+    lines += [f"        p{k} = flat * t{k}_5" for k in range(len(tt.dtypes))]
+    lines.append("    else:")
+    lines += [f"        p{k} = {_addr6(k)}" for k in range(len(tt.dtypes))]
     for k in range(n_in):
-        lines.append(f"    {args[k]} = {_load(k, tt.dtypes[k], _addr6(k), 'mask')}")
+        lines.append(f"    {args[k]} = {_load(k, tt.dtypes[k], f'p{k}', 'mask')}")
     lines += ["    " + line for line in body]
     for j, value in enumerate(results):
         k = n_in + j
-        lines.append("    " + _store(k, tt.dtypes[k], _addr6(k), value, "mask"))
+        lines.append("    " + _store(k, tt.dtypes[k], f"p{k}", value, "mask"))
     return lines
 
 
@@ -552,3 +559,10 @@ _SOURCES: dict[type[Operation], Callable[[TaskType], list[str]]] = {
 }
 """The device function of each graph op class the target runs (elementwise ops go
 through ``_elementwise_source``)."""
+
+
+def pointwise(op: Operation) -> bool:
+    """Whether ``op``'s device function is :func:`pointwise_source`, which reads its space
+    as one flat index (so its descriptors may be coalesced)."""
+    return (isinstance(op, t.BodyOp) or op.has_trait(g.Elementwise)
+            or _SOURCES.get(type(op)) is _copy_source)

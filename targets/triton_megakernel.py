@@ -50,7 +50,12 @@ from mncore_ir.targets.triton_descriptors import (
     right_align,
     view_of,
 )
-from mncore_ir.targets.triton_device_functions import TaskType, device_source, task_type_key
+from mncore_ir.targets.triton_device_functions import (
+    TaskType,
+    device_source,
+    pointwise,
+    task_type_key,
+)
 
 __all__ = ["TritonTarget", "TritonTargetError", "generate", "load"]
 
@@ -312,6 +317,8 @@ def generate(kernel: t.KernelOp) -> str:
                if isinstance(op, t.EventOp)]
     for task, (op, view) in zip(kernel.tasks(), _computations(kernel), strict=True):
         desc = view(task, op, layout)
+        if pointwise(op):
+            desc = desc.coalesced()
         dtypes = [operand.dtype for operand in desc.operands]
         key = task_type_key(op, dtypes)
         if key not in types:

@@ -180,3 +180,43 @@ def test_bad_inputs_are_reported(megakernel: Callable[..., Any]) -> None:
         mk.run(torch.zeros(4, 8))
     with pytest.raises(TypeError, match=r"expected torch.float32 of shape \(4, 8\)"):
         mk.run(*captured.example_inputs[:-1], torch.zeros(4, 9))
+
+
+def _addresses(desc: Any) -> list[list[int]]:
+    """Each operand's element address at every point of the space, in flat order."""
+    points = np.indices(desc.sizes).reshape(len(desc.sizes), -1).T if desc.sizes else [[]]
+    return [[int(np.dot(p, op.strides)) for p in points] for op in desc.operands]
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(1, 4), min_size=0, max_size=5),
+       kinds=st.lists(st.sampled_from(["dense", "permuted", "broadcast", "strided"]),
+                      min_size=1, max_size=3),
+       data=st.data())
+def test_coalesced_descriptors_address_the_same_points(sizes: list[int], kinds: list[str],
+                                                        data: st.DataObject) -> None:
+    """Merging dimensions keeps every operand's address at every flat index; a space
+    that all operands hold contiguously becomes one dimension."""
+    from mncore_ir.targets.triton_descriptors import Descriptor, Operand, strides_of
+
+    dense = strides_of(sizes)
+    operands = []
+    for kind in kinds:
+        if kind == "dense":
+            strides = dense
+        elif kind == "permuted":
+            order = data.draw(st.permutations(range(len(sizes))))
+            inner = strides_of([sizes[d] for d in order])
+            strides = [inner[order.index(d)] for d in range(len(sizes))]
+        elif kind == "broadcast":
+            strides = [0 if data.draw(st.booleans()) else s for s in dense]
+        else:
+            strides = [s * data.draw(st.integers(1, 3)) for s in strides_of(
+                [n + data.draw(st.integers(0, 2)) for n in sizes])]
+        operands.append(Operand(0, list(strides), np.dtype("float32")))
+    desc = Descriptor(list(sizes), operands)
+    merged = desc.coalesced()
+    assert int(np.prod(merged.sizes)) == int(np.prod(sizes))
+    assert _addresses(merged) == _addresses(desc)
+    if set(kinds) == {"dense"}:
+        assert len(merged.sizes) == min(len(sizes), 1)

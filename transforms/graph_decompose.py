@@ -7,7 +7,9 @@ primitives that have a decomposition (erf, tanh, sigmoid, division, sqrt, ...) a
 expanded too, down to what every target has an instruction for. With
 ``convolutions=true`` convolutions and their backward ops become matrix products of
 their windows (``im2col``), for a target whose matrix unit is its fast path (the
-``mncore`` device's pipeline).
+``mncore`` device's and the ``triton`` device's pipelines); with ``composites=false``
+only what the other options name is expanded (the ``triton`` device keeps its fused
+softmax and layer-norm kernels).
 """
 
 from __future__ import annotations
@@ -25,16 +27,18 @@ from mncore_ir.dialects.graph_semantics import SEMANTICS
 
 @dataclass(frozen=True)
 class Decompose(RewritePattern):
-    """Replaces an op by its decomposition: composites, with ``convolutions`` the
-    convolutions, and with ``primitives`` every op that has one."""
+    """Replaces an op by its decomposition: with ``composites`` the composites, with
+    ``convolutions`` the convolutions, and with ``primitives`` every op that has one."""
 
     primitives: bool = False
     convolutions: bool = False
+    composites: bool = True
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         entry = SEMANTICS.get(type(op))
         if entry is None or entry.decompose is None or not (
-                entry.composite or self.primitives or (self.convolutions and entry.convolution)):
+                (self.composites and entry.composite) or self.primitives
+                or (self.convolutions and entry.convolution)):
             return
         rewriter.replace(op, [], entry.decompose(rewriter, op))
 
@@ -51,6 +55,9 @@ class GraphDecomposePass(ModulePass):
     convolutions: bool = False
     """Also express convolutions as matrix products (``im2col``)."""
 
+    composites: bool = True
+    """Expand composite ops (softmax, layer norm, GELU and their backward ops)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(Decompose(self.primitives, self.convolutions),
+        PatternRewriteWalker(Decompose(self.primitives, self.convolutions, self.composites),
                              apply_recursively=self.primitives).rewrite_module(op)

@@ -5,6 +5,10 @@
 // Without the option the convolutions stay:
 // RUN: mncore-opt %s -p graph-decompose | filecheck %s --check-prefix=KEPT
 // KEPT-COUNT-2: graph.conv2d
+// The triton device's pipeline decomposes them too:
+// RUN: mncore-opt %s --device triton | filecheck %s --check-prefix=TRITON
+// TRITON-NOT: graph.conv2d
+// TRITON: graph.matmul
 // The matrix products compute what the convolutions compute (strides, padding,
 // dilation, groups, inputs no window reads), on the interpreter and on the tiny MN-Core:
 // RUN: mncore-run %s --function backward --random-inputs 5 --save-outputs %t.before.npz > /dev/null
