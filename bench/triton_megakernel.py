@@ -4,7 +4,9 @@ With a GPU: latency of one megakernel launch, of one launch per dependency level
 of eager PyTorch, for MLP inference and a transformer block forward at batch 1 and 16
 (CUDA events, median of repeats). Without one it says so, runs the same kernels in
 Triton's interpreter (smaller sizes) and reports correctness against eager and the
-interpreter's time, which says nothing about GPU speed.
+interpreter's time, which says nothing about GPU speed. Then the small CNN's SGD step
+through the ``triton`` device's pipeline, against the same step with direct
+convolutions and against uncoalesced pointwise descriptors.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ if not GPU:  # decided before Triton is imported (see mncore_ir.pipeline)
 
 from task_graph import inference  # noqa: E402
 
-from mncore_ir.frontends.fx import import_captured  # noqa: E402
+from mncore_ir import pipeline  # noqa: E402
+from mncore_ir.frontends.fx import capture, import_captured  # noqa: E402
 from mncore_ir.pipeline import apply_pipeline  # noqa: E402
+from mncore_ir.targets import triton_megakernel  # noqa: E402
 from mncore_ir.targets.task_simulator import find_kernel  # noqa: E402
 from mncore_ir.targets.triton_megakernel import generate, load  # noqa: E402
-from mncore_ir.testing.model_zoo import MLP, Block  # noqa: E402
+from mncore_ir.testing.model_zoo import MLP, Block, cnn_sgd  # noqa: E402
 
 PIPELINE = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task{options}"
 
@@ -82,6 +86,42 @@ def case(name: str, model: torch.nn.Module, x: torch.Tensor, options: str, repea
           f"   max |err| {max(errors.values()):.1e}")
 
 
+def cnn_step(repeats: int, directory: str) -> None:
+    """The CNN's SGD step three ways: the triton device's pipeline; the same without its
+    convolution decomposition (direct convolution device functions); the same with
+    pointwise descriptors left uncoalesced. Outputs are compared with the first."""
+    step = cnn_sgd()
+    captured = capture(step, *step.example_inputs())
+    device = "cuda" if GPU else "cpu"
+    args = [a.to(device) for a in captured.example_inputs]
+    direct = pipeline.device_pipeline("triton").replace(
+        "graph-decompose{composites=false convolutions=true},", "")
+    rows = [("triton device", pipeline.device_pipeline("triton"), True),
+            ("direct convolutions", direct, True),
+            ("uncoalesced", pipeline.device_pipeline("triton"), False)]
+    print("\nCNN SGD step (batch 4, 16x16) on the triton device's pipeline:")
+    first, base = None, None
+    for name, passes, coalesce in rows:
+        module = import_captured(captured)
+        apply_pipeline(module, passes)
+        kernel = find_kernel(module)
+        keep = triton_megakernel.pointwise
+        if not coalesce:
+            triton_megakernel.pointwise = lambda op: False
+        try:
+            megakernel = load(generate(kernel), directory)
+        finally:
+            triton_megakernel.pointwise = keep
+        outs = megakernel.run(*args)
+        first = first or outs
+        err = max((a.to(device).double() - b.double()).abs().max().item()
+                  for a, b in zip(outs, first, strict=True))
+        seconds = timed(lambda m=megakernel: m.run(*args), repeats)
+        base = base or seconds
+        print(f"  {name:<22}{megakernel.NUM_TASKS:>6} tasks {seconds * 1e3:>10.1f} ms"
+              f" {seconds / base:>6.2f}x   max |diff| {err:.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20 if GPU else 2)
@@ -107,6 +147,7 @@ def main() -> None:
         for batch in (1, 16):
             case(f"block batch {batch}", Block(dim, heads=4), torch.randn(batch, seq, dim),
                  options, args.repeats, directory)
+        cnn_step(args.repeats, directory)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ def test_resnet18_fine_tunes_on_triton_as_in_eager() -> None:
     """The Triton megakernel in Triton's interpreter, f64, batch norm frozen, batch 2 of
     8x8 images (in training mode layer 2 on would normalise 2 values per channel, which
     amplifies rounding by 1e9 after one step). About 5 minutes a step: the interpreter
-    costs ~50 us per Triton operation, and the step has ~35,000 tasks."""
+    costs ~50 us per Triton operation, and the step has ~21,000 tasks."""
     options = {"frozen_norms": True, "batch": 2, "size": 8}
     losses, state, host = train_on("triton", **options)
     expected_losses, expected_state = train(False, **options)  # type: ignore[arg-type]
