@@ -4,9 +4,9 @@ With a GPU: latency of one megakernel launch, of one launch per dependency level
 of eager PyTorch, for MLP inference and a transformer block forward at batch 1 and 16
 (CUDA events, median of repeats). Without one it says so, runs the same kernels in
 Triton's interpreter (smaller sizes) and reports correctness against eager and the
-interpreter's time, which says nothing about GPU speed. Then the small CNN's SGD step
-through the ``triton`` device's pipeline, against the same step with direct
-convolutions and against uncoalesced pointwise descriptors.
+interpreter's time, which says nothing about GPU speed. Then the ``triton`` device's
+pipeline against its parts undone: the small CNN's SGD step with direct convolutions,
+and pointwise work with uncoalesced descriptors.
 """
 
 from __future__ import annotations
@@ -86,40 +86,55 @@ def case(name: str, model: torch.nn.Module, x: torch.Tensor, options: str, repea
           f"   max |err| {max(errors.values()):.1e}")
 
 
-def cnn_step(repeats: int, directory: str) -> None:
-    """The CNN's SGD step three ways: the triton device's pipeline; the same without its
-    convolution decomposition (direct convolution device functions); the same with
-    pointwise descriptors left uncoalesced. Outputs are compared with the first."""
-    step = cnn_sgd()
-    captured = capture(step, *step.example_inputs())
+def variants(title: str, captured: Any, rows: list[tuple[str, str, bool]], repeats: int,
+             directory: str) -> None:
+    """One captured graph through several (name, pipeline, coalesced) variants: tasks,
+    time of a megakernel run, and the largest difference from the first variant."""
+    print(f"\n{title}:")
     device = "cuda" if GPU else "cpu"
     args = [a.to(device) for a in captured.example_inputs]
-    direct = pipeline.device_pipeline("triton").replace(
-        "graph-decompose{composites=false convolutions=true},", "")
-    rows = [("triton device", pipeline.device_pipeline("triton"), True),
-            ("direct convolutions", direct, True),
-            ("uncoalesced", pipeline.device_pipeline("triton"), False)]
-    print("\nCNN SGD step (batch 4, 16x16) on the triton device's pipeline:")
     first, base = None, None
     for name, passes, coalesce in rows:
         module = import_captured(captured)
         apply_pipeline(module, passes)
-        kernel = find_kernel(module)
         keep = triton_megakernel.pointwise
         if not coalesce:
             triton_megakernel.pointwise = lambda op: False
         try:
-            megakernel = load(generate(kernel), directory)
+            megakernel = load(generate(find_kernel(module)), directory)
         finally:
             triton_megakernel.pointwise = keep
         outs = megakernel.run(*args)
         first = first or outs
-        err = max((a.to(device).double() - b.double()).abs().max().item()
+        err = max((a.double() - b.double()).abs().max().item()
                   for a, b in zip(outs, first, strict=True))
         seconds = timed(lambda m=megakernel: m.run(*args), repeats)
         base = base or seconds
         print(f"  {name:<22}{megakernel.NUM_TASKS:>6} tasks {seconds * 1e3:>10.1f} ms"
               f" {seconds / base:>6.2f}x   max |diff| {err:.1e}")
+
+
+def triton_device(repeats: int, directory: str) -> None:
+    """The triton device's pipeline against its parts undone: the CNN's SGD step with
+    direct convolutions instead of matrix products, and pointwise work (a momentum
+    update and a transpose) with uncoalesced descriptors."""
+    device = pipeline.device_pipeline("triton")
+    direct = device.replace("graph-decompose{composites=false convolutions=true},", "")
+    step = cnn_sgd()
+    variants("CNN SGD step (batch 4, 16x16), triton device's pipeline",
+             capture(step, *step.example_inputs()),
+             [("triton device", device, True), ("direct convolutions", direct, True),
+              ("uncoalesced", device, False)], repeats, directory)
+
+    def update(p: torch.Tensor, b: torch.Tensor, g: torch.Tensor) -> Any:
+        momentum = b * 0.9 + g
+        return p - 0.01 * momentum, momentum, (p.t() * 2.0).contiguous()
+
+    n = 1024 if GPU else 512
+    variants(f"momentum update and transpose of {n}x{n}",
+             capture(update, *(torch.randn(n, n) for _ in range(3))),
+             [("coalesced", device, True), ("uncoalesced", device, False)],
+             repeats, directory)
 
 
 def main() -> None:
@@ -147,7 +162,7 @@ def main() -> None:
         for batch in (1, 16):
             case(f"block batch {batch}", Block(dim, heads=4), torch.randn(batch, seq, dim),
                  options, args.repeats, directory)
-        cnn_step(args.repeats, directory)
+        triton_device(args.repeats, directory)
 
 
 if __name__ == "__main__":
