@@ -19,6 +19,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.frontends.aten_conv3d import convolution_3d, convolution_3d_backward
 from mncore_ir.frontends.aten_expansions import (
     along,
     extreme,
@@ -168,6 +169,8 @@ def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
     the convolution of a ``y``-shaped input by ``w`` at the gradient ``x``."""
     x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
     if not transposed:
+        if len(imp.meta(x).shape) == 5:
+            return convolution_3d(imp, node)
         return convolution(imp, node)
     out = imp.meta(node)
     windows = windows_of(node, stride, padding, dilation, len(out.shape))
@@ -202,6 +205,8 @@ def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     the roles of ``x`` and the output gradient exchanged; for the bias, a sum."""
     grad, x, w, _bias, stride, padding, dilation, transposed, _op, groups, mask = node.args
     if not transposed:
+        if len(imp.meta(x).shape) == 5:
+            return convolution_3d_backward(imp, node)
         return convolution_backward(imp, node)
     windows = windows_of(node, stride, padding, dilation, len(imp.meta(x).shape))
     x2d, w2d = as_2d(imp, x), as_2d(imp, w)

@@ -1,6 +1,6 @@
 """The ATen ops expanded into other graph ops (``frontends/aten_expansions.py``):
 padding, advanced indexing, index_select, flip, diagonal, average and adaptive pooling
-(forward and backward), 1-D convolutions, cumsum, addmm's scalars and pointwise
+(forward and backward), 1-D and 3-D convolutions, cumsum, addmm's scalars and pointwise
 identities, each against eager on every device, compiled whole (host fallback off, so
 a node the device did not take would be an error)."""
 
@@ -133,6 +133,36 @@ def test_expansion_matches_eager(device: str, name: str) -> None:
     got = fn(X.mncore())
     torch_mncore.sync()
     torch.testing.assert_close(got.cpu(), expected, atol=1e-5, rtol=1e-5)
+    assert _host_ops() == before
+
+
+#: 3-D convolutions (stride, padding, dilation, groups, kernel): a strided, padded
+#: depth; per-dimension windows with groups; a dilated depth strided past its kernel.
+CONV3D = [(2, 1, 1, 1, 3), ((2, 1, 1), (1, 0, 1), (2, 1, 1), 2, (3, 2, 2)),
+          (3, 1, 2, 1, 2)]
+
+
+@pytest.mark.parametrize("geometry", CONV3D, ids=["strided", "groups", "dilated"])
+def test_conv3d_and_its_gradients_match_eager(device: str, geometry: tuple) -> None:
+    """3-D convolutions as 2-D ones (``frontends/aten_conv3d.py``): the output and the
+    input, weight and bias gradients, compiled whole."""
+    stride, padding, dilation, groups, kernel = geometry
+    kernel = (kernel,) * 3 if isinstance(kernel, int) else kernel
+    torch.manual_seed(0)
+    x, w, b = torch.randn(2, 4, 7, 6, 5), torch.randn(6, 4 // groups, *kernel), torch.randn(6)
+
+    def run(*args: torch.Tensor) -> list[torch.Tensor]:
+        leaves = [a.requires_grad_() for a in args]
+        y = F.conv3d(*leaves, stride=stride, padding=padding, dilation=dilation,
+                     groups=groups)
+        return [y, *torch.autograd.grad(y, leaves, torch.cos(y))]
+
+    expected = run(x, w, b)
+    before = _host_ops()
+    got = run(*(t.mncore() for t in (x, w, b)))
+    torch_mncore.sync()
+    torch.testing.assert_close([t.cpu() for t in got], [t.detach() for t in expected],
+                               atol=1e-4, rtol=1e-4)
     assert _host_ops() == before
 
 

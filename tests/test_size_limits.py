@@ -152,6 +152,31 @@ def test_zero_size_tensors_lower_to_no_tasks(tmp_path, capsys):
     assert results[0].shape == results[1].shape == (0, 8)
 
 
+@pytest.mark.parametrize("lhs, rhs, out", [
+    ("0x3", "3x4", "0x4"), ("2x3", "3x0", "2x0"), ("0x0", "0x4", "0x4"), ("2x0", "0x0", "2x0"),
+    ("0x2x3", "0x3x4", "0x2x4")])
+def test_zero_size_matmuls_lower_to_no_tasks(tmp_path, capsys, lhs, rhs, out):
+    """An empty product needs no task (its tile sizes were 0, a division by zero in the
+    pass); the task level runs it."""
+    text = f"""func.func @main(%a: tensor<{lhs}xf32>, %b: tensor<{rhs}xf32>) -> tensor<{out}xf32> {{
+  %c = graph.matmul %a, %b : tensor<{lhs}xf32>, tensor<{rhs}xf32> -> tensor<{out}xf32>
+  return %c : tensor<{out}xf32>
+}}
+"""
+    path = write(tmp_path, text)
+    code, lowered, err = run_tool(mncore_opt.main, [path, "-p", "convert-graph-to-task"],
+                                  capsys)
+    assert code == 0, err
+    assert "task.task" not in lowered
+    out_file = str(tmp_path / "out.npz")
+    code, _, err = run_tool(mncore_run.main, [
+        write(tmp_path, lowered, "task.mlir"), "--args",
+        *(f"dense<{'' if '0' in t.split('x') else '1.0'}> : tensor<{t}xf32>" for t in (lhs, rhs)),
+        "--save-outputs", out_file], capsys)
+    assert code == 0, err
+    assert np.load(out_file)["result0"].shape == tuple(int(n) for n in out.split("x"))
+
+
 def test_zero_size_reduction_is_refused_clearly(tmp_path, capsys):
     text = """func.func @main(%x: tensor<0x8xf32>) -> tensor<8xf32> {
   %s = graph.sum %x dims = array<i64: 0> : tensor<0x8xf32> -> tensor<8xf32>

@@ -25,7 +25,7 @@ def tile_sizes(shape: Shape, budget: int, fixed: dict[int, int] | None = None) -
     room = max(budget, 1)
     for d in reversed(range(len(shape))):
         if d in fixed:
-            sizes[d] = min(fixed[d], shape[d])
+            sizes[d] = max(1, min(fixed[d], shape[d]))  # 1 in an empty dimension: no tiles
             continue
         sizes[d] = max(1, min(shape[d], room))
         room = max(1, room // max(shape[d], 1))
