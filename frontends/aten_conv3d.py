@@ -7,10 +7,12 @@ input) are folded into the batch (``[N * Do, C, H, W]``) and convolved once in 2
 ``KD`` results add up. The backward op runs each 2-D convolution's backward: the weight
 gradients stack along the depth, the input gradients go back to the depths they read
 (spread by the stride, shifted by ``kd * dd``) and add up, the padding cropped.
-Transposed 3-D convolutions are not taken (they run on the host)."""
+A transposed 3-D convolution is the input gradient of the convolution it transposes,
+as in 2-D (``aten_windows``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,17 +55,20 @@ def _permute(imp: FxImporter, x: SSAValue) -> SSAValue:
 
 
 class Geometry:
-    """A 3-D convolution's depth arithmetic and its 2-D window properties."""
+    """A 3-D convolution's depth arithmetic and its 2-D window properties, from its
+    input's and filters' shapes."""
 
-    def __init__(self, node: fx.Node, x: Any, w: Any, stride: Any, padding: Any,
-                 dilation: Any, groups: int) -> None:
+    def __init__(self, node: fx.Node, x: Sequence[int], w: Sequence[int], stride: Any,
+                 padding: Any, dilation: Any, groups: int) -> None:
         self.stride, self.padding = _triples(node, stride, 1), _triples(node, padding, 0)
         self.dilation = _triples(node, dilation, 1)
-        self.n, self.c, self.depth, self.h, self.w = x.shape
-        self.o, _, self.kd = w.shape[:3]
+        self.n, self.c, self.depth, self.h, self.w = x
+        self.o, _, self.kd = w[:3]
         sd, pd, dd = self.stride[0], self.padding[0], self.dilation[0]
         self.padded = self.depth + 2 * pd
         self.out_depth = (self.padded - dd * (self.kd - 1) - 1) // sd + 1
+        if self.out_depth <= 0:
+            raise unsupported(node, "a 3-D convolution with no output depth")
         self.windows = {"stride": self.stride[1:], "padding": self.padding[1:],
                         "dilation": self.dilation[1:], "groups": groups}
 
@@ -86,22 +91,60 @@ class Geometry:
         return imp.reshape(part, (*shape[:2], *shape[3:]))
 
 
-def convolution_3d(imp: FxImporter, node: fx.Node) -> SSAValue:
-    x, w, b, stride, padding, dilation, _transposed, _out_pad, groups = node.args
-    geo = Geometry(node, imp.meta(x), imp.meta(w), stride, padding, dilation, groups)
-    if geo.out_depth <= 0:
-        raise unsupported(node, "a 3-D convolution with no output depth")
-    xv, wv = imp.value(x), imp.value(w)
-    padded = _pad_depth(imp, xv, geo.padding[0], geo.padding[0])
-    zeros = _zeros(imp, xv, [geo.o])
+def conv3d(imp: FxImporter, geo: Geometry, x: SSAValue, w: SSAValue) -> SSAValue:
+    """The convolution of ``x`` by ``w`` (no bias): [N, O, Do, Ho, Wo]."""
+    padded = _pad_depth(imp, x, geo.padding[0], geo.padding[0])
+    zeros = _zeros(imp, x, [geo.o])
     total = None
     for k in range(geo.kd):
-        y = imp.insert(g.Conv2dOp(geo.input_slice(imp, padded, k), geo.filters(imp, wv, k),
+        y = imp.insert(g.Conv2dOp(geo.input_slice(imp, padded, k), geo.filters(imp, w, k),
                                   zeros, **geo.windows), hint=False)
         total = y if total is None else imp.insert(g.AddOp(total, y), hint=False)
     assert total is not None
-    out = imp.meta(node).shape
-    y = _permute(imp, imp.reshape(total, (out[0], out[2], out[1], *out[3:])))
+    _, o, ho, wo = g.shape_of(total)
+    return _permute(imp, imp.reshape(total, (geo.n, geo.out_depth, o, ho, wo)))
+
+
+def conv3d_backward(imp: FxImporter, geo: Geometry, grad: SSAValue, x: SSAValue,
+                    w: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """The input and weight gradients of :func:`conv3d` at the output gradient ``grad``."""
+    padded = _pad_depth(imp, x, geo.padding[0], geo.padding[0])
+    g_shape = g.shape_of(grad)
+    grad2d = imp.reshape(_permute(imp, grad), (g_shape[0] * g_shape[2], g_shape[1],
+                                               *g_shape[3:]))
+    inputs, weights = [], []
+    for k in range(geo.kd):
+        dx, dw, _ = imp.insert(g.Conv2dBackwardOp(
+            grad2d, geo.input_slice(imp, padded, k), geo.filters(imp, w, k),
+            **geo.windows), hint=False)
+        inputs.append(_placed(imp, geo, dx, k))
+        shape = g.shape_of(dw)
+        weights.append(imp.reshape(dw, (*shape[:2], 1, *shape[2:])))
+    total = inputs[0]
+    for part in inputs[1:]:
+        total = imp.insert(g.AddOp(total, part), hint=False)
+    pd = geo.padding[0]
+    grad_x = imp.insert(g.SliceOp(total, dim=2, start=pd, end=pd + geo.depth),
+                        hint=False) if pd else total
+    return grad_x, _concat(imp, weights, 2)
+
+
+def _bias_gradient(imp: FxImporter, grad: SSAValue) -> SSAValue:
+    """The sum of ``grad`` [N, C, ...] per channel, as one row sum of a [C, rest] matrix."""
+    shape = g.shape_of(grad)
+    perm = [1, 0, *range(2, len(shape))]
+    rows = imp.reshape(imp.insert(g.PermuteOp(grad, perm=perm), hint=False),
+                       (shape[1], math.prod(shape) // max(shape[1], 1)))
+    return imp.insert(g.SumOp(rows, dims=[1], keepdim=False), hint=False)
+
+
+def convolution_3d(imp: FxImporter, node: fx.Node) -> SSAValue:
+    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
+    if transposed:
+        return _transposed(imp, node)
+    geo = Geometry(node, imp.meta(x).shape, imp.meta(w).shape, stride, padding, dilation,
+                   groups)
+    y = conv3d(imp, geo, imp.value(x), imp.value(w))
     if b is not None:
         bias = imp.reshape(imp.value(b), (1, geo.o, 1, 1, 1))
         y = imp.insert(g.AddOp(y, bias), hint=False)
@@ -109,35 +152,76 @@ def convolution_3d(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 
 def convolution_3d_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
+    grad, x, w, _bias, stride, padding, dilation, transposed, _op, groups, mask = node.args
+    if transposed:
+        return _transposed_backward(imp, node)
+    geo = Geometry(node, imp.meta(x).shape, imp.meta(w).shape, stride, padding, dilation,
+                   groups)
+    gv = imp.value(grad)
+    grad_x, grad_w = conv3d_backward(imp, geo, gv, imp.value(x), imp.value(w))
+    return (grad_x if mask[0] else None, grad_w if mask[1] else None,
+            _bias_gradient(imp, gv) if mask[2] else None)
+
+
+def _full(geo_args: tuple[Any, ...], x: Sequence[int], w: Sequence[int], node: fx.Node
+          ) -> list[int]:
+    """A transposed convolution's unpadded output extent per spatial dimension."""
+    stride, dilation = _triples(node, geo_args[0], 1), _triples(node, geo_args[1], 1)
+    return [(x[2 + i] - 1) * stride[i] + dilation[i] * (w[2 + i] - 1) + 1 for i in range(3)]
+
+
+def _transposed(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``conv_transpose3d(x, w)``: the input gradient of the convolution of an unpadded,
+    output-shaped input by ``w`` at the gradient ``x``, then cropped by the padding (and
+    extended by the output padding), as the 2-D one."""
+    x, w, b, stride, padding, dilation, _transposed, _out_pad, groups = node.args
+    xs, ws, out = imp.meta(x).shape, imp.meta(w).shape, imp.meta(node).shape
+    full = _full((stride, dilation), xs, ws, node)
+    xv = imp.value(x)
+    like = _zeros(imp, xv, (out[0], out[1], *full))
+    geo = Geometry(node, g.shape_of(like), ws, stride, 0, dilation, groups)
+    y, _ = conv3d_backward(imp, geo, xv, like, imp.value(w))
+    pads = _triples(node, padding, 0)
+    for i in range(3):
+        start, size = pads[i], out[2 + i]
+        end = min(full[i], start + size)
+        if (start, end) != (0, full[i]):
+            y = imp.insert(g.SliceOp(y, dim=2 + i, start=start, end=end), hint=False)
+        if end - start < size:
+            shape = [*g.shape_of(y)]
+            shape[2 + i] = size - (end - start)
+            y = _concat(imp, [y, _zeros(imp, xv, shape)], 2 + i)
+    if b is not None:
+        y = imp.insert(g.AddOp(y, imp.reshape(imp.value(b), (1, out[1], 1, 1, 1))),
+                       hint=False)
+    return y
+
+
+def _transposed_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
+    """A transposed convolution's gradients: for its input, the convolution of the
+    (uncropped) output gradient by ``w``; for ``w``, that convolution's weight gradient
+    at the transposed convolution's input; for the bias, a sum."""
     grad, x, w, _bias, stride, padding, dilation, _transposed, _op, groups, mask = node.args
-    geo = Geometry(node, imp.meta(x), imp.meta(w), stride, padding, dilation, groups)
-    xv, wv, gv = imp.value(x), imp.value(w), imp.value(grad)
-    padded = _pad_depth(imp, xv, geo.padding[0], geo.padding[0])
-    g_shape = g.shape_of(gv)
-    grad2d = imp.reshape(_permute(imp, gv), (g_shape[0] * g_shape[2], g_shape[1],
-                                             *g_shape[3:]))
-    inputs, weights, biases = [], [], []
-    for k in range(geo.kd):
-        dx, dw, db = imp.insert(g.Conv2dBackwardOp(
-            grad2d, geo.input_slice(imp, padded, k), geo.filters(imp, wv, k),
-            **geo.windows), hint=False)
-        inputs.append(_placed(imp, geo, dx, k))
-        shape = g.shape_of(dw)
-        weights.append(imp.reshape(dw, (*shape[:2], 1, *shape[2:])))
-        biases.append(db)  # each the sum of the whole output gradient
-    grad_x = grad_w = grad_b = None
-    if mask[0]:
-        total = inputs[0]
-        for part in inputs[1:]:
-            total = imp.insert(g.AddOp(total, part), hint=False)
-        pd = geo.padding[0]
-        grad_x = imp.insert(g.SliceOp(total, dim=2, start=pd, end=pd + geo.depth),
-                            hint=False) if pd else total
-    if mask[1]:
-        grad_w = _concat(imp, weights, 2)
-    if mask[2]:
-        grad_b = biases[0]
-    return grad_x, grad_w, grad_b
+    xs, ws = imp.meta(x).shape, imp.meta(w).shape
+    full = _full((stride, dilation), xs, ws, node)
+    gv, xv = imp.value(grad), imp.value(x)
+    pads = _triples(node, padding, 0)
+    extended = gv
+    for i in range(3):  # back to the unpadded output's extent
+        front, size = pads[i], g.shape_of(extended)[2 + i]
+        shape = [*g.shape_of(extended)]
+        shape[2 + i] = front
+        extended = _concat(imp, [_zeros(imp, gv, shape), extended], 2 + i)
+        if front + size > full[i]:
+            extended = imp.insert(g.SliceOp(extended, dim=2 + i, start=0, end=full[i]),
+                                  hint=False)
+        elif front + size < full[i]:
+            shape[2 + i] = full[i] - front - size
+            extended = _concat(imp, [extended, _zeros(imp, gv, shape)], 2 + i)
+    geo = Geometry(node, g.shape_of(extended), ws, stride, 0, dilation, groups)
+    grad_x = conv3d(imp, geo, extended, imp.value(w)) if mask[0] else None
+    grad_w = conv3d_backward(imp, geo, xv, extended, imp.value(w))[1] if mask[1] else None
+    return grad_x, grad_w, _bias_gradient(imp, gv) if mask[2] else None
 
 
 def _placed(imp: FxImporter, geo: Geometry, dx: SSAValue, k: int) -> SSAValue:

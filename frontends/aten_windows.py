@@ -168,9 +168,9 @@ def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
     """A transposed convolution ``y = conv_transpose(x, w)`` is the input gradient of
     the convolution of a ``y``-shaped input by ``w`` at the gradient ``x``."""
     x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
+    if len(imp.meta(x).shape) == 5:
+        return convolution_3d(imp, node)
     if not transposed:
-        if len(imp.meta(x).shape) == 5:
-            return convolution_3d(imp, node)
         return convolution(imp, node)
     out = imp.meta(node)
     windows = windows_of(node, stride, padding, dilation, len(out.shape))
@@ -204,9 +204,9 @@ def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     output gradient by ``w``; for ``w``, the weight gradient of that convolution with
     the roles of ``x`` and the output gradient exchanged; for the bias, a sum."""
     grad, x, w, _bias, stride, padding, dilation, transposed, _op, groups, mask = node.args
+    if len(imp.meta(x).shape) == 5:
+        return convolution_3d_backward(imp, node)
     if not transposed:
-        if len(imp.meta(x).shape) == 5:
-            return convolution_3d_backward(imp, node)
         return convolution_backward(imp, node)
     windows = windows_of(node, stride, padding, dilation, len(imp.meta(x).shape))
     x2d, w2d = as_2d(imp, x), as_2d(imp, w)

@@ -136,25 +136,36 @@ def test_expansion_matches_eager(device: str, name: str) -> None:
     assert _host_ops() == before
 
 
-#: 3-D convolutions (stride, padding, dilation, groups, kernel): a strided, padded
-#: depth; per-dimension windows with groups; a dilated depth strided past its kernel.
-CONV3D = [(2, 1, 1, 1, 3), ((2, 1, 1), (1, 0, 1), (2, 1, 1), 2, (3, 2, 2)),
-          (3, 1, 2, 1, 2)]
+#: 3-D convolutions (transposed, stride, padding, dilation, groups, kernel): a strided,
+#: padded depth; per-dimension windows with groups; a dilated depth strided past its
+#: kernel; transposed ones with output padding, and cropped by a padding.
+CONV3D = {"strided": (False, 2, 1, 1, 1, 3),
+          "groups": (False, (2, 1, 1), (1, 0, 1), (2, 1, 1), 2, (3, 2, 2)),
+          "dilated": (False, 3, 1, 2, 1, 2),
+          "transposed": (True, (2, 2, 3), (1, 0, 1), (2, 1, 1), 2, (3, 2, 2)),
+          "transposed_cropped": (True, 2, 2, 1, 1, 3)}
 
 
-@pytest.mark.parametrize("geometry", CONV3D, ids=["strided", "groups", "dilated"])
-def test_conv3d_and_its_gradients_match_eager(device: str, geometry: tuple) -> None:
-    """3-D convolutions as 2-D ones (``frontends/aten_conv3d.py``): the output and the
-    input, weight and bias gradients, compiled whole."""
-    stride, padding, dilation, groups, kernel = geometry
+@pytest.mark.parametrize("name", list(CONV3D))
+def test_conv3d_and_its_gradients_match_eager(device: str, name: str) -> None:
+    """3-D convolutions as 2-D ones (``frontends/aten_conv3d.py``), transposed ones as
+    their input gradients: the output and the input, weight and bias gradients,
+    compiled whole."""
+    transposed, stride, padding, dilation, groups, kernel = CONV3D[name]
     kernel = (kernel,) * 3 if isinstance(kernel, int) else kernel
     torch.manual_seed(0)
-    x, w, b = torch.randn(2, 4, 7, 6, 5), torch.randn(6, 4 // groups, *kernel), torch.randn(6)
+    x = torch.randn(1, 4, 3, 3, 2) if transposed else torch.randn(1, 4, 7, 6, 5)
+    w, b = torch.randn(4, 6 // groups, *kernel) if transposed else torch.randn(
+        6, 4 // groups, *kernel), torch.randn(6)
 
     def run(*args: torch.Tensor) -> list[torch.Tensor]:
         leaves = [a.requires_grad_() for a in args]
-        y = F.conv3d(*leaves, stride=stride, padding=padding, dilation=dilation,
-                     groups=groups)
+        if transposed:
+            y = F.conv_transpose3d(*leaves, stride=stride, padding=padding,
+                                   output_padding=1, groups=groups, dilation=dilation)
+        else:
+            y = F.conv3d(*leaves, stride=stride, padding=padding, dilation=dilation,
+                         groups=groups)
         return [y, *torch.autograd.grad(y, leaves, torch.cos(y))]
 
     expected = run(x, w, b)
