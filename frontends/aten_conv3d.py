@@ -8,7 +8,8 @@ input) are folded into the batch (``[N * Do, C, H, W]``) and convolved once in 2
 gradients stack along the depth, the input gradients go back to the depths they read
 (spread by the stride, shifted by ``kd * dd``) and add up, the padding cropped.
 A transposed 3-D convolution is the input gradient of the convolution it transposes,
-as in 2-D (``aten_windows``)."""
+as in 2-D (``aten_windows``). Narrow floats compute in f32 and round once, as torch's
+CPU kernels do."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.frontends.aten_handlers import narrowed, widened
 from mncore_ir.frontends.fx_importer import FxImporter, unsupported
 
 DEPTH_FIRST = [0, 2, 1, 3, 4]  # [N, C, D, H, W] <-> [N, D, C, H, W]
@@ -144,11 +146,16 @@ def convolution_3d(imp: FxImporter, node: fx.Node) -> SSAValue:
         return _transposed(imp, node)
     geo = Geometry(node, imp.meta(x).shape, imp.meta(w).shape, stride, padding, dilation,
                    groups)
-    y = conv3d(imp, geo, imp.value(x), imp.value(w))
+    y = conv3d(imp, geo, widened(imp, imp.value(x)), widened(imp, imp.value(w)))
+    return _biased(imp, y, b, imp.value(x))
+
+
+def _biased(imp: FxImporter, y: SSAValue, b: Any, like: SSAValue) -> SSAValue:
+    """``y`` plus the bias ``b`` (if any) per channel, in ``like``'s element type."""
     if b is not None:
-        bias = imp.reshape(imp.value(b), (1, geo.o, 1, 1, 1))
+        bias = imp.reshape(widened(imp, imp.value(b)), (1, g.shape_of(y)[1], 1, 1, 1))
         y = imp.insert(g.AddOp(y, bias), hint=False)
-    return y
+    return narrowed(imp, y, g.element_type_of(like))
 
 
 def convolution_3d_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
@@ -157,10 +164,20 @@ def convolution_3d_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
         return _transposed_backward(imp, node)
     geo = Geometry(node, imp.meta(x).shape, imp.meta(w).shape, stride, padding, dilation,
                    groups)
-    gv = imp.value(grad)
-    grad_x, grad_w = conv3d_backward(imp, geo, gv, imp.value(x), imp.value(w))
-    return (grad_x if mask[0] else None, grad_w if mask[1] else None,
-            _bias_gradient(imp, gv) if mask[2] else None)
+    xv, wv, gv = imp.value(x), imp.value(w), imp.value(grad)
+    grad_x, grad_w = conv3d_backward(imp, geo, widened(imp, gv), widened(imp, xv),
+                                     widened(imp, wv))
+    return _gradients(imp, mask, (grad_x, xv), (grad_w, wv), gv)
+
+
+def _gradients(imp: FxImporter, mask: Sequence[bool], grad_x: tuple[SSAValue, SSAValue],
+               grad_w: tuple[SSAValue, SSAValue], grad: SSAValue) -> tuple[Any, ...]:
+    """The gradients ``mask`` asks for, each (value, like) in ``like``'s element type; the
+    bias gradient from the output gradient ``grad``."""
+    return (*(narrowed(imp, v, g.element_type_of(like)) if m else None
+              for m, (v, like) in zip(mask[:2], (grad_x, grad_w), strict=True)),
+            narrowed(imp, _bias_gradient(imp, widened(imp, grad)), g.element_type_of(grad))
+            if mask[2] else None)
 
 
 def _full(geo_args: tuple[Any, ...], x: Sequence[int], w: Sequence[int], node: fx.Node
@@ -177,10 +194,11 @@ def _transposed(imp: FxImporter, node: fx.Node) -> SSAValue:
     x, w, b, stride, padding, dilation, _transposed, _out_pad, groups = node.args
     xs, ws, out = imp.meta(x).shape, imp.meta(w).shape, imp.meta(node).shape
     full = _full((stride, dilation), xs, ws, node)
-    xv = imp.value(x)
+    given = imp.value(x)
+    xv = widened(imp, given)
     like = _zeros(imp, xv, (out[0], out[1], *full))
     geo = Geometry(node, g.shape_of(like), ws, stride, 0, dilation, groups)
-    y, _ = conv3d_backward(imp, geo, xv, like, imp.value(w))
+    y, _ = conv3d_backward(imp, geo, xv, like, widened(imp, imp.value(w)))
     pads = _triples(node, padding, 0)
     for i in range(3):
         start, size = pads[i], out[2 + i]
@@ -191,10 +209,7 @@ def _transposed(imp: FxImporter, node: fx.Node) -> SSAValue:
             shape = [*g.shape_of(y)]
             shape[2 + i] = size - (end - start)
             y = _concat(imp, [y, _zeros(imp, xv, shape)], 2 + i)
-    if b is not None:
-        y = imp.insert(g.AddOp(y, imp.reshape(imp.value(b), (1, out[1], 1, 1, 1))),
-                       hint=False)
-    return y
+    return _biased(imp, y, b, given)
 
 
 def _transposed_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
@@ -204,7 +219,8 @@ def _transposed_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     grad, x, w, _bias, stride, padding, dilation, _transposed, _op, groups, mask = node.args
     xs, ws = imp.meta(x).shape, imp.meta(w).shape
     full = _full((stride, dilation), xs, ws, node)
-    gv, xv = imp.value(grad), imp.value(x)
+    given, xg, wg = imp.value(grad), imp.value(x), imp.value(w)
+    gv, xv, wv = widened(imp, given), widened(imp, xg), widened(imp, wg)
     pads = _triples(node, padding, 0)
     extended = gv
     for i in range(3):  # back to the unpadded output's extent
@@ -219,9 +235,9 @@ def _transposed_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
             shape[2 + i] = full[i] - front - size
             extended = _concat(imp, [extended, _zeros(imp, gv, shape)], 2 + i)
     geo = Geometry(node, g.shape_of(extended), ws, stride, 0, dilation, groups)
-    grad_x = conv3d(imp, geo, extended, imp.value(w)) if mask[0] else None
-    grad_w = conv3d_backward(imp, geo, xv, extended, imp.value(w))[1] if mask[1] else None
-    return grad_x, grad_w, _bias_gradient(imp, gv) if mask[2] else None
+    grad_x = conv3d(imp, geo, extended, wv) if mask[0] else xv
+    grad_w = conv3d_backward(imp, geo, xv, extended, wv)[1] if mask[1] else wv
+    return _gradients(imp, mask, (grad_x, xg), (grad_w, wg), given)
 
 
 def _placed(imp: FxImporter, geo: Geometry, dx: SSAValue, k: int) -> SSAValue:
