@@ -170,11 +170,12 @@ def convolution_3d_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     return _gradients(imp, mask, (grad_x, xv), (grad_w, wv), gv)
 
 
-def _gradients(imp: FxImporter, mask: Sequence[bool], grad_x: tuple[SSAValue, SSAValue],
-               grad_w: tuple[SSAValue, SSAValue], grad: SSAValue) -> tuple[Any, ...]:
+def _gradients(imp: FxImporter, mask: Sequence[bool],
+               grad_x: tuple[SSAValue | None, SSAValue],
+               grad_w: tuple[SSAValue | None, SSAValue], grad: SSAValue) -> tuple[Any, ...]:
     """The gradients ``mask`` asks for, each (value, like) in ``like``'s element type; the
     bias gradient from the output gradient ``grad``."""
-    return (*(narrowed(imp, v, g.element_type_of(like)) if m else None
+    return (*(narrowed(imp, v, g.element_type_of(like)) if m and v is not None else None
               for m, (v, like) in zip(mask[:2], (grad_x, grad_w), strict=True)),
             narrowed(imp, _bias_gradient(imp, widened(imp, grad)), g.element_type_of(grad))
             if mask[2] else None)
@@ -185,6 +186,39 @@ def _full(geo_args: tuple[Any, ...], x: Sequence[int], w: Sequence[int], node: f
     """A transposed convolution's unpadded output extent per spatial dimension."""
     stride, dilation = _triples(node, geo_args[0], 1), _triples(node, geo_args[1], 1)
     return [(x[2 + i] - 1) * stride[i] + dilation[i] * (w[2 + i] - 1) + 1 for i in range(3)]
+
+
+def cropped(imp: FxImporter, y: SSAValue, pads: Sequence[int], sizes: Sequence[int],
+            full: Sequence[int]) -> SSAValue:
+    """A transposed convolution's unpadded output ``y`` (``full`` per spatial dimension,
+    from dimension 2 on) cropped by ``pads`` in front to ``sizes``, zeros past ``full``
+    (the output padding) included."""
+    for i, (start, size) in enumerate(zip(pads, sizes, strict=True)):
+        end = min(full[i], start + size)
+        if (start, end) != (0, full[i]):
+            y = imp.insert(g.SliceOp(y, dim=2 + i, start=start, end=end), hint=False)
+        if end - start < size:
+            shape = [*g.shape_of(y)]
+            shape[2 + i] = size - (end - start)
+            y = _concat(imp, [y, _zeros(imp, y, shape)], 2 + i)
+    return y
+
+
+def uncropped(imp: FxImporter, grad: SSAValue, pads: Sequence[int], full: Sequence[int]
+              ) -> SSAValue:
+    """The gradient of :func:`cropped`'s result brought back to the unpadded extent
+    ``full``: zeros where the crop cut, the output padding's entries dropped."""
+    for i, front in enumerate(pads):
+        size = g.shape_of(grad)[2 + i]
+        shape = [*g.shape_of(grad)]
+        shape[2 + i] = front
+        grad = _concat(imp, [_zeros(imp, grad, shape), grad], 2 + i)
+        if front + size > full[i]:
+            grad = imp.insert(g.SliceOp(grad, dim=2 + i, start=0, end=full[i]), hint=False)
+        elif front + size < full[i]:
+            shape[2 + i] = full[i] - front - size
+            grad = _concat(imp, [grad, _zeros(imp, grad, shape)], 2 + i)
+    return grad
 
 
 def _transposed(imp: FxImporter, node: fx.Node) -> SSAValue:
@@ -199,16 +233,7 @@ def _transposed(imp: FxImporter, node: fx.Node) -> SSAValue:
     like = _zeros(imp, xv, (out[0], out[1], *full))
     geo = Geometry(node, g.shape_of(like), ws, stride, 0, dilation, groups)
     y, _ = conv3d_backward(imp, geo, xv, like, widened(imp, imp.value(w)))
-    pads = _triples(node, padding, 0)
-    for i in range(3):
-        start, size = pads[i], out[2 + i]
-        end = min(full[i], start + size)
-        if (start, end) != (0, full[i]):
-            y = imp.insert(g.SliceOp(y, dim=2 + i, start=start, end=end), hint=False)
-        if end - start < size:
-            shape = [*g.shape_of(y)]
-            shape[2 + i] = size - (end - start)
-            y = _concat(imp, [y, _zeros(imp, xv, shape)], 2 + i)
+    y = cropped(imp, y, _triples(node, padding, 0), out[2:], full)
     return _biased(imp, y, b, given)
 
 
@@ -221,22 +246,10 @@ def _transposed_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     full = _full((stride, dilation), xs, ws, node)
     given, xg, wg = imp.value(grad), imp.value(x), imp.value(w)
     gv, xv, wv = widened(imp, given), widened(imp, xg), widened(imp, wg)
-    pads = _triples(node, padding, 0)
-    extended = gv
-    for i in range(3):  # back to the unpadded output's extent
-        front, size = pads[i], g.shape_of(extended)[2 + i]
-        shape = [*g.shape_of(extended)]
-        shape[2 + i] = front
-        extended = _concat(imp, [_zeros(imp, gv, shape), extended], 2 + i)
-        if front + size > full[i]:
-            extended = imp.insert(g.SliceOp(extended, dim=2 + i, start=0, end=full[i]),
-                                  hint=False)
-        elif front + size < full[i]:
-            shape[2 + i] = full[i] - front - size
-            extended = _concat(imp, [extended, _zeros(imp, gv, shape)], 2 + i)
+    extended = uncropped(imp, gv, _triples(node, padding, 0), full)
     geo = Geometry(node, g.shape_of(extended), ws, stride, 0, dilation, groups)
-    grad_x = conv3d(imp, geo, extended, wv) if mask[0] else xv
-    grad_w = conv3d_backward(imp, geo, xv, extended, wv)[1] if mask[1] else wv
+    grad_x = conv3d(imp, geo, extended, wv) if mask[0] else None
+    grad_w = conv3d_backward(imp, geo, xv, extended, wv)[1] if mask[1] else None
     return _gradients(imp, mask, (grad_x, xg), (grad_w, wg), given)
 
 

@@ -19,7 +19,12 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.frontends.aten_conv3d import convolution_3d, convolution_3d_backward
+from mncore_ir.frontends.aten_conv3d import (
+    convolution_3d,
+    convolution_3d_backward,
+    cropped,
+    uncropped,
+)
 from mncore_ir.frontends.aten_expansions import (
     along,
     extreme,
@@ -182,16 +187,7 @@ def _convolution(imp: FxImporter, node: fx.Node) -> SSAValue:
     y = imp.insert(g.Conv2dBackwardOp(x2d, like, w2d, stride=windows["stride"],
                                       padding=[0, 0], dilation=windows["dilation"],
                                       groups=groups), hint=False)[0]
-    for i in range(2):
-        start, size = windows["padding"][i], shape[2 + i]
-        end = min(full[i], start + size)
-        if (start, end) != (0, full[i]):
-            y = imp.insert(g.SliceOp(y, dim=2 + i, start=start, end=end), hint=False)
-        if end - start < size:
-            zeros = [*g.shape_of(y)]
-            zeros[2 + i] = size - (end - start)
-            pad = imp.insert(g.ExpandOp(imp.constant(0, typ), tuple(zeros)), hint=False)
-            y = imp.insert(g.ConcatOp(y, pad, dim=2 + i), hint=False)
+    y = cropped(imp, y, windows["padding"], shape[2:], full)
     if b is not None:
         bias = imp.reshape(imp.value(b), (1, out.shape[1], 1, 1))
         y = imp.insert(g.AddOp(y, bias), hint=False)
@@ -212,22 +208,8 @@ def _convolution_backward(imp: FxImporter, node: fx.Node) -> tuple[Any, ...]:
     x2d, w2d = as_2d(imp, x), as_2d(imp, w)
     typ = g.element_type_of(x2d)
     full = _full_extent(x2d, w2d, windows)
-    grad2d = as_2d(imp, grad)  # in the unpadded output's coordinates (see _convolution)
-    for i in range(2):
-        front, size = windows["padding"][i], g.shape_of(grad2d)[2 + i]
-        if front:
-            zeros = [*g.shape_of(grad2d)]
-            zeros[2 + i] = front
-            grad2d = imp.insert(g.ConcatOp(_zeros(imp, typ, zeros), grad2d, dim=2 + i),
-                                hint=False)
-        if front + size > full[i]:
-            grad2d = imp.insert(g.SliceOp(grad2d, dim=2 + i, start=0, end=full[i]),
-                                hint=False)
-        elif front + size < full[i]:
-            zeros = [*g.shape_of(grad2d)]
-            zeros[2 + i] = full[i] - front - size
-            grad2d = imp.insert(g.ConcatOp(grad2d, _zeros(imp, typ, zeros), dim=2 + i),
-                                hint=False)
+    # in the unpadded output's coordinates (see _convolution)
+    grad2d = uncropped(imp, as_2d(imp, grad), windows["padding"], full)
     unpadded = {**windows, "padding": [0, 0]}
     grad_x = grad_w = grad_b = None
     if mask[0]:
