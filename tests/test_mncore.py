@@ -613,3 +613,24 @@ def test_forwarded_random_programs_keep_their_outputs(machine: str, data: st.Dat
     (scheduled,), _ = simulate(program, [x])
     np.testing.assert_array_equal(unscheduled, expected)
     np.testing.assert_array_equal(scheduled, expected)
+
+
+def test_forwarding_stops_where_one_l2b_is_overwritten() -> None:
+    """Found by the test above: a load forwarded to every L2B, then one L2B's copy
+    overwritten by a single-L2B load, then read on another L2B: the forwarded load must
+    stay (it was dropped, and the store read stale words)."""
+    from mncore_ir.transforms.mncore_forward_stores import forward_stores
+    lines = ['mncore.dma {} "load" dram[0] -> l2bm[0] words 16 tag 0', "mncore.wait {} tag 0",
+             'mncore.dma {} "store" l2bm[0] -> dram[64] words 16 tag 1', "mncore.wait {} tag 1",
+             'mncore.dma {} "store" l2bm[32] -> dram[64] words 16 tag 3', "mncore.wait {} tag 3",
+             'mncore.dma {} "load" dram[64] -> l2bm[0] words 16 tag 3', "mncore.wait {} tag 3",
+             'mncore.dma {} "load" dram[0] -> l2bm[0] words 16 l2b 3 tag 4',
+             "mncore.wait {} tag 4",
+             'mncore.dma {} "store" l2bm[0] -> dram[64] words 16 tag 5', "mncore.wait {} tag 5"]
+    text = program_text(lines).replace('machine "tiny"', 'machine "mncore2"')
+    x = np.linspace(-1, 1, 32, dtype=np.float32)
+    (expected,), _ = simulate(parse_program(text), [x])
+    program = find_program(parse_module(make_context(), text, "forwarded.mlir"))
+    forward_stores(program)
+    (got,), _ = simulate(program, [x])
+    np.testing.assert_array_equal(got, expected)

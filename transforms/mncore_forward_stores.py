@@ -119,6 +119,11 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             space = ref.space.data
             words = _span(ref, n)
             if space == "l2bm":
+                if isinstance(op, m.DmaOp) and op.block is not None:
+                    # one L2B's copy: the others keep the forwarded load's words
+                    owners = alias[words]
+                    for owner in set(owners[owners >= 0].tolist()):
+                        candidates[owner].ok = False
                 version[words] += 1
                 alias[words] = -1
             replicated[space][words] = alike if not isinstance(op, m.DmaOp) else (
