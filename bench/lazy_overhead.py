@@ -8,7 +8,10 @@
     asynchronous with the gate (tracing waits until the worker has prepared its inputs);
 (c) the seed's MLP width sweep (4 layers, batch 64): the lazy loop's and
     ``torch.compile(backend="mncore")``'s step times divided by calling the compiled
-    executable directly on new inputs (no tracing).
+    executable directly on new inputs (no tracing), every thread with one intra-op
+    thread, so that the ratios measure tracing and dispatch rather than thread counts;
+(d) the host's own small parallel op (a 64x64 matmul, two intra-op threads) while the
+    device's worker thread lives, with one intra-op thread (the default) and with two.
 """
 
 from __future__ import annotations
@@ -199,8 +202,11 @@ def compiled_loop(width: int, steps: int, batch: int = 64) -> float:
 
 def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
     print("(c) lazy loop and torch.compile(backend='mncore') vs the compiled executable "
-          f"called directly (4 layers, batch 64); medians of {rounds} alternating rounds")
+          f"called directly (4 layers, batch 64, one intra-op thread); medians of {rounds} "
+          "alternating rounds")
     torch_mncore.init("cpu", implicit_sync="error")
+    host_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     for width in widths:
         n = steps if width < 2048 else max(3, steps // 10)
         lazy_times, direct_times, compiled_times = [], [], []
@@ -213,6 +219,25 @@ def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
         print(f"    w={width:5d}  lazy {1e3 * lazy:9.2f} ms  torch.compile "
               f"{1e3 * compiled:9.2f} ms  direct {1e3 * direct:9.2f} ms  lazy/direct "
               f"{lazy / direct:5.2f}x  compile/direct {compiled / direct:5.2f}x")
+    torch.set_num_threads(host_threads)
+
+
+def host_matmul_us(repeats: int = 2000) -> float:
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    return 1e6 * min(best(1, lambda: [a @ b for _ in range(repeats)]) / repeats
+                     for _ in range(3))
+
+
+def host_threads(alone: float) -> None:
+    print(f"(d) the host's 64x64 matmul ({torch.get_num_threads()} intra-op threads) after "
+          "a lazy loop, while its worker lives")
+    print(f"    before init()        {alone:7.1f} us")
+    for threads in (1, 2):  # re-init ends the previous worker, and its threads with it
+        torch_mncore.init("cpu", implicit_sync="error", device_threads=threads)
+        lazy_loop(256, 3)
+        took = host_matmul_us()
+        print(f"    device_threads={threads}     {took:7.1f} us  {took / alone:5.1f}x")
+    torch_mncore.init("cpu", implicit_sync="error")
 
 
 def main() -> None:
@@ -224,10 +249,12 @@ def main() -> None:
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    alone = host_matmul_us()  # before any worker thread
     torch_mncore.init("cpu", implicit_sync="error")
     trace_cost(args.repeats)
     overlap_table(args.overlap_width, args.steps, args.rounds)
     width_sweep(args.widths, args.steps, args.rounds)
+    host_threads(alone)
 
 
 if __name__ == "__main__":

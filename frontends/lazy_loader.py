@@ -27,7 +27,7 @@ from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.lazy_runtime import runtime
 from mncore_ir.frontends.lazy_tensor import LazyError, LazyTensor
-from mncore_ir.frontends.lazy_worker import Metrics
+from mncore_ir.frontends.lazy_worker import Metrics, start_thread
 
 _BATCH, _ERROR, _END = "batch", "error", "end"
 _POLL_S = 0.05  # how often a blocked thread looks whether it should stop
@@ -76,13 +76,12 @@ class DeviceIterator:
         self._batches_per_execution = batches_per_execution
         self._handed_out = 0
         self._done = False
-        # the thread holds no reference to this object, so dropping it closes it
-        self._thread = threading.Thread(
-            target=_produce, args=(source, self._queue, self._stop, metrics),
-            name="mncore-device-loader", daemon=True)
+        # the thread holds no reference to this object, so dropping it closes it; it
+        # moves batches with one intra-op thread (see ``start_thread``)
         with _LOCK:
+            self._thread = start_thread(
+                _produce, (source, self._queue, self._stop, metrics), "mncore-device-loader")
             _RUNNING[self._thread] = self._stop
-        self._thread.start()
 
     def __iter__(self) -> DeviceIterator:
         return self

@@ -43,7 +43,7 @@ class Runtime(Tracer):
 
     def __init__(self, device: Device, implicit_sync: str | None = None,
                  asynchronous: bool = True, gate: bool = True,
-                 host_fallback: bool = True) -> None:
+                 host_fallback: bool = True, device_threads: int = 1) -> None:
         lt.ensure_backend()
         super().__init__(Metrics())
         self.device = device
@@ -54,7 +54,7 @@ class Runtime(Tracer):
         self.asynchronous = asynchronous
         self.gate = gate
         self.compiler = GraphCompiler(device, self.metrics, host_fallback)
-        self.worker = Worker(self.metrics)
+        self.worker = Worker(self.metrics, device_threads)
         self.last: tuple[TraceGraph, CompiledGraph] | None = None  # the latest graph run
         self.guard_failures_seen: set[str] = set()  # Dynamo's, counted (frontends/dynamo)
 
@@ -232,7 +232,7 @@ def runtime() -> Runtime:
 
 
 def init(name: str = "cpu", implicit_sync: str | None = None, asynchronous: bool = True,
-         gate: bool = True, host_fallback: bool = True) -> Runtime:
+         gate: bool = True, host_fallback: bool = True, device_threads: int = 1) -> Runtime:
     """Start the runtime for the device ``name``. A runtime already running first runs
     what was traced on its device and waits for it, so every tensor keeps its value
     across the switch (its buffer is then an input of the new device's graphs)."""
@@ -240,7 +240,7 @@ def init(name: str = "cpu", implicit_sync: str | None = None, asynchronous: bool
         chosen = device(name)
     except ValueError as error:  # an unknown device, or machine for it
         raise LazyError(str(error)) from None
-    new = Runtime(chosen, implicit_sync, asynchronous, gate, host_fallback)
+    new = Runtime(chosen, implicit_sync, asynchronous, gate, host_fallback, device_threads)
     old = lt.current()
     if isinstance(old, Runtime):
         try:

@@ -8,7 +8,7 @@ import contextlib
 import threading
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,6 +132,42 @@ def _timer_line(samples: Sequence[float]) -> str:
             f"{1e3 * total / len(samples):.3f} ms, {quantiles}")
 
 
+# ---------------------------------------------------------------------- threads
+
+
+def start_thread(target: Callable[..., None], args: tuple[Any, ...], name: str,
+                 threads: int = 1) -> threading.Thread:
+    """Start a daemon thread whose torch ops use ``threads`` intra-op threads; every other
+    thread keeps its own count, and threads started later the caller's.
+
+    Why one by default: each thread that runs parallel torch ops keeps its own OpenMP
+    team, and once the teams together outnumber the cores, libgomp has idle team
+    threads sleep instead of spin, so every small parallel op of *every* thread pays a
+    wake-up. On the 2-core machine a live worker with a second team made the host's
+    64x64 matmul 10-20x slower (7 us to 80-150 us) for as long as the worker lived, the
+    user's eager code included; a one-thread worker creates no team. (torch's own
+    DataLoader workers run one thread each too.)"""
+    if threads < 1:
+        raise LazyError(f"device_threads={threads}: a thread needs at least 1 intra-op thread")
+    ready = threading.Event()
+    caller = torch.get_num_threads()  # initialises the caller's count, so it keeps it
+
+    def run(*a: Any) -> None:
+        # a thread's first use of the count sets it from the shared default (which the
+        # caller restores below); after that, set_num_threads sets this thread's own
+        torch.get_num_threads()
+        torch.set_num_threads(threads)
+        ready.set()
+        target(*a)
+
+    thread = threading.Thread(target=run, args=args, name=name, daemon=True)
+    thread.start()
+    ready.wait()
+    # ``set_num_threads`` also sets the count that threads started from now on take
+    torch.set_num_threads(caller)
+    return thread
+
+
 # ---------------------------------------------------------------------- execution jobs
 
 
@@ -169,16 +205,16 @@ def diagnose(graph: TraceGraph, args: list[torch.Tensor], error: BaseException) 
 
 
 class Worker:
-    """Runs jobs in order on one thread. ``submit`` returns once the job's Python-side
-    preparation is done, so tracing the next step does not fight it for the GIL."""
+    """Runs jobs in order on one thread, whose torch ops use ``threads`` intra-op threads
+    (:func:`start_thread`). ``submit`` returns once the job's Python-side preparation is
+    done, so tracing the next step does not fight it for the GIL."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, threads: int = 1) -> None:
         self.metrics = metrics
         self._jobs: list[Job] = []
         self._cond = threading.Condition()
         self._stopping = False
-        self._thread = threading.Thread(target=self._loop, name="mncore-worker", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._loop, (), "mncore-worker", threads)
         self._last: Future[None] | None = None
         # device-busy intervals, for the benchmarks' idle fractions
         self.busy: deque[tuple[float, float]] = deque(maxlen=10_000)

@@ -264,3 +264,47 @@ def test_training_then_exiting_is_always_clean() -> None:
         runs = list(pool.map(lambda _: run_python(TRAIN_AND_EXIT), range(30)))
     failed = [(r.returncode, r.stderr[-500:]) for r in runs if r.returncode != 0]
     assert not failed, f"{len(failed)} of 30 runs failed: {failed[:3]}"
+
+
+@pytest.mark.parametrize("device_threads", [1, 2])
+def test_the_worker_keeps_its_threads_to_itself(device_threads: int) -> None:
+    """The worker runs its graphs with ``device_threads`` intra-op threads, while the
+    caller and threads started later keep theirs; with one, its parallel ops start no
+    OpenMP team (whose sleeping threads made every small parallel op of the host 10x
+    slower once threads outnumbered cores)."""
+    done = run_python(f"""
+        import os, threading
+        import torch, torch_mncore
+        from mncore_ir.frontends import lazy_runtime
+
+        def os_threads():  # not Python's (a compile's progress display may start one)
+            return len(os.listdir("/proc/self/task")) - threading.active_count()
+
+        torch.set_num_threads(2)
+        host = torch.randn(512, 512)
+        host @ host + 1  # the caller's team, before counting
+        torch_mncore.init("cpu", device_threads={device_threads})
+        x = host.mncore()  # a step whose ops run in parallel
+        before = os_threads()
+        seen = []
+        y = (x @ x).relu().sum(0)
+        torch_mncore.sync(wait=True)
+        graph, step = lazy_runtime.runtime().last
+        run = step.run
+        step.run = lambda args: (seen.append(torch.get_num_threads()), run(args))[1]
+        y = (x @ x).relu().sum(0)
+        torch_mncore.sync(wait=True)
+        later = []
+        thread = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
+        thread.start(); thread.join()
+        print(seen[0], torch.get_num_threads(), later[0], os_threads() - before)
+        """)
+    assert done.returncode == 0, done.stderr
+    worker, caller, later, new_threads = map(int, done.stdout.split())
+    assert (worker, caller, later) == (device_threads, 2, 2)
+    assert new_threads == device_threads - 1  # the worker's own team, if it has one
+
+
+def test_a_worker_needs_a_thread() -> None:
+    with pytest.raises(torch_mncore.LazyError, match=r"device_threads=0: .* at least 1"):
+        torch_mncore.init("cpu", device_threads=0)

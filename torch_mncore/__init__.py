@@ -126,7 +126,7 @@ __all__ = [
 
 
 def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bool = True,
-         gate: bool = True, host_fallback: bool = True) -> None:
+         gate: bool = True, host_fallback: bool = True, device_threads: int = 1) -> None:
     """Select the device that runs compiled graphs.
 
     ``device``: ``"cpu"`` (generated torch CPU code, the default), ``"interp"`` (the
@@ -142,13 +142,18 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     runs eagerly on the host, in the parts of the step it needs, counted as
     ``CpuFallback::<op>``; ``False`` makes it a :class:`LazyError` naming the op and
     line instead (``MNCORE_DEBUG=1`` lists the host ops and why).
+    ``device_threads``: the intra-op threads of the worker thread that runs graphs
+    asynchronously (default 1). More speed up large graphs on the host devices, but
+    while the worker lives, the host's own small parallel ops (the user's eager code)
+    slow down wherever the threads outnumber the cores: OpenMP's idle threads then
+    sleep, and each parallel op pays a wake-up.
 
     Call it before anything else uses the device: ``sync()``, ``.mncore()`` and the rest
     raise :class:`LazyError` until then. Calling it again switches device: what was
     traced is first run on the old device and waited for, so tensors keep their values;
     if that fails, the error is raised and the device is not switched.
     """
-    _rt.init(device, implicit_sync, asynchronous, gate, host_fallback)
+    _rt.init(device, implicit_sync, asynchronous, gate, host_fallback, device_threads)
 
 
 def init_cpu(**options: Any) -> None:
