@@ -244,7 +244,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--overlap-width", type=int, default=256)
+    parser.add_argument("--overlap-width", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
     args = parser.parse_args()
