@@ -143,7 +143,7 @@ def init(device: str = "cpu", implicit_sync: str | None = None, asynchronous: bo
     ``CpuFallback::<op>``; ``False`` makes it a :class:`LazyError` naming the op and
     line instead (``MNCORE_DEBUG=1`` lists the host ops and why).
     ``device_threads``: the intra-op threads of the worker thread that runs graphs
-    asynchronously (default 1). More speed up large graphs on the host devices, but
+    asynchronously (default 1). More threads speed up large graphs on the host devices, but
     while the worker lives, the host's own small parallel ops (the user's eager code)
     slow down wherever the threads outnumber the cores: OpenMP's idle threads then
     sleep, and each parallel op pays a wake-up.
