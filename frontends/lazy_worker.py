@@ -141,12 +141,11 @@ def start_thread(target: Callable[..., None], args: tuple[Any, ...], name: str,
     thread keeps its own count, and threads started later the caller's.
 
     Why one by default: each thread that runs parallel torch ops keeps its own OpenMP
-    team, and once the teams together outnumber the cores, libgomp has idle team
-    threads sleep instead of spin, so every small parallel op of *every* thread pays a
-    wake-up. On the 2-core machine a live worker with a second team made the host's
-    64x64 matmul 10-20x slower (7 us to 80-150 us) for as long as the worker lived, the
-    user's eager code included; a one-thread worker creates no team. (torch's own
-    DataLoader workers run one thread each too.)"""
+    team. On the 2-core machine a live worker with a second team made the host's 64x64
+    matmul 10-20x slower (7 us to 80-190 us) for as long as the worker lived, the user's
+    eager code included (most likely libgomp's idle threads sleeping once the teams
+    outnumber the cores, so each small parallel op pays a wake-up); a one-thread worker
+    creates no team. (torch's own DataLoader workers run one thread each too.)"""
     if threads < 1:
         raise LazyError(f"device_threads={threads}: a thread needs at least 1 intra-op thread")
     ready = threading.Event()
