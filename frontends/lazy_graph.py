@@ -44,49 +44,51 @@ _VALUES = (Node, DeviceData, Scalar)
 
 def cut(outputs: Sequence[Any]) -> TraceGraph:
     """Collect the nodes ``outputs`` depend on, in topological order, and their
-    structure (one pass, iterative: traces are long)."""
+    structure (one pass, iterative: traces are long). Each node is walked through its
+    ``operands``, collected when it was recorded: a step's sync walks every node."""
     index: dict[int, int] = {}
     nodes: list[Node] = []
     inputs: list[DeviceData | Scalar] = []
     parts: list[Any] = []
 
     def ref(v: Any) -> Any:
-        if isinstance(v, _VALUES):
-            return index[id(v)]
-        if isinstance(v, Item):
+        if type(v) is Item:
             return (index[id(v.node)], v.index)
-        if isinstance(v, list | tuple):
-            return tuple(ref(x) for x in v)
-        return None
+        return index[id(v)]
 
-    stack: list[tuple[Any, bool]] = [(v, False) for v in reversed(outputs)]
+    values: list[Any] = []
+    _flatten(outputs, values)
+    stack: list[Any] = values[::-1]
     while stack:
-        x, done = stack.pop()
-        if isinstance(x, Item):
+        x = stack.pop()
+        kind = type(x)
+        if kind is tuple:  # (node,): its operands are done
+            node = x[0]
+            index[id(node)] = len(nodes)
+            nodes.append(node)
+            parts.append((node.key, tuple([ref(o) for o in node.operands])))
+            continue
+        if kind is Item:
             x = x.node
-        elif isinstance(x, list | tuple):
-            stack.extend((y, False) for y in reversed(x))
+        if id(x) in index:
             continue
-        if not isinstance(x, _VALUES) or id(x) in index:
-            continue
-        if isinstance(x, DeviceData):
+        if kind is DeviceData or kind is Scalar:
             index[id(x)] = -1 - len(inputs)
             inputs.append(x)
-            parts.append((x.shape, x.dtype))
-        elif isinstance(x, Scalar):
-            index[id(x)] = -1 - len(inputs)
-            inputs.append(x)
-            parts.append(x.dtype)
-        elif done:
-            index[id(x)] = len(nodes)
-            nodes.append(x)
-            parts.append((x.key, ref(x.args), ref(tuple(x.kwargs.values()))))
+            parts.append((x.shape, x.dtype) if kind is DeviceData else x.dtype)
         else:
-            stack.append((x, True))
-            stack.extend((a, False) for a in reversed(x.args))
-            stack.extend((a, False) for a in x.kwargs.values())
-    parts.append(ref(list(outputs)))
+            stack.append((x,))
+            stack.extend(x.operands[::-1])
+    parts.append(tuple(ref(v) for v in values))
     return TraceGraph(nodes, inputs, list(outputs), tuple(parts))
+
+
+def _flatten(outputs: Any, into: list[Any]) -> None:
+    for v in outputs:
+        if isinstance(v, list | tuple):
+            _flatten(v, into)
+        elif isinstance(v, (*_VALUES, Item)):
+            into.append(v)
 
 
 def replay(graph: TraceGraph, leaves: Sequence[Any],

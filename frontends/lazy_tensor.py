@@ -100,10 +100,16 @@ class Node:
     where: str = ""
     key: Any = None
     """The op with its inputs' signatures and constant arguments (see ``node_key``)."""
+    operands: tuple[Any, ...] = ()
+    """The graph values among ``args`` and ``kwargs``, in order (what a cut walks)."""
 
     def __post_init__(self) -> None:
         if self.key is None:
             self.key = node_key(self.op, self.args, self.kwargs)
+        operands: list[Any] = []
+        _collect_values(self.args, operands)
+        _collect_values(self.kwargs.values(), operands)
+        self.operands = tuple(operands)
 
 
 @dataclass(eq=False, slots=True)
@@ -113,6 +119,19 @@ class Item:
     node: Node
     index: int
     meta: Any = None
+
+
+def _collect_values(args: Any, into: list[Any]) -> None:
+    """Append the graph values (nodes, their items, buffers, hoisted scalars) in
+    ``args``, looking into lists and tuples."""
+    for a in args:
+        if isinstance(a, _GRAPH_VALUES):
+            into.append(a)
+        elif isinstance(a, list | tuple):
+            _collect_values(a, into)
+
+
+_GRAPH_VALUES = (Node, Item, DeviceData, Scalar)
 
 
 @dataclass(eq=False, slots=True)

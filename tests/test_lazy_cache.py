@@ -206,6 +206,32 @@ def test_no_two_steps_share_a_graph_unless_eager_agrees(
             a.nan_to_num(), b.nan_to_num()), pair
 
 
+FLOWS: dict[str, Callable[..., torch.Tensor]] = {
+    "a*b+a": lambda a, b, c: a * b + a,
+    "a*b+b": lambda a, b, c: a * b + b,
+    "a*a+b": lambda a, b, c: a * a + b,
+    "(a+b)*c": lambda a, b, c: (a + b) * c,
+    "(a+c)*b": lambda a, b, c: (a + c) * b,
+    "cat(a,b)": lambda a, b, c: torch.cat([a, b]),
+    "cat(b,a)": lambda a, b, c: torch.cat([b, a]),
+    "max-indices": lambda a, b, c: a.max(dim=0)[1].float() + b[0],
+    "max-values": lambda a, b, c: a.max(dim=0)[0] + b[0],
+}
+
+
+def test_steps_that_differ_only_in_how_values_flow_have_their_own_graphs() -> None:
+    """The same ops on the same shapes, wired differently (which input an op reads, the
+    order of a list operand, which output of a multi-output op is used), one step after
+    another: each gives eager's result, so none ran another's graph. (``cat(a,b)`` and
+    ``cat(b,a)`` may share one: the same graph with its inputs bound the other way.)"""
+    g = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randn(3, 4, generator=g) for _ in range(3))
+    for _ in range(2):  # the second round: every graph is in the cache
+        for name, fn in FLOWS.items():
+            got = lazy(fn, a, b, c)
+            torch.testing.assert_close(got, fn(a, b, c), rtol=0, atol=0, msg=name)
+
+
 # ---------------------------------------------------------------------- the disk cache
 
 
