@@ -258,6 +258,33 @@ def test_conversion_names_the_kinds_it_cannot_lower() -> None:
         apply_pipeline(module, "convert-task-to-mncore,mncore-schedule")
 
 
+def test_values_named_alike_become_uniquely_named_tensors() -> None:
+    """Kernel values can share a name hint (the lazy runtime names the copies of a
+    step's parts alike); the program's tensors are symbols, so they are made unique as
+    the printer makes SSA names, and the program verifies and runs."""
+    module = parse_module(make_context(), """
+    func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>, %buffer0: tensor<4xf32>)
+        -> (tensor<4xf32>, tensor<4xf32>) {
+      %c = graph.add %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      %d = graph.mul %c, %buffer0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      %e = graph.mul %d, %d : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+      func.return %d, %e : tensor<4xf32>, tensor<4xf32>
+    }""", "m.mlir")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore}")
+    kernel = find_kernel(module)
+    for v in (*kernel.inputs, *kernel.outputs):
+        v.name_hint = "x" if v.name_hint != "buffer0" else v.name_hint
+    apply_pipeline(module, "convert-task-to-mncore{machine=tiny},mncore-schedule")
+    program = find_program(module)
+    names = [op.sym_name.data for op in program.body.block.ops if isinstance(op, m.TensorOp)]
+    assert names[:6] == ["x", "x_1", "buffer0_1", "x_2", "x_3"][:len(names[:6])], names
+    assert len(set(names)) == len(names), names
+    a, b, w = (np.arange(4, dtype=np.float32) + k for k in range(3))
+    d, e = simulate(find_program(module), [a, b, w])[0]
+    np.testing.assert_array_equal(d, (a + b) * w)
+    np.testing.assert_array_equal(e, ((a + b) * w) ** 2)
+
+
 def matmul_module(batch: int, rows: int, depth: int, cols: int) -> ModuleOp:
     return parse_module(make_context(), f"""
     func.func @main(%a: tensor<{batch}x{rows}x{depth}xf32>, %b: tensor<{batch}x{depth}x{cols}xf32>)

@@ -121,18 +121,30 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
 
 
 def tensors(e: Emitter, kernel: t.KernelOp) -> list[m.TensorOp]:
-    """The program's inputs, outputs and constants where ``e`` placed them."""
+    """The program's inputs, outputs and constants where ``e`` placed them, each named
+    after its value, made unique as the printer does (values of one kernel can share a
+    name hint: a step cut into parts names several copies alike)."""
     out, names = [], iter(range(1 << 30))
+    taken = {"constant_pool"} | {f"buffer{i}" for i in range(len(e.dram))}
+
+    def unique(hint: str) -> StringAttr:
+        name, n = hint, 0
+        while name in taken:
+            n += 1
+            name = f"{hint}_{n}"
+        taken.add(name)
+        return StringAttr(name)
+
     for role, group in (("input", kernel.inputs), ("output", kernel.outputs)):
         for v in group:
             out.append(m.TensorOp.create(properties={
-                "sym_name": StringAttr(v.name_hint or f"{role}{next(names)}"),
+                "sym_name": unique(v.name_hint or f"{role}{next(names)}"),
                 "role": StringAttr(role), "at": m.ref("dram", e.dram[v]),
                 "type": TensorType(element(v), shape(v))}))
     for op in kernel.body.block.ops:
         if isinstance(op, t.ConstantOp):
             out.append(m.TensorOp.create(properties={
-                "sym_name": StringAttr(op.result.name_hint or f"const{next(names)}"),
+                "sym_name": unique(op.result.name_hint or f"const{next(names)}"),
                 "role": StringAttr("constant"),
                 "at": m.ref("dram", e.dram[op.result]), "value": op.value,
                 "type": op.value.get_type()}))
