@@ -7,9 +7,11 @@
     time and device idle fraction, synchronous, asynchronous without the gate, and
     asynchronous with the gate (tracing waits until the worker has prepared its inputs);
 (c) the seed's MLP width sweep (4 layers, batch 64): the lazy loop's and
-    ``torch.compile(backend="mncore")``'s step times divided by calling the compiled
-    executable directly on new inputs (no tracing), every thread with one intra-op
-    thread, so that the ratios measure tracing and dispatch rather than thread counts;
+    ``torch.compile(backend="mncore")``'s step times (also with Dynamo's
+    ``trace_autograd_ops``: forward and backward as one graph) divided by calling the
+    compiled executable directly on new inputs (no tracing), every thread with one
+    intra-op thread, so that the ratios measure tracing and dispatch rather than
+    thread counts;
 (d) the host's own small parallel op (a 64x64 matmul, two intra-op threads) while the
     device's worker thread lives, with one intra-op thread (the default) and with two.
 """
@@ -22,6 +24,7 @@ import time
 from collections.abc import Callable
 
 import torch
+import torch._dynamo
 import torch.nn.functional as F
 from torch import nn
 
@@ -186,18 +189,22 @@ def direct_step(width: int, steps: int, batch: int = 64) -> float:
     return statistics.mean(times)
 
 
-def compiled_loop(width: int, steps: int, batch: int = 64) -> float:
+def compiled_loop(width: int, steps: int, batch: int = 64,
+                  trace_autograd_ops: bool = False) -> float:
     """Mean step time of ``torch.compile(step, backend="mncore")`` on host tensors (the
     same model and optimizer): Dynamo's guards, then the device's graphs (forward,
-    backward, the optimizer's step)."""
+    backward, the optimizer's step; with Dynamo's ``trace_autograd_ops``, forward and
+    backward in one graph)."""
+    torch._dynamo.reset()
     step, data = training(width, steps + 3, batch, lazy=False)
     compiled = torch.compile(step, backend="mncore")
-    for x, y in data[:3]:  # capture, compile (the optimizer's second step recompiles)
-        compiled(x, y)
-    start = time.perf_counter()
-    for x, y in data[3:]:
-        compiled(x, y)
-    return (time.perf_counter() - start) / steps
+    with torch._dynamo.config.patch(trace_autograd_ops=trace_autograd_ops):
+        for x, y in data[:3]:  # capture, compile (the optimizer's second step recompiles)
+            compiled(x, y)
+        start = time.perf_counter()
+        for x, y in data[3:]:
+            compiled(x, y)
+        return (time.perf_counter() - start) / steps
 
 
 def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
@@ -209,16 +216,19 @@ def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
     torch.set_num_threads(1)
     for width in widths:
         n = steps if width < 2048 else max(3, steps // 10)
-        lazy_times, direct_times, compiled_times = [], [], []
+        lazy_times, direct_times, compiled_times, one_graph_times = [], [], [], []
         for _ in range(rounds):
             lazy_times.append(lazy_loop(width, n)[0])
             direct_times.append(direct_step(width, n))
             compiled_times.append(compiled_loop(width, n))
+            one_graph_times.append(compiled_loop(width, n, trace_autograd_ops=True))
         lazy, direct = statistics.median(lazy_times), statistics.median(direct_times)
         compiled = statistics.median(compiled_times)
-        print(f"    w={width:5d}  lazy {1e3 * lazy:9.2f} ms  torch.compile "
-              f"{1e3 * compiled:9.2f} ms  direct {1e3 * direct:9.2f} ms  lazy/direct "
-              f"{lazy / direct:5.2f}x  compile/direct {compiled / direct:5.2f}x")
+        one_graph = statistics.median(one_graph_times)
+        print(f"    w={width:5d}  lazy {1e3 * lazy:8.2f} ms  torch.compile "
+              f"{1e3 * compiled:8.2f} ms  (one fw+bw graph {1e3 * one_graph:8.2f} ms)  "
+              f"direct {1e3 * direct:8.2f} ms  lazy/direct {lazy / direct:5.2f}x  "
+              f"compile/direct {compiled / direct:5.2f}x ({one_graph / direct:5.2f}x)")
     torch.set_num_threads(host_threads)
 
 
@@ -247,14 +257,20 @@ def main() -> None:
     parser.add_argument("--overlap-width", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    parser.add_argument("--only", choices=("a", "b", "c", "d"), nargs="+",
+                        default=["a", "b", "c", "d"], help="the parts to run")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     alone = host_matmul_us()  # before any worker thread
     torch_mncore.init("cpu", implicit_sync="error")
-    trace_cost(args.repeats)
-    overlap_table(args.overlap_width, args.steps, args.rounds)
-    width_sweep(args.widths, args.steps, args.rounds)
-    host_threads(alone)
+    if "a" in args.only:
+        trace_cost(args.repeats)
+    if "b" in args.only:
+        overlap_table(args.overlap_width, args.steps, args.rounds)
+    if "c" in args.only:
+        width_sweep(args.widths, args.steps, args.rounds)
+    if "d" in args.only:
+        host_threads(alone)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,44 @@ def test_training_steps_match_eager(device: str) -> None:
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
 
 
+@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+def test_forward_and_backward_in_one_graph_with_trace_autograd_ops(device: str) -> None:
+    """With Dynamo's ``trace_autograd_ops`` it traces ``loss.backward()`` into the
+    step's graph: forward and backward reach the device as one graph (no backward
+    graph, no resumption after ``backward()``), and the steps still match eager."""
+    torch_mncore.init(device)
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    ours, theirs = _mlp(), _mlp()
+    theirs.load_state_dict(ours.state_dict())
+    our_opt, their_opt = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+                          for m in (ours, theirs))
+    def step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
+             y: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        value = loss.detach()  # before backward(): a loss live past it keeps two graphs
+        loss.backward()
+        optimizer.step()
+        return value
+
+    compiled = torch.compile(step, backend="mncore")
+    with torch._dynamo.config.patch(trace_autograd_ops=True):
+        for _ in range(3):
+            x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
+            torch.testing.assert_close(compiled(ours, our_opt, x, y),
+                                       _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    for p in ours.parameters():
+        assert p.grad is not None  # backward() accumulated into .grad, as in eager
+    counters = torch_mncore.counters()
+    # the step's graph (forward, backward) and the optimizer's, twice (its first step
+    # creates the momentum buffers): no separate backward graph
+    assert counters["DynamoCompiles"] == 3, counters
+    assert not [k for k in counters if k.startswith("DynamoFallback")], counters
+
+
 def test_a_graph_the_device_cannot_take_runs_eagerly() -> None:
     torch_mncore.init("cpu")
     torch_mncore.reset_metrics()
