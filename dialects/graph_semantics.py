@@ -49,8 +49,10 @@ class OpSemantics:
     ``alu`` is None, a target without a native kernel uses ``decompose``. ``composite``
     ops are expanded by ``graph-decompose``; ``convolution`` ops (as matrix products)
     by ``graph-decompose{convolutions=true}``, for a target whose fast path is its
-    matrix unit; the other decompositions are the recipes of targets that lack an
-    instruction.
+    matrix unit, and ``lookup`` ops (embedding, accumulating index_put: one-hot matrix
+    products) by ``graph-decompose{lookups=true}``; the other decompositions are the
+    recipes of targets that lack an instruction. A decomposition may return None: not
+    for this op's types or attributes (the op stays).
     """
 
     reference: Reference | None
@@ -62,6 +64,7 @@ class OpSemantics:
     decompose: Decomposition | None = None
     composite: bool = False
     convolution: bool = False
+    lookup: bool = False
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Reference:
@@ -230,9 +233,10 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
     g.ConcatOp: OpSemantics(ref.concat, "torch.cat({inputs}, {dim})", flops=reads_per_output),
     # --- indexing
     g.EmbeddingOp: OpSemantics(ref.embedding, "torch.embedding({0}, {1})",
-                               flops=gathers_per_output),
+                               flops=gathers_per_output, decompose=dec.embedding,
+                               lookup=True),
     g.IndexPutOp: OpSemantics(ref.index_put, "torch.index_put({0}, ({1},), {2}, {accumulate})",
-                              flops=reads_per_output),
+                              flops=reads_per_output, decompose=dec.index_put, lookup=True),
     g.GatherOp: OpSemantics(ref.gather, "torch.gather({0}, {dim}, {1})",
                             flops=gathers_per_output),
     g.ScatterOp: OpSemantics(ref.scatter, "torch.scatter({0}, {dim}, {1}, {2})",
@@ -316,5 +320,7 @@ def decomposed(op: Operation) -> tuple[Block, list[SSAValue]] | None:
     copy = op.clone(value_mapper=dict(zip(op.operands, scratch.args, strict=True)))
     scratch.add_op(copy)
     results = entry.decompose(Builder(InsertPoint.before(copy)), copy)
+    if results is None:  # not for this op's types
+        return None
     scratch.erase_op(copy)
     return scratch, results

@@ -260,3 +260,62 @@ def layer_norm_backward(b: Builder, op: g.LayerNormBackwardOp) -> list[SSAValue]
     grad_bias = e(g.SumOp(grad, dims=lead))
     return [grad_input, grad_weight, grad_bias]
 
+
+
+# --------------------------------------------------------------------------- lookups
+
+
+def _one_hot(e: Insert, indices: SSAValue, rows: int, like: Attribute, wrap: bool,
+             transposed: bool = False) -> SSAValue:
+    """``[n, rows]`` (``transposed``: ``[rows, n]``), in the element type ``like``: row
+    ``i`` is 1 at ``indices.flat[i]`` (with ``wrap``, a negative index counts from the
+    end), else 0."""
+    n = math.prod(g.shape_of(indices))
+    typ = g.element_type_of(indices)
+    column, row = ([1, n], [rows, 1]) if transposed else ([n, 1], [1, rows])
+    flat = e(g.ReshapeOp(indices, column))
+    positions = e(g.ConstantOp(DenseIntOrFPElementsAttr.from_list(
+        g.tensor(row, typ), list(range(rows)))))
+    hits = e(g.EqOp(flat, positions))
+    if wrap:
+        count = e(g.ConstantOp(DenseIntOrFPElementsAttr.from_list(g.tensor((), typ), [rows])))
+        hits = e(g.OrOp(hits, e(g.EqOp(flat, e(g.SubOp(positions, count))))))
+    return e(g.ConvertOp(hits, like))
+
+
+def embedding(b: Builder, op: g.EmbeddingOp) -> list[SSAValue] | None:
+    """``weight[indices]`` as ``one_hot(indices) @ weight``, for a machine whose matrix
+    unit is its fast path (a lane per output comparing its index with every row is
+    ``rows`` instructions a wave). Each output is one product ``w * 1`` plus zeros:
+    exact for finite ``w``; a non-finite value in a column makes that column NaN for
+    every index (``0 * inf``), where the lookup gives it only to its row's. f32 only."""
+    weight, indices = op.weight, op.indices
+    if g.element_type_of(weight) != g.f32:
+        return None
+    e = Insert(b, weight)
+    rows, width = g.shape_of(weight)
+    lead = list(g.shape_of(indices))
+    product = e(g.MatmulOp(_one_hot(e, indices, rows, g.f32, wrap=False), weight))
+    return [e(g.ReshapeOp(product, [*lead, width]))]
+
+
+def index_put(b: Builder, op: g.IndexPutOp) -> list[SSAValue] | None:
+    """``input.index_put_((indices,), values, accumulate=True)`` as ``input +
+    one_hot(indices)^T @ values``: each row adds its occurrences' values (summed in
+    another order than torch's, so repeated rows may round differently). Only
+    accumulation (a write keeps the last occurrence, which no product says), f32,
+    values of the full shape."""
+    x, indices, values = op.input, op.indices, op.values
+    shape = list(g.shape_of(x))
+    n = math.prod(g.shape_of(indices))
+    if (not op.accumulate.value.data or g.element_type_of(x) != g.f32
+            or list(g.shape_of(values)) != [*g.shape_of(indices), *shape[1:]]):
+        return None
+    e = Insert(b, x)
+    width = math.prod(shape[1:])
+    one_hot = _one_hot(e, indices, shape[0], g.f32, wrap=True, transposed=True)
+    flat = e(g.ReshapeOp(values, [n, width])) if [n, width] != list(
+        g.shape_of(values)) else values
+    added = e(g.MatmulOp(one_hot, flat))  # [rows, width]
+    return [e(g.AddOp(x, e(g.ReshapeOp(added, shape)) if shape != [shape[0], width]
+                      else added))]

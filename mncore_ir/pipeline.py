@@ -29,9 +29,11 @@ from mncore_ir.registry import get_all_dialects, get_all_passes
 GRAPH_PIPELINE = "canonicalize,cse,graph-decompose,canonicalize,cse,dce,graph-fuse-elementwise"
 
 #: The mncore device's graph pipeline: convolutions become matrix products of their
-#: windows (the MAU is MN-Core's fast path; a lane per output walking its window is not).
+#: windows, and embeddings and their gradients products with one-hot matrices (the MAU
+#: is MN-Core's fast path; a lane per output walking its window, or comparing its index
+#: with every row, is not).
 MNCORE_GRAPH_PIPELINE = GRAPH_PIPELINE.replace("graph-decompose",
-                                               "graph-decompose{convolutions=true}")
+                                               "graph-decompose{convolutions=true lookups=true}")
 
 #: The triton device's graph pipeline: convolutions become matrix products too (its
 #: matmul tasks are tiled over the whole grid and use ``tl.dot``; a direct convolution

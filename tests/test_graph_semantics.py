@@ -12,7 +12,7 @@ import pytest
 import torch
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import Float64Type, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -209,6 +209,14 @@ CASES: dict[str, tuple[list[Attribute], Build, Callable[[], list[np.ndarray]]]] 
     "layer_norm_backward": ([T3, T3, STATS, STATS, W],
                             lambda a: g.LayerNormBackwardOp(*a, normalized_dims=1),
                             _layer_norm_backward_inputs),
+    "embedding": ([g.tensor((10, 3)), g.tensor((2, 4), g.i64)],
+                  lambda a: g.EmbeddingOp(a[0], a[1]),
+                  lambda: [_floats(10, 3), np.array([[0, 9, 3, 3], [9, 1, 0, 3]])]),
+    "index_put-accumulate": ([g.tensor((6, 2, 3)), g.tensor((5,), g.i64),
+                              g.tensor((5, 2, 3))],
+                             lambda a: g.IndexPutOp(*a, accumulate=True),
+                             lambda: [_floats(6, 2, 3), np.array([0, 5, -1, 2, 0]),
+                                      _floats(5, 2, 3)]),
 }
 
 
@@ -251,6 +259,34 @@ def test_reference_torch_and_decomposition_agree(case: str) -> None:
         assert nat.dtype == torch.from_numpy(ref).dtype and dec.dtype == ref.dtype
         np.testing.assert_allclose(nat.numpy(), ref, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(dec, ref, rtol=1e-5, atol=atol)
+
+
+def test_lookups_stay_where_a_product_cannot_say_them() -> None:
+    """An index_put that writes (the last occurrence wins) and an f64 embedding keep
+    their ops; ``lookups=false`` (the default) keeps every lookup."""
+    cases = [([g.tensor((6, 3)), g.tensor((4,), g.i64), g.tensor((4, 3))],
+              lambda a: g.IndexPutOp(*a, accumulate=False)),
+             ([g.tensor((6, 3), Float64Type()), g.tensor((4,), g.i64)],
+              lambda a: g.EmbeddingOp(a[0], a[1])),
+             ([g.tensor((6, 3)), g.tensor((4,), g.i64)], lambda a: g.EmbeddingOp(a[0], a[1]))]
+    for i, (types, build) in enumerate(cases):
+        module, op = _module(types, build)
+        GraphDecomposePass(lookups=i < 2).apply(Context(), module)
+        assert any(isinstance(o, type(op)) for o in module.walk()), op.name
+
+
+def test_an_embedding_as_a_product_spreads_a_non_finite_weight_over_its_column() -> None:
+    """The documented difference of ``lookups=true``: ``0 * inf`` is NaN, so a non-finite
+    weight reaches every index's output in its column (the lookup: only its row's)."""
+    module, _ = _module([g.tensor((3, 2)), g.tensor((2,), g.i64)],
+                        lambda a: g.EmbeddingOp(a[0], a[1]))
+    weight = np.array([[1, 2], [np.inf, 4], [5, 6]], np.float32)
+    indices = np.array([0, 2])
+    (looked_up,) = run_function(module, [weight, indices])
+    GraphDecomposePass(lookups=True).apply(Context(), module)
+    (product,) = run_function(module, [weight, indices])
+    np.testing.assert_array_equal(looked_up, [[1, 2], [5, 6]])
+    np.testing.assert_array_equal(product, [[np.nan, 2], [np.nan, 6]])
 
 
 def test_erf_decomposition_is_abramowitz_stegun() -> None:

@@ -47,3 +47,18 @@ def test_float32(device: str, op: opinfo.OpInfo) -> None:
 @pytest.mark.parametrize("op", BF16_OPS, ids=opinfo.op_name)
 def test_bfloat16(device: str, op: opinfo.OpInfo) -> None:
     check(opinfo.run_op(op, torch.bfloat16, samples=1), device, torch.bfloat16)
+
+
+def test_a_low_precision_result_is_judged_against_the_exact_one_when_eager_is_off() -> None:
+    """A bf16 result that misses eager's passes only where it is as close to the f64
+    result as eager's is (eager's kernels round differently by CPU)."""
+    op = next(o for o in opinfo.op_db if o.name == "mul")
+    sample = next(iter(op.sample_inputs("cpu", torch.bfloat16, requires_grad=False)))
+    args = (sample.input, *sample.args)
+    exact = op(*(a.double() if isinstance(a, torch.Tensor) else a for a in args))
+    eager_off = (exact + 0.5).bfloat16()  # an eager result several bf16 steps off
+    closer = exact.bfloat16()
+    worse = (exact - 1.0).bfloat16()
+    atol, rtol = opinfo.tolerance(op, torch.bfloat16)
+    assert opinfo._no_worse_than_eager(op, sample, args, closer, eager_off, atol, rtol)
+    assert not opinfo._no_worse_than_eager(op, sample, args, worse, eager_off, atol, rtol)

@@ -7,9 +7,13 @@ primitives that have a decomposition (erf, tanh, sigmoid, division, sqrt, ...) a
 expanded too, down to what every target has an instruction for. With
 ``convolutions=true`` convolutions and their backward ops become matrix products of
 their windows (``im2col``), for a target whose matrix unit is its fast path (the
-``mncore`` device's and the ``triton`` device's pipelines); with ``composites=false``
-only what the other options name is expanded (the ``triton`` device keeps its fused
-softmax and layer-norm kernels).
+``mncore`` device's and the ``triton`` device's pipelines). With ``lookups=true``
+embeddings and accumulating ``index_put`` (an embedding's gradient) become products
+with one-hot matrices: a SIMD machine has no data-dependent addressing, and comparing
+each output's index with every row is a wave of instructions per row (GPT-2's 50,257
+rows: millions), where a matrix product is the MAU's fast path. With
+``composites=false`` only what the other options name is expanded (the ``triton``
+device keeps its fused softmax and layer-norm kernels).
 """
 
 from __future__ import annotations
@@ -28,19 +32,24 @@ from mncore_ir.dialects.graph_semantics import SEMANTICS
 @dataclass(frozen=True)
 class Decompose(RewritePattern):
     """Replaces an op by its decomposition: with ``composites`` the composites, with
-    ``convolutions`` the convolutions, and with ``primitives`` every op that has one."""
+    ``convolutions`` the convolutions, with ``lookups`` the lookups, and with
+    ``primitives`` every op that has one."""
 
     primitives: bool = False
     convolutions: bool = False
     composites: bool = True
+    lookups: bool = False
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         entry = SEMANTICS.get(type(op))
         if entry is None or entry.decompose is None or not (
                 (self.composites and entry.composite) or self.primitives
-                or (self.convolutions and entry.convolution)):
+                or (self.convolutions and entry.convolution)
+                or (self.lookups and entry.lookup)):
             return
-        rewriter.replace(op, [], entry.decompose(rewriter, op))
+        values = entry.decompose(rewriter, op)
+        if values is not None:  # None: not for this op's types (nothing was inserted)
+            rewriter.replace(op, [], values)
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,10 @@ class GraphDecomposePass(ModulePass):
     composites: bool = True
     """Expand composite ops (softmax, layer norm, GELU and their backward ops)."""
 
+    lookups: bool = False
+    """Also express embeddings and accumulating index_put as one-hot matrix products."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(Decompose(self.primitives, self.convolutions, self.composites),
+        PatternRewriteWalker(Decompose(self.primitives, self.convolutions, self.composites,
+                                       self.lookups),
                              apply_recursively=self.primitives).rewrite_module(op)
