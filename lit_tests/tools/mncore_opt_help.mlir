@@ -42,6 +42,7 @@
 // CHECK-NEXT: {{^}}      primitives: bool = false
 // CHECK-NEXT: {{^}}      convolutions: bool = false
 // CHECK-NEXT: {{^}}      composites: bool = true
+// CHECK-NEXT: {{^}}      lookups: bool = false
 // CHECK-NEXT: {{^}}  graph-fuse-elementwise   Fuse chains of elementwise graph ops
 // CHECK-NEXT: {{^}}      min_ops: int = 2
 // CHECK-NEXT: {{^}}  graph-unroll-steps       Run a step function several times in one function, outputs feeding inputs
