@@ -261,7 +261,6 @@ def layer_norm_backward(b: Builder, op: g.LayerNormBackwardOp) -> list[SSAValue]
     return [grad_input, grad_weight, grad_bias]
 
 
-
 # --------------------------------------------------------------------------- lookups
 
 
@@ -287,8 +286,9 @@ def embedding(b: Builder, op: g.EmbeddingOp) -> list[SSAValue] | None:
     """``weight[indices]`` as ``one_hot(indices) @ weight``, for a machine whose matrix
     unit is its fast path (a lane per output comparing its index with every row is
     ``rows`` instructions a wave). Each output is one product ``w * 1`` plus zeros:
-    exact for finite ``w``; a non-finite value in a column makes that column NaN for
-    every index (``0 * inf``), where the lookup gives it only to its row's. f32 only."""
+    exact for finite ``w``; a non-finite weight makes its column NaN in the outputs of
+    every other row's index (``0 * inf``), where the lookup gives it only to its own
+    row's. f32 only."""
     weight, indices = op.weight, op.indices
     if g.element_type_of(weight) != g.f32:
         return None

@@ -277,16 +277,17 @@ def test_lookups_stay_where_a_product_cannot_say_them() -> None:
 
 def test_an_embedding_as_a_product_spreads_a_non_finite_weight_over_its_column() -> None:
     """The documented difference of ``lookups=true``: ``0 * inf`` is NaN, so a non-finite
-    weight reaches every index's output in its column (the lookup: only its row's)."""
-    module, _ = _module([g.tensor((3, 2)), g.tensor((2,), g.i64)],
+    weight makes its column NaN for every other row's index (the lookup: only its own
+    row's output holds it, as the product also gives it there)."""
+    module, _ = _module([g.tensor((3, 2)), g.tensor((3,), g.i64)],
                         lambda a: g.EmbeddingOp(a[0], a[1]))
     weight = np.array([[1, 2], [np.inf, 4], [5, 6]], np.float32)
-    indices = np.array([0, 2])
+    indices = np.array([0, 2, 1])
     (looked_up,) = run_function(module, [weight, indices])
     GraphDecomposePass(lookups=True).apply(Context(), module)
     (product,) = run_function(module, [weight, indices])
-    np.testing.assert_array_equal(looked_up, [[1, 2], [5, 6]])
-    np.testing.assert_array_equal(product, [[np.nan, 2], [np.nan, 6]])
+    np.testing.assert_array_equal(looked_up, [[1, 2], [5, 6], [np.inf, 4]])
+    np.testing.assert_array_equal(product, [[np.nan, 2], [np.nan, 6], [np.inf, 4]])
 
 
 def test_erf_decomposition_is_abramowitz_stegun() -> None:
