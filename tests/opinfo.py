@@ -120,9 +120,11 @@ def _quiet() -> Iterator[None]:
 
 
 def run_op(op: OpInfo, dtype: torch.dtype = torch.float32, samples: int = 3,
-           repeats: int = 1) -> OpResult:
+           repeats: int = 1, against_exact: bool = True) -> OpResult:
     """Run ``samples`` of ``op``'s samples on the current device, each ``repeats``
-    times (a second run replays what the first captured), against eager."""
+    times (a second run replays what the first captured), against eager; with
+    ``against_exact``, a low-precision result that misses eager's may pass by
+    :func:`_no_worse_than_eager`."""
     result = OpResult(op_name(op))
     if _skipped_by_opinfo(op, dtype):
         return result
@@ -143,7 +145,8 @@ def run_op(op: OpInfo, dtype: torch.dtype = torch.float32, samples: int = 3,
             continue  # eager refuses it: nothing to compare
         for _ in range(repeats):
             before = _fallbacks()
-            status, message = _run_sample(op, sample, args, expected, atol, rtol)
+            status, message = _run_sample(op, sample, args, expected, atol, rtol,
+                                          against_exact)
             ran_on_host = _fallbacks() - before
             result.fallbacks.update(ran_on_host)
             if status == COMPILED and ran_on_host:
@@ -157,7 +160,7 @@ def run_op(op: OpInfo, dtype: torch.dtype = torch.float32, samples: int = 3,
 
 
 def _run_sample(op: OpInfo, sample: Any, args: tuple[Any, ...], expected: Any,
-                atol: float, rtol: float) -> tuple[str, str]:
+                atol: float, rtol: float, against_exact: bool) -> tuple[str, str]:
     try:
         with _quiet():
             torch.manual_seed(0)
@@ -174,7 +177,7 @@ def _run_sample(op: OpInfo, sample: Any, args: tuple[Any, ...], expected: Any,
         torch.testing.assert_close(got, expected, atol=atol, rtol=rtol, equal_nan=True,
                                    check_dtype=True, check_device=False)
     except AssertionError as error:
-        if _no_worse_than_eager(op, sample, args, got, expected, atol, rtol):
+        if against_exact and _no_worse_than_eager(op, sample, args, got, expected):
             return COMPILED, ""
         return MISMATCH, " ".join(str(error).split())[:300]
     except Exception as error:  # results of different structure
@@ -183,11 +186,12 @@ def _run_sample(op: OpInfo, sample: Any, args: tuple[Any, ...], expected: Any,
 
 
 def _no_worse_than_eager(op: OpInfo, sample: Any, args: tuple[Any, ...], got: Any,
-                         expected: Any, atol: float, rtol: float) -> bool:
+                         expected: Any) -> bool:
     """A low-precision result that eager's does not match may still be right: eager's
     own kernels round differently by CPU (a bf16 ``conv_transpose`` on some x86 CPUs is
-    off from the exact result by several bf16 steps). Accepted when every element is
-    as close to the exact (f64) result as eager's is, within the tolerance."""
+    off from the exact result by several bf16 steps). Accepted when its largest error
+    from the exact (f64) result is no larger than eager's: no less accurate than eager
+    (a decomposition that rounds between its ops, less accurate, still fails)."""
     if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor) or (
             got.dtype not in LOW_PRECISION or got.shape != expected.shape):
         return False
@@ -204,9 +208,11 @@ def _no_worse_than_eager(op: OpInfo, sample: Any, args: tuple[Any, ...], got: An
         return False
     if not isinstance(exact, torch.Tensor) or exact.shape != got.shape:
         return False
-    ours, theirs = (x.double() - exact for x in (got, expected))
-    return bool(((ours.abs() <= theirs.abs() + atol + rtol * exact.abs())
-                 | (ours.isnan() & theirs.isnan())).all())
+    if not torch.equal(got.isnan(), expected.isnan()):
+        return False
+    ours, theirs = ((x.double() - exact).nan_to_num(nan=0.0).abs().max()
+                    for x in (got, expected))
+    return bool(ours <= theirs)
 
 
 def sweep(ops: Iterable[OpInfo], device: str, samples: int = 3, repeats: int = 1,

@@ -46,7 +46,12 @@ def test_float32(device: str, op: opinfo.OpInfo) -> None:
 
 @pytest.mark.parametrize("op", BF16_OPS, ids=opinfo.op_name)
 def test_bfloat16(device: str, op: opinfo.OpInfo) -> None:
-    check(opinfo.run_op(op, torch.bfloat16, samples=1), device, torch.bfloat16)
+    """Listed ops are judged against eager alone: whether a differently rounded result
+    is as accurate as eager's varies with the CPU's kernels, and the list must hold on
+    every machine."""
+    listed = f"{opinfo.op_name(op)}@bfloat16" in EXPECTED_FAILURES
+    check(opinfo.run_op(op, torch.bfloat16, samples=1, against_exact=not listed), device,
+          torch.bfloat16)
 
 
 def test_a_low_precision_result_is_judged_against_the_exact_one_when_eager_is_off() -> None:
@@ -59,6 +64,5 @@ def test_a_low_precision_result_is_judged_against_the_exact_one_when_eager_is_of
     eager_off = (exact + 0.5).bfloat16()  # an eager result several bf16 steps off
     closer = exact.bfloat16()
     worse = (exact - 1.0).bfloat16()
-    atol, rtol = opinfo.tolerance(op, torch.bfloat16)
-    assert opinfo._no_worse_than_eager(op, sample, args, closer, eager_off, atol, rtol)
-    assert not opinfo._no_worse_than_eager(op, sample, args, worse, eager_off, atol, rtol)
+    assert opinfo._no_worse_than_eager(op, sample, args, closer, eager_off)
+    assert not opinfo._no_worse_than_eager(op, sample, args, worse, eager_off)
