@@ -64,38 +64,10 @@ def test_inference_matches_eager(device: str) -> None:
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
 
 
-@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
-def test_training_steps_match_eager(device: str) -> None:
-    """Forward, backward (AOTAutograd) and the optimizer's step, three times, against
-    eager; the optimizer's first step differs (its state is created), which Dynamo
-    notices by a guard and recompiles once, with the reason counted."""
-    torch_mncore.init(device)
-    torch_mncore.reset_metrics()
-    torch.manual_seed(0)
-    ours, theirs = _mlp(), _mlp()
-    theirs.load_state_dict(ours.state_dict())
-    make: Callable[[Any], torch.optim.Optimizer] = lambda p: torch.optim.SGD(  # noqa: E731
-        p, lr=0.1, momentum=0.9)
-    our_opt, their_opt = make(ours.parameters()), make(theirs.parameters())
-    compiled = torch.compile(_step, backend="mncore")
-    for _ in range(3):
-        x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
-        torch.testing.assert_close(compiled(ours, our_opt, x, y),
-                                   _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
-    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    counters = torch_mncore.counters()
-    assert counters["DynamoCompiles"] >= 3, counters  # forward, backward, optimizer
-    failures = [k for k in counters if k.startswith("DynamoGuardFailure::")]
-    assert any("self.state" in k for k in failures), counters
-    assert not [k for k in counters if k.startswith("DynamoFallback")], counters
-
-
-@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
-def test_forward_and_backward_in_one_graph_with_trace_autograd_ops(device: str) -> None:
-    """With Dynamo's ``trace_autograd_ops`` it traces ``loss.backward()`` into the
-    step's graph: forward and backward reach the device as one graph (no backward
-    graph, no resumption after ``backward()``), and the steps still match eager."""
+def _compiled_steps_match_eager(device: str, step: Callable[..., torch.Tensor]
+                                ) -> tuple[nn.Module, dict[str, int]]:
+    """Three SGD-momentum steps of ``torch.compile(step)`` on ``device`` against
+    ``_step`` in eager, losses and parameters; the compiled model and the counters."""
     torch_mncore.init(device)
     torch_mncore.reset_metrics()
     torch.manual_seed(0)
@@ -103,26 +75,49 @@ def test_forward_and_backward_in_one_graph_with_trace_autograd_ops(device: str) 
     theirs.load_state_dict(ours.state_dict())
     our_opt, their_opt = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
                           for m in (ours, theirs))
-    def step(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
-             y: torch.Tensor) -> torch.Tensor:
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        value = loss.detach()  # before backward(): a loss live past it keeps two graphs
-        loss.backward()
-        optimizer.step()
-        return value
-
     compiled = torch.compile(step, backend="mncore")
-    with torch._dynamo.config.patch(trace_autograd_ops=True):
-        for _ in range(3):
-            x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
-            torch.testing.assert_close(compiled(ours, our_opt, x, y),
-                                       _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
+    for _ in range(3):
+        x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
+        torch.testing.assert_close(compiled(ours, our_opt, x, y),
+                                   _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
     for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    return ours, dict(torch_mncore.counters())
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+def test_training_steps_match_eager(device: str) -> None:
+    """Forward, backward (AOTAutograd) and the optimizer's step, three times, against
+    eager; the optimizer's first step differs (its state is created), which Dynamo
+    notices by a guard and recompiles once, with the reason counted."""
+    _, counters = _compiled_steps_match_eager(device, _step)
+    assert counters["DynamoCompiles"] >= 3, counters  # forward, backward, optimizer
+    failures = [k for k in counters if k.startswith("DynamoGuardFailure::")]
+    assert any("self.state" in k for k in failures), counters
+    assert not [k for k in counters if k.startswith("DynamoFallback")], counters
+
+
+def _step_detached_first(model: nn.Module, optimizer: torch.optim.Optimizer,
+                         x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``_step``, its loss detached before ``backward()`` (a loss live past it keeps
+    Dynamo from tracing ``backward()`` into the step's graph)."""
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    value = loss.detach()
+    loss.backward()
+    optimizer.step()
+    return value
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+def test_forward_and_backward_in_one_graph_with_trace_autograd_ops(device: str) -> None:
+    """With Dynamo's ``trace_autograd_ops`` it traces ``loss.backward()`` into the
+    step's graph: forward and backward reach the device as one graph (no backward
+    graph, no resumption after ``backward()``), and the steps still match eager."""
+    with torch._dynamo.config.patch(trace_autograd_ops=True):
+        ours, counters = _compiled_steps_match_eager(device, _step_detached_first)
     for p in ours.parameters():
         assert p.grad is not None  # backward() accumulated into .grad, as in eager
-    counters = torch_mncore.counters()
     # the step's graph (forward, backward) and the optimizer's, twice (its first step
     # creates the momentum buffers): no separate backward graph
     assert counters["DynamoCompiles"] == 3, counters
