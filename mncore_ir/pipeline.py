@@ -48,8 +48,11 @@ TRITON_GRAPH_PIPELINE = ("canonicalize,cse,graph-decompose{composites=false conv
 #: rows (256 rows of A per L2B) over 4 units of 256 columns (the 8 L2Bs' columns; A
 #: loaded once for them), an elementwise tile one wave of lanes (4 words on each of
 #: 4096 PEs). Each task takes the whole machine, so smaller tiles only repeat each
-#: task's loads of A, its DMA set-ups and its waits.
-MNCORE_TASKS = "target=mncore collectives=false matmul_tile=256,1024 elementwise_tile=16384"
+#: task's loads of A, its DMA set-ups and its waits. Buffers are not reused at the task
+#: level: convert-task-to-mncore shares DRAM by liveness itself, and a buffer that holds
+#: one value can be a view of another (a reshape that costs no task).
+MNCORE_TASKS = ("target=mncore collectives=false matmul_tile=256,1024 elementwise_tile=16384 "
+                "reuse_buffers=false")
 
 #: What a device's pipeline or cache tag says for the machine it compiles for.
 MACHINE = "$MNCORE_MACHINE"

@@ -12,6 +12,7 @@ as exact f32 values (below 2**24); intermediates share DRAM by liveness. The pac
   integer quotients);
 * ``intervals``: integer intervals, so integers stay exact or are refused;
 * ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU;
+* ``views``: reshapes and contiguous slices placed on their source's words;
 * ``program``: one kernel's program, each task dispatched on the class of the op it
   computes.
 
@@ -55,6 +56,10 @@ class ConvertTaskToMNCorePass(ModulePass):
     """The compile budget: a kernel whose program needs more instructions is refused
     (emitting, scheduling and verifying a program takes time in proportion)."""
 
+    views: bool = True
+    """Reshapes and contiguous slices of intermediates as views of their source's DRAM
+    words, not copy tasks (``views``)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
@@ -68,5 +73,5 @@ class ConvertTaskToMNCorePass(ModulePass):
         for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
             with paused_gc():  # instructions by the hundred thousand, none garbage
                 program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
-                                        self.max_instructions)
+                                        self.max_instructions, self.views)
             Rewriter.replace_op(kernel, program)

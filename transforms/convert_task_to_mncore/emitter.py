@@ -88,18 +88,24 @@ class Emitter:
         self.check_dram(value, words, at)
         return at
 
-    def allocate(self, buffers: Sequence[SSAValue], tasks: Sequence[t.TaskOp]) -> None:
+    def allocate(self, buffers: Sequence[SSAValue], tasks: Sequence[t.TaskOp],
+                 views: dict[SSAValue, tuple[SSAValue, int]] | None = None) -> None:
         """Intermediate buffers share DRAM by liveness (from the first to the last task
-        that touches them, in kernel order): first fit among the buffers still live."""
+        that touches them, in kernel order): first fit among the buffers still live.
+        A view (``views``: its root and offset) lies on its root's words, which live
+        as long as any of their views."""
+        views = views or {}
         first: dict[SSAValue, int] = {}
         last: dict[SSAValue, int] = {}
         for i, task in enumerate(tasks):
             for v in (*task.ins, *task.outs):
+                v = views.get(v, (v, 0))[0]
                 first.setdefault(v, i)
                 last[v] = i
         base, end = self.size, 0
         live: list[tuple[int, int, int]] = []  # (first word, past the last, last task)
-        for v in sorted(buffers, key=lambda v: first.get(v, -1)):
+        for v in sorted((v for v in buffers if v not in views),
+                        key=lambda v: first.get(v, -1)):
             words = math.prod(shape(v))
             size = -(-max(words, 1) // 16) * 16
             live = [block for block in live if block[2] >= first.get(v, -1)]
@@ -113,6 +119,8 @@ class Emitter:
             end = max(end, at + size)
             self.check_dram(v, words, base + at)
         self.size = base + end
+        for v, (root, offset) in views.items():
+            self.dram[v] = self.dram[root] + offset
 
     def check_dram(self, value: SSAValue, words: int, at: int) -> None:
         if at + words > self.machine.dram_words:

@@ -36,6 +36,7 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
+from mncore_ir.transforms.convert_task_to_mncore.views import find_views
 
 #: The graph ops whose tasks are lowered (besides pointwise ``task.body``s).
 LOWERED_OPS: tuple[type[g.GraphOp], ...] = (
@@ -59,9 +60,11 @@ def _check_whole_reduction(task: t.TaskOp, op: g.ReduceOp) -> None:
 
 
 def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
-                  max_instructions: int = MAX_INSTRUCTIONS) -> m.ProgramOp:
+                  max_instructions: int = MAX_INSTRUCTIONS, use_views: bool = True
+                  ) -> m.ProgramOp:
     """The (unscheduled) program of ``kernel``: instructions in their order of meaning,
-    numbered one per step until ``mncore-schedule`` places them."""
+    numbered one per step until ``mncore-schedule`` places them. ``use_views``:
+    reshapes and contiguous slices of intermediates as views (``views``), not copies."""
     bodies = kernel.bodies()
     tasks = kernel.tasks()
     computed = [t.computation(task, bodies) for task in tasks]
@@ -91,7 +94,8 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     for v in fixed:
         e.place(v, math.prod(shape(v)))
     intervals = Intervals(kernel)
-    e.allocate(buffers, tasks)
+    views = find_views(tasks, computed, buffers) if use_views else {}
+    e.allocate(buffers, tasks, views)
     e.pool_base = e.size
     placed: list[Operation] = [*tensors(e, kernel)]
     placed += [m.BufferOp.create(properties={  # where the intermediates live
@@ -100,7 +104,9 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     for task, op in zip(tasks, computed, strict=True):
         assert isinstance(op, t.BodyOp | g.GraphOp)
         try:
-            if isinstance(op, g.MATMULS):
+            if task.outs[0] in views:  # its words are already there
+                intervals.task(task, op)
+            elif isinstance(op, g.MATMULS):
                 intervals.task(task, op)  # refuses integers
                 matmul.lower_matmul(e, task, op, matmul_kernel)
             else:
