@@ -300,10 +300,10 @@ def matmul_module(batch: int, rows: int, depth: int, cols: int) -> ModuleOp:
 @given(rows=st.integers(1, 70), depth=st.sampled_from([1, 3, 4, 8, 10, 36, 64, 72, 136]),
        cols=st.integers(1, 20), batch=st.integers(1, 2),
        tile=st.tuples(st.integers(1, 70), st.integers(1, 20)),
-       kernel=st.sampled_from(["auto", "stationary", "streaming"]))
+       kernel=st.sampled_from(["auto", "stationary", "swapped", "streaming"]))
 def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, batch: int,
                                             tile: tuple[int, int], kernel: str) -> None:
-    """Both kernels (auto picks the A-stationary one: several row blocks of 64, several
+    """Every kernel (auto picks A or B^T stationary: several row blocks of 64, several
     chunks of B's rows and column units here, K past the 64 whose matrices fit in tiny's
     LM in chunks that add to C, and K not a multiple of 4, padded with zeros)."""
     rng = np.random.default_rng(1)
@@ -350,6 +350,39 @@ def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, k
     assert blocks - {None} == l2bs
 
 
+@pytest.mark.parametrize("permuted", [False, True])
+def test_wide_short_products_keep_b_stationary(permuted: bool) -> None:
+    """C = A @ B with 8 rows and 1024 columns (a convolution's matrix product): ``auto``
+    computes C^T = B^T A^T, B^T in the PEs (as it lies for matmul_permuted, by ``mma``;
+    B's rows as the transposed matrices for matmul, by ``vmm``), A's rows streamed and C's
+    rows stored as runs: far fewer DMAs and cycles than A stationary, the same result."""
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-1, 1, (8, 27)).astype(np.float32)
+    b = rng.uniform(-1, 1, (1024, 27) if permuted else (27, 1024)).astype(np.float32)
+    btype = "tensor<1024x27xf32>" if permuted else "tensor<27x1024xf32>"
+    product = ("graph.matmul_permuted %a, %b rhs_perm = array<i64: 1, 0>" if permuted
+               else "graph.matmul %a, %b")
+    text = f"""func.func @main(%a: tensor<8x27xf32>, %b: {btype}) -> tensor<8x1024xf32> {{
+      %c = {product} : tensor<8x27xf32>, {btype} -> tensor<8x1024xf32>
+      func.return %c : tensor<8x1024xf32>
+    }}"""
+    found = {}
+    for kernel in ("stationary", "auto"):
+        module = parse_module(make_context(), text, "m.mlir")
+        apply_pipeline(module, "convert-graph-to-task{target=mncore matmul_tile=256,1024},"
+                               f"convert-task-to-mncore{{machine=mncore2 matmul_kernel={kernel}}},"
+                               "mncore-schedule")
+        program = find_program(module)
+        (out,), report = simulate(program, [a, b])
+        np.testing.assert_allclose(out, a @ (b.T if permuted else b), rtol=1e-5, atol=1e-5)
+        found[kernel] = (sum(isinstance(op, m.DmaOp) for op in program.instructions()),
+                         report.cycles, {op.kind.data for op in program.instructions()
+                                         if isinstance(op, m.MauOp)})
+    (dmas, cycles, _), (fewer, faster, mau) = found["stationary"], found["auto"]
+    assert mau == ({"mma"} if permuted else {"vmm"})
+    assert 4 * fewer < dmas and 5 * faster < 3 * cycles
+
+
 def test_masked_alu_writes_only_where_the_mask_is_set() -> None:
     """ReLU by a write mask: copy x, then write 0 where x < 0; scheduled, it runs the same."""
     text = """mncore.program @p machine "tiny" {
@@ -381,7 +414,7 @@ def test_masked_alu_writes_only_where_the_mask_is_set() -> None:
         np.testing.assert_array_equal(y, np.maximum(x, 0))
 
 
-@pytest.mark.parametrize("kernel", ["stationary", "streaming"])
+@pytest.mark.parametrize("kernel", ["stationary", "swapped", "streaming"])
 @pytest.mark.parametrize("depth", [3, 6, 7])
 def test_matmul_ignores_the_words_past_k(kernel: str, depth: int) -> None:
     """K not a multiple of 4: each row's last piece of A is read 4 words wide, the rest

@@ -13,6 +13,8 @@ program's emitter: its rings, DRAM places and instruction list.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from mncore_ir.dialects import graph as g
@@ -29,10 +31,11 @@ from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
 
 def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedOp,
                  kernel: str = "auto") -> None:
-    """The A-stationary kernel where a unit of B's rows fits in L1BM (in chunks of K
-    whose rows of A fit in LM as 4x4 matrices, each chunk adding to C), else the
+    """The stationary kernel where a unit of B's rows fits in L1BM (in chunks of K
+    whose stationary rows fit in LM as 4x4 matrices, each chunk adding to C), else the
     streaming one. B is read in place through a transpose of its last two dimensions
-    (``graph.matmul_permuted``, F.linear's weight) or as it lies."""
+    (``graph.matmul_permuted``, F.linear's weight) or as it lies. ``auto`` keeps A or
+    B^T stationary (``C^T = B^T A^T``), whichever :func:`estimate` finds faster."""
     if isinstance(op, g.MatmulPermutedOp):
         perm = list(op.rhs_perm.get_values())
         if not g.is_transpose(perm):
@@ -42,16 +45,77 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
     depth = task.reads()[0][1].sizes[-1]
     chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4  # K whose matrices fit
     fits = chunk >= 4 and stationary_width(pb, min(depth, chunk)) >= 4
-    if kernel == "stationary" and not fits:
+    if kernel in ("stationary", "swapped") and not fits:
         raise MNCoreConversionError(
-            f"convert-task-to-mncore: matmul_kernel=stationary needs room for 4 rows of B "
+            f"convert-task-to-mncore: matmul_kernel={kernel} needs room for 4 rows of B "
             f"per column in L1BM and L2BM on {pb.machine.name}")
     transposed = isinstance(op, g.MatmulPermutedOp)
     if fits and kernel != "streaming":
+        plain, swapped = (operands(pb, task, transposed, swap) for swap in (False, True))
+        faster = estimate(pb, swapped, depth) < estimate(pb, plain, depth)
+        chosen = swapped if kernel == "swapped" or (kernel == "auto" and faster) else plain
         for k_lo in range(0, depth, chunk):
-            lower_matmul_stationary(pb, task, transposed, k_lo, min(chunk, depth - k_lo))
+            lower_matmul_stationary(pb, chosen.from_k(k_lo), min(chunk, depth - k_lo))
     else:
         lower_matmul_streaming(pb, task, transposed)
+
+
+@dataclass(frozen=True)
+class Operands:
+    """A product ``O = S @ T`` as the stationary kernel walks it: ``S`` (rows x K) stays
+    in the PEs, ``T`` (K x cols) streams, each by its first DRAM word and its strides;
+    ``C = A @ B`` is ``S = A, T = B, O = C`` or, swapped, ``S = B^T, T = A^T, O = C^T``."""
+
+    rows: int
+    cols: int
+    s: tuple[int, int, int]
+    """The first word of ``S``, its stride between rows, its stride along K."""
+    t: tuple[int, int, int]
+    """The first word of ``T``, its stride along K, its stride between columns."""
+    o: tuple[int, int, int]
+    """The first word of ``O``, its stride between rows, between columns."""
+    k_lo: int = 0
+    """Where along K ``s`` and ``t`` start (after the first chunk, O is added to)."""
+
+    def from_k(self, k_lo: int) -> Operands:
+        """The same product from row ``k_lo`` of K on (of the product from 0)."""
+        (s, s_row, s_k), (t_, t_k, t_col) = self.s, self.t
+        return replace(self, s=(s + k_lo * s_k, s_row, s_k), t=(t_ + k_lo * t_k, t_k, t_col),
+                       k_lo=k_lo)
+
+
+def operands(pb: Emitter, task: t.TaskOp, transposed: bool, swap: bool) -> Operands:
+    """The task's product, with A stationary or (``swap``) B^T."""
+    (a, at), _ = task.reads()
+    ((c, ct),) = task.writes()
+    sa, sc = (strides_of(shape(v)) for v in (a, c))
+    base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
+    base_b, k_stride, col_stride = operand_b(pb, task, transposed)
+    base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
+    rows, cols = ct.sizes[-2], ct.sizes[-1]
+    if swap:
+        return Operands(cols, rows, (base_b, col_stride, k_stride), (base_a, 1, int(sa[-2])),
+                        (base_c, 1, int(sc[-2])))
+    return Operands(rows, cols, (base_a, int(sa[-2]), 1), (base_b, k_stride, col_stride),
+                    (base_c, int(sc[-2]), 1))
+
+
+def estimate(pb: Emitter, ops: Operands, depth: int) -> float:
+    """Estimated cycles of the stationary kernel on ``ops``: the most of its MAU cycles,
+    its DMA words at the engine's bandwidth and its DMAs at one a step (a column of
+    ``T`` or ``O`` that is not one run of words is a DMA of its own)."""
+    machine, rows, cols = pb.machine, ops.rows, ops.cols
+    by_rows = split_rows(pb, rows, cols, depth)
+    parts = machine.l2bs if by_rows else 1
+    passes = -(-rows // (4 * machine.pes_per_l1b * parts))
+    span = machine.l1b_per_l2b * JC * (1 if by_rows else machine.l2bs)
+    units, width = -(-cols // span), max(4, stationary_width(pb, depth))
+    mau = passes * units * depth * JC
+    words = rows * depth + passes * depth * cols + rows * cols
+    t_dmas = machine.l2bs if ops.t[1] == 1 else min(span, cols)
+    dmas = passes * (-(-depth // 4) * 4 * parts + units * -(-depth // width) * t_dmas
+                     + units * min(span, cols) * parts)
+    return max(mau, words / machine.dma_words_per_cycle, 4 * dmas)
 
 
 def operand_b(pb: Emitter, task: t.TaskOp, transposed: bool) -> tuple[int, int, int]:
@@ -88,27 +152,24 @@ def _zero_past(pb: Emitter, slot: tuple[str, int], valid: int, scratch: tuple[st
         pb.alu("fpass", [scratch], slot)
 
 
-def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, transposed: bool, k_lo: int,
-                            depth: int) -> None:
-    """``C (+)= A[:, k_lo:k_lo+depth] @ B[k_lo:k_lo+depth]`` (adding to C after the first
-    chunk of K) with A stationary: PE ``p`` of every L1B holds rows ``4p..4p+3``
-    of a block of A as 4x4 matrices in LM (one per 4 columns of K, loaded once), and
-    L1B ``g`` computes ``JC`` columns of C at a time: ``B[4kc:4kc+4, j]`` is
-    broadcast to its PEs and ``mma`` adds ``A(4x4) . b`` to column ``j``'s
-    accumulator. One L1 broadcast feeds one ``mma``; columns of B stream through
-    L2BM (strided DMAs, ``width`` rows at a time) while the MAU works; columns of C
-    are stored by strided DMAs. The L2Bs split either the rows (each its own block
-    of A; B broadcast) or the columns (A broadcast; each L2B its own columns of B),
-    whichever ``split_rows`` expects to be faster."""
-    (a, at), _ = task.reads()
-    ((c, ct),) = task.writes()
-    rows, cols = ct.sizes[-2], ct.sizes[-1]
-    sa, sc = (strides_of(shape(v)) for v in (a, c))
-    base_a = pb.dram[a] + int(np.dot(at.offsets, sa)) + k_lo * int(sa[-1])
-    base_b, k_stride, col_stride = operand_b(pb, task, transposed)
-    base_b += k_lo * k_stride
-    sb = (k_stride, col_stride)
-    base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
+def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
+    """``O (+)= S[:, :depth] @ T[:depth]`` (adding to O after the first chunk of K,
+    which ``ops`` starts at) with S stationary: PE ``p`` of every L1B holds rows
+    ``4p..4p+3`` of a block of S as 4x4 matrices in LM (one per 4 columns of K, loaded
+    once), and L1B ``g`` computes ``JC`` columns of O at a time: ``T[4kc:4kc+4, j]`` is
+    broadcast to its PEs and the MAU adds ``S(4x4) . t`` to column ``j``'s accumulator.
+    Rows of S that are runs along K load as they lie (``mma``); an S whose rows are
+    not (B^T, swapped) loads 4 of its columns per PE, runs of B's rows, as the
+    transposed matrix (``vmm``: ``t . M = M^T t``). One L1 broadcast feeds one MAU
+    instruction; columns of T stream through L2BM (strided DMAs, ``width`` rows at a
+    time, or one run per L2B where a column is one) while the MAU works; columns of O
+    are stored by DMAs. The L2Bs split either the rows (each its own block of S; T
+    broadcast) or the columns (S broadcast; each L2B its own columns of T), whichever
+    ``split_rows`` expects to be faster."""
+    rows, cols = ops.rows, ops.cols
+    base_s, s_row, s_k = ops.s
+    base_t, t_k, t_col = ops.t
+    by_k = s_k == 1  # a row of S is a run: 4x4 matrices as they lie
     width = stationary_width(pb, depth)
     per, blocks, jc, l2bs = (pb.machine.pes_per_l1b, pb.machine.l1b_per_l2b, JC,
                              pb.machine.l2bs)
@@ -118,79 +179,89 @@ def lower_matmul_stationary(pb: Emitter, task: t.TaskOp, transposed: bool, k_lo:
     vectors = Ring("grf0", 4, 4, (pb.machine.grf_words - 4) // 4)
     accs = [("grf1", 4 + 4 * j) for j in range(jc)]
     scratch = ("grf1", 4 + 4 * jc)
-    a_stages = Ring("l2bm", pb.big_stage.start, 4 * per,  # A's pieces, many in flight
+    a_stages = Ring("l2bm", pb.big_stage.start, 4 * per,  # S's pieces, many in flight
                     pb.big_stage.size * pb.big_stage.count // (4 * per))
     by_rows = split_rows(pb, rows, cols, depth)
-    tall = 4 * per  # rows of A an L2B holds
-    span = blocks * jc * (1 if by_rows else l2bs)  # columns of C per unit
+    tall = 4 * per  # rows of S an L2B holds
+    span = blocks * jc * (1 if by_rows else l2bs)  # columns of O per unit
 
     def matrix(kc: int) -> tuple[str, int]:
         return ("lm0", "lm1")[kc % 2], half + 16 * (kc // 2)
 
     for r0 in range(0, rows, tall * (l2bs if by_rows else 1)):
-        # (L2B or None for all, first row, rows) of each block of A this pass holds
+        # (L2B or None for all, first row, rows) of each block of S this pass holds
         parts = [(one_l2b(pb, n), r0 + tall * n, min(tall, rows - r0 - tall * n))
                  for n in range(l2bs) if r0 + tall * n < rows] if by_rows else [
             (None, r0, min(tall, rows - r0))]
-        for kc in range(-(-depth // 4)):  # A[first + 4p + i, 4kc:4kc+4] -> row i of PE p
-            stages = [a_stages.take() for _ in range(min(4, parts[0][2]))]
+        for kc in range(-(-depth // 4)):
+            # by_k: S[first + 4p + i, 4kc:4kc+4] -> row i of PE p's matrix; else
+            # S[first + 4p:first + 4p + 4, 4kc + i] -> its row i (the transpose)
+            pieces = min(4, parts[0][2]) if by_k else min(4, depth - 4 * kc)
+            stages = [a_stages.take() for _ in range(pieces)]
             with pb.transfers():  # the 4 rows of one column of matrices: one wait
                 for i, stage in enumerate(stages):
                     for n, first, block in parts:
-                        if i < block:
+                        if not by_k:
+                            pb.dma("load", m.ref("dram", base_s + first * s_row
+                                                 + (4 * kc + i) * s_k), m.ref(*stage),
+                                   block, *((None, None) if s_row == 1 else (1, s_row)), n)
+                        elif i < block:
                             count = -(-(block - i) // 4)
-                            pb.dma("load", m.ref("dram", base_a + int(
-                                (first + i) * sa[-2] + 4 * kc)),
-                                   m.ref(*stage), 4 * count, 4, int(4 * sa[-2]), n)
+                            pb.dma("load", m.ref("dram", base_s + (first + i) * s_row
+                                                 + 4 * kc), m.ref(*stage), 4 * count, 4,
+                                   4 * s_row, n)
+            space, at_ = matrix(kc)
             for i, stage in enumerate(stages):
                 l1 = pb.l1.take()
-                count = -(-(parts[0][2] - i) // 4)
+                count = -(-(parts[0][2] - i) // 4) if by_k else -(-parts[0][2] // 4)
                 pb.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4 * count))
-                space, at_ = matrix(kc)
                 pb.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(space, at_ + 4 * i)))
-                if 4 * kc + 4 > depth:  # the words past K are the next row's
+                if by_k and 4 * kc + 4 > depth:  # the words past K are the next row's
                     _zero_past(pb, (space, at_ + 4 * i), depth - 4 * kc, scratch)
-        # Units of (columns, rows of B): the next unit's DMAs are emitted before
+            for i in range(pieces if not by_k else 4, 4):  # rows of S^T past K
+                pb.alu("fzero", [], (space, at_ + 4 * i))
+        # Units of (columns, rows of T): the next unit's DMAs are emitted before
         # this unit's work, so the engine's queue runs ahead of the MAU.
         units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, depth, width)]
-        areas = {0: load_columns(pb, base_b, sb, cols, depth, width, *units[0], b_areas,
-                                      by_rows)}
+        areas = {0: load_columns(pb, base_t, (t_k, t_col), cols, depth, width, *units[0],
+                                 b_areas, by_rows)}
         for u, (c0, k0) in enumerate(units):
             if u + 1 < len(units):
-                areas[u + 1] = load_columns(pb, base_b, sb, cols, depth, width,
-                                                 *units[u + 1], b_areas, by_rows)
+                areas[u + 1] = load_columns(pb, base_t, (t_k, t_col), cols, depth, width,
+                                            *units[u + 1], b_areas, by_rows)
             live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
-            if k0 == 0 and k_lo == 0:
+            if k0 == 0 and ops.k_lo == 0:
                 for jl in live:
                     pb.emit(m.AluOp(0, "fzero", [], m.ref(*accs[jl])))
             elif k0 == 0:  # a later chunk of K adds to what the earlier ones stored
-                columns_of_c(pb, parts, span, c0, cols, base_c, sc, by_rows, accs, live,
+                columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live,
                              store=False)
             area, kw = areas.pop(u), min(width, depth - k0)
             for kc in range(-(-kw // 4)):
                 for jl in live:
                     vector = vectors.take()
                     pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * kw
-                                                            + 4 * kc)], m.ref(*vector)))
+                                                      + 4 * kc)], m.ref(*vector)))
                     if 4 * kc + 4 > kw:  # past K: the next column's words, or stale
                         _zero_past(pb, vector, kw - 4 * kc, vector)
-                    pb.emit(m.MauOp(0, "mma", [m.ref(*matrix(k0 // 4 + kc)),
-                                                 m.ref(*vector), m.ref(*accs[jl])],
-                                      m.ref(*accs[jl])))
+                    pb.emit(m.MauOp(0, "mma" if by_k else "vmm",
+                                    [m.ref(*matrix(k0 // 4 + kc)), m.ref(*vector),
+                                     m.ref(*accs[jl])], m.ref(*accs[jl])))
             if k0 + width < depth:
                 continue
-            columns_of_c(pb, parts, span, c0, cols, base_c, sc, by_rows, accs, live,
-                         store=True)
+            columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live, store=True)
 
 
 def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: int, c0: int,
-                 cols: int, base_c: int, sc: np.ndarray, by_rows: bool,
+                 cols: int, o: tuple[int, int, int], by_rows: bool,
                  accs: list[tuple[str, int]], live: list[int], store: bool) -> None:
-    """The accumulators of a unit's columns of C to DRAM (``store``: gathered through
-    L1BM and L2BM, stored by strided DMAs), or back from DRAM by the inverse path. PE
-    ``p`` of L1B ``g`` holds ``C[first + 4p + i, c0 + g JC + jl]`` in word ``i`` of
-    ``accs[jl]``."""
+    """The accumulators of a unit's columns of O (``o``: its first word, its strides
+    between rows and between columns) to DRAM (``store``: gathered through L1BM and
+    L2BM, stored by a DMA per column: a run where O is C^T), or back from DRAM by the
+    inverse path. PE ``p`` of L1B ``g`` holds ``O[first + 4p + i, c0 + g JC + jl]`` in
+    word ``i`` of ``accs[jl]``."""
     blocks = pb.machine.l1b_per_l2b
+    base_o, o_row, o_col = o
     out = pb.big_stage.take()
     if store:
         for jl in live:
@@ -204,10 +275,11 @@ def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: in
             n, local = divmod(index, blocks * JC)
             for block_l2b, first, block in (parts if by_rows else [
                     (one_l2b(pb, n), parts[0][1], parts[0][2])]):
-                dram = m.ref("dram", base_c + int(first * sc[-2] + c0 + index))
+                dram = m.ref("dram", base_o + first * o_row + (c0 + index) * o_col)
                 staged = m.ref(out[0], out[1] + local * pb.chunk)
                 pb.dma("store" if store else "load", staged if store else dram,
-                       dram if store else staged, block, 1, int(sc[-2]), block_l2b)
+                       dram if store else staged, block,
+                       *((None, None) if o_row == 1 else (1, o_row)), block_l2b)
     if not store:
         pb.emit(m.L2Op(0, "scatter", [m.ref(*out)], m.ref("l1bm", pb.l1_out), JC * pb.chunk))
         for jl in live:
