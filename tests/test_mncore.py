@@ -328,13 +328,15 @@ def test_matmul_kernels_on_tiny_match_numpy(rows: int, depth: int, cols: int, ba
     (600, 1032, 40, "stationary", {0, 1, 2}),
     (40, 27, 300, "stationary", set(range(8))),  # K padded to 28
     (600, 1030, 40, "stationary", {0, 1, 2}),  # the last chunk of K 6, padded to 8
+    (40, 68, 300, "swapped", {0, 1}),  # C^T's 300 rows split: 2 blocks of 256
+    (600, 1030, 40, "swapped", set(range(8))),  # C^T's 600 columns split; K in chunks
     (40, 68, 300, "streaming", set()),
 ])
 def test_matmul_on_mncore2_spreads_over_l2bs(rows: int, depth: int, cols: int, kernel: str,
                                              l2bs: set[int]) -> None:
     """On mncore2 the stationary kernel gives each L2B its own columns of C (wide C) or
-    its own rows (tall C) through DMAs to one L2B; the streaming kernel repeats the work
-    of L2B 0 on every L2B."""
+    its own rows (tall C) through DMAs to one L2B (swapped, those of C^T); the streaming
+    kernel repeats the work of L2B 0 on every L2B."""
     rng = np.random.default_rng(2)
     a = rng.uniform(-1, 1, (1, rows, depth)).astype(np.float32)
     b = rng.uniform(-1, 1, (1, depth, cols)).astype(np.float32)
