@@ -692,7 +692,8 @@ def test_views_compute_the_same_step() -> None:
 @st.composite
 def forwarding_programs(draw: st.DrawFn, machine: str) -> list[str]:
     """Random programs whose DMAs also load back what they stored (to the output and to
-    a scratch area), on ``machine`` (MN-Core 2's also to and from one L2B's copy)."""
+    a scratch area), on ``machine`` (MN-Core 2's also to and from one L2B's copy, and
+    back to the same copy or another)."""
     lines: list[str] = []
     for tag in range(draw(st.integers(1, 30))):
         if draw(st.integers(0, 2)):
@@ -704,9 +705,12 @@ def forwarding_programs(draw: st.DrawFn, machine: str) -> list[str]:
         if draw(st.booleans()):  # a round trip through DRAM
             dram = f"dram[{draw(st.sampled_from([64, 128]))}]"
             back = f"l2bm[{draw(st.sampled_from([0, 8, 32]))}]"
+            # back to every L2B, or to one (the store's, or another)
+            to = draw(st.sampled_from(["", at, " l2b 0", " l2b 3"])) if l2b is not None \
+                else ""
             lines += [f'mncore.dma {{}} "store" {l2bm} -> {dram} words 16{at} tag {tag}',
                       f"mncore.wait {{}} tag {tag}",
-                      f'mncore.dma {{}} "load" {dram} -> {back} words 16 tag {tag}',
+                      f'mncore.dma {{}} "load" {dram} -> {back} words 16{to} tag {tag}',
                       f"mncore.wait {{}} tag {tag}"]
             continue
         if draw(st.booleans()):

@@ -6,17 +6,19 @@ Where the words a load brings are still in L2BM, exactly where a store took them
 the load is not needed: its readers read them in place. Then a store whose words no
 load reads any more, and which is no program output, is not needed either.
 
-A load ``dram[e_i] -> l2bm[Y + i]`` (to every L2B) may be forwarded when, for every
-``i``, the last store to ``dram[e_i]`` read it from ``l2bm[X + i]`` (one shift ``X - Y``
-for all) and that word held the same value in every L2B's copy (*replicated*: written
-from replicated data by instructions that act alike on every L2B, or loaded to all of
-them). A reader of L2BM reads the sources instead (``l2bm[X..]``) when every word it
-reads was written by such loads, all with the same shift, and no source word has been
-written since its store; a load goes when all its readers (until its words are next
-written) do, and a wait goes when it is left with no transfer. The analysis is one
+A load ``dram[e_i] -> l2bm[Y + i]`` may be forwarded when, for every ``i``, the last
+store to ``dram[e_i]`` read it from ``l2bm[X + i]`` (one shift ``X - Y`` for all) and,
+for a load to every L2B, that word held the same value in every L2B's copy
+(*replicated*: written from replicated data by instructions that act alike on every
+L2B, or loaded to all of them), or, for a load to one L2B, the store read that L2B's
+copy (or a replicated word). A reader of L2BM reads the sources instead (``l2bm[X..]``)
+when every word it reads, in every copy it reads (an L2 instruction reads all of them,
+a DMA one), was written by such loads, all with the same shift, and no source word has
+been written since its store; a load goes when all its readers (until its words are
+next written) do, and a wait goes when it is left with no transfer. The analysis is one
 sweep over the program in order (the input's order is its meaning: the pass runs
-before mncore-schedule), with a version per L2BM word: a few numpy operations per
-instruction. Loads to one L2B, strided or repeated sources and forwarded data stored
+before mncore-schedule), with a version per L2BM word and L2B copy: a few numpy
+operations per instruction. Strided or repeated sources and forwarded data stored
 again are left alone (conservative, never wrong).
 """
 
@@ -60,30 +62,34 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
                             for t in program.body.block.ops if isinstance(t, m.TensorOp)]
                      + [op.dram.address.data + op.dram_extent() for op in ops
                         if isinstance(op, m.DmaOp)])
-    l2bm = machine.size("l2bm")
+    l2bm, l2bs = machine.size("l2bm"), machine.l2bs
+    everywhere = slice(None)
     replicated = {space: np.ones(machine.size(space), bool) for space in
                   ("lm0", "lm1", "grf0", "grf1", "l1bm", "l2bm")}
-    version = np.zeros(l2bm, np.int64)  # bumped by every write to any L2B's copy
-    alias = np.full(l2bm, -1, np.int64)  # the candidate whose load wrote the word
-    expected = np.zeros(l2bm, np.int64)  # its source word's version when stored
+    # per L2BM word and L2B copy: bumped by every write to that copy
+    version = np.zeros((l2bm, l2bs), np.int64)
+    alias = np.full((l2bm, l2bs), -1, np.int64)  # the candidate whose load wrote it
+    expected = np.zeros((l2bm, l2bs), np.int64)  # its source's version when stored
     stored_from = np.full(dram_words, -1, np.int64)  # the L2BM word last stored there
-    stored_version = np.zeros(dram_words, np.int64)
+    stored_copy = np.zeros(dram_words, np.int64)  # from which L2B's copy
+    stored_version = np.zeros((dram_words, l2bs), np.int64)  # every copy's, then
     stored_replicated = np.zeros(dram_words, bool)
     candidates: list[_Candidate] = []
     renames: list[tuple[m.InstructionOp, int]] = []  # readers that may read the sources
 
-    def read_l2bm(op: m.InstructionOp, words: slice) -> bool:
-        """Check a read of L2BM against the loads being forwarded: it may read their
-        sources instead if it reads only words they wrote, all shifted alike, whose
-        sources are unchanged; else their loads must stay. True if it reads one."""
-        owners = alias[words]
+    def read_l2bm(op: m.InstructionOp, words: slice, copies: int | slice) -> bool:
+        """Check a read of L2BM (``copies``: one L2B's or all) against the loads being
+        forwarded: it may read their sources instead if every word it reads, in every
+        copy it reads, was written by them, all shifted alike, and their sources are
+        unchanged; else their loads must stay. True if it reads one."""
+        owners = alias[words, copies]
         if (owners < 0).all():
             return False
-        shifts = {candidates[int(o)].shift if o >= 0 else None for o in owners.tolist()}
+        shifts = {candidates[int(o)].shift if o >= 0 else None for o in owners.flat}
         if len(shifts) == 1 and None not in shifts:
             (shift,) = shifts
             sources = slice(words.start + shift, words.stop + shift)
-            if (version[sources] == expected[words]).all():
+            if (version[sources, copies] == expected[words, copies]).all():
                 renames.append((op, shift))
                 return True
         for owner in set(owners[owners >= 0].tolist()):
@@ -94,16 +100,18 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
         reads, writes = op.operands_of(machine)
         alike = True  # every source replicated, so the result is too
         aliased = False
+        one = op.block if isinstance(op, m.DmaOp) else None  # one L2B's copy, or all
         for ref, n in reads:
             space = ref.space.data
             if space == "fwd" or space == "dram":
                 alike = alike and space == "dram"
                 continue
             words = _span(ref, n)
-            if space == "l2bm":
-                aliased = read_l2bm(op, words) or aliased
-                if isinstance(op, m.DmaOp) and op.block is not None:
-                    alike = False  # one L2B's copy
+            if space == "l2bm":  # a store without an L2B reads L2B 0's copy
+                copy = (one or 0) if isinstance(op, m.DmaOp) else everywhere
+                aliased = read_l2bm(op, words, copy) or aliased
+                if one is not None:
+                    alike = False
             alike = alike and bool(replicated[space][words].all())
         if isinstance(op, m.AluOp) and op.mask is not None:  # keeps some old words
             alike = alike and bool(replicated[op.destination().space.data][
@@ -112,37 +120,40 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             dram = op.dram_words()
             source = _span(op.srcs.data[0], op.count)
             stored_from[dram] = -1 if aliased else _words(source)
+            stored_copy[dram] = one or 0
             stored_version[dram] = version[source]
             stored_replicated[dram] = replicated["l2bm"][source]
             continue
+        copies = everywhere if one is None else one
         for ref, n in writes:
             space = ref.space.data
             words = _span(ref, n)
             if space == "l2bm":
-                if isinstance(op, m.DmaOp) and op.block is not None:
-                    # one L2B's copy: the others keep the forwarded load's words
-                    owners = alias[words]
-                    for owner in set(owners[owners >= 0].tolist()):
-                        candidates[owner].ok = False
-                version[words] += 1
-                alias[words] = -1
+                version[words, copies] += 1
+                alias[words, copies] = -1
             replicated[space][words] = alike if not isinstance(op, m.DmaOp) else (
-                op.block is None)
+                one is None)
         if isinstance(op, m.DmaOp):  # a load: forwardable?
             dram = op.dram_words()
             source = stored_from[dram]
             words = _span(op.destination(), op.count)
-            if op.block is None and (source >= 0).all() and stored_replicated[dram].all() \
-                    and (np.diff(source) == 1).all():
-                shift = int(source[0]) - words.start
-                # its own write changes the sources it overlaps, unless it rewrites them
-                # in place (shift 0) with the values they hold
-                mine = (source >= words.start) & (source < words.stop)
-                if (shift == 0 or not mine.any()) and (
-                        version[source] - mine == stored_version[dram]).all():
-                    alias[words] = len(candidates)
-                    expected[words] = version[source]
-                    candidates.append(_Candidate(op, shift))
+            if (source < 0).any() or not (np.diff(source) == 1).all():
+                continue
+            # to every L2B: sources alike in every copy; to one: stored from its copy
+            if not (stored_replicated[dram].all() if one is None else
+                    (stored_replicated[dram] | (stored_copy[dram] == one)).all()):
+                continue
+            shift = int(source[0]) - words.start
+            # its own write changes the sources it overlaps, unless it rewrites them in
+            # place (shift 0) with the values they hold
+            mine = (source >= words.start) & (source < words.stop)
+            if one is None:
+                mine = mine[:, None]  # a version per copy
+            if (shift == 0 or not mine.any()) and (
+                    version[source, copies] - mine == stored_version[dram][:, copies]).all():
+                alias[words, copies] = len(candidates)
+                expected[words, copies] = version[source, copies]
+                candidates.append(_Candidate(op, shift))
     for reader, shift in renames:
         (src,) = reader.srcs.data
         reader.srcs = ArrayAttr([m.ref("l2bm", src.address.data + shift)])

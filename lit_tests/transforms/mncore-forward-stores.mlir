@@ -110,12 +110,13 @@ mncore.program @one_copy machine "mncore2" {
 // -----
 
 // A reader that also reads words the load did not write: the load stays, the reader
-// reads where it did. A load to one L2B stays too.
+// reads where it did. A load to one L2B of words stored from its copy goes (its reader,
+// a store from the same copy, reads the source).
 // CHECK-LABEL: mncore.program @wider_reader
 // CHECK:         mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 tag 3
 // CHECK:         mncore.dma 6 "store" l2bm[64] -> dram[16] words 8 tag 4
-// CHECK:         mncore.dma 8 "load" dram[8] -> l2bm[128] words 4 l2b 0 tag 5
-// CHECK:         mncore.dma 10 "store" l2bm[128] -> dram[24] words 4 tag 6
+// CHECK-NOT:     "load" dram[8] -> l2bm[128]
+// CHECK:         mncore.dma 10 "store" l2bm[0] -> dram[24] words 4 tag 6
 mncore.program @wider_reader machine "tiny" {
   mncore.tensor @x input dram[0] : tensor<8xf32>
   mncore.tensor @y output dram[16] : tensor<12xf32>
@@ -131,5 +132,32 @@ mncore.program @wider_reader machine "tiny" {
   mncore.dma 8 "load" dram[8] -> l2bm[128] words 4 l2b 0 tag 5
   mncore.wait 9 tag 5
   mncore.dma 10 "store" l2bm[128] -> dram[24] words 4 tag 6
+  mncore.wait 11 tag 6
+}
+
+// -----
+
+// On MN-Core 2 each L2B's lanes go out from its own copy and come back to it: the
+// round trip through DRAM goes where the load's L2B is the store's; a load to another
+// L2B (whose copy of the source holds other data) stays.
+// CHECK-LABEL: mncore.program @per_l2b
+// CHECK-NOT:     "load" dram[8] -> l2bm[64] words 4 l2b 1
+// CHECK:         mncore.dma {{[0-9]+}} "load" dram[8] -> l2bm[96] words 4 l2b 2 tag 5
+// CHECK:         mncore.dma {{[0-9]+}} "store" l2bm[0] -> dram[16] words 4 l2b 1 tag 4
+// CHECK:         mncore.dma {{[0-9]+}} "store" l2bm[96] -> dram[20] words 4 l2b 2 tag 6
+mncore.program @per_l2b machine "mncore2" {
+  mncore.tensor @x input dram[0] : tensor<4xf32>
+  mncore.tensor @y output dram[16] : tensor<8xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 l2b 1 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[8] words 4 l2b 1 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[8] -> l2bm[64] words 4 l2b 1 tag 3
+  mncore.dma 5 "load" dram[8] -> l2bm[96] words 4 l2b 2 tag 5
+  mncore.wait 6 tag 3
+  mncore.wait 7 tag 5
+  mncore.dma 8 "store" l2bm[64] -> dram[16] words 4 l2b 1 tag 4
+  mncore.wait 9 tag 4
+  mncore.dma 10 "store" l2bm[96] -> dram[20] words 4 l2b 2 tag 6
   mncore.wait 11 tag 6
 }
