@@ -22,6 +22,15 @@
 // RUN: mncore-opt %S/Inputs/views_rewritten.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 1 | diff - %t.rewritten.out
 // RUN: mncore-opt %S/Inputs/views_rewritten.mlir -p 'convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=REWRITTEN
 
+// Slices cut into tasks of two elements (Inputs/views_tiled.mlir): a column slice whose
+// tasks read one row each stays a copy (the buffer's shape decides, not the tile's);
+// a slice after a unit dimension, tiled along the next one, is a view, 12 words in.
+// RUN: mncore-opt %S/Inputs/views_tiled.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false elementwise_tile=2}' -o %t.tiled.task.mlir
+// RUN: mncore-run %t.tiled.task.mlir --random-inputs 1 > %t.tiled.out
+// RUN: mncore-opt %t.tiled.task.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.tiled.mlir
+// RUN: mncore-run %t.tiled.mlir --random-inputs 1 | diff - %t.tiled.out
+// RUN: filecheck %s --input-file %t.tiled.mlir --check-prefix=TILED
+
 // CHECK:      mncore.buffer @buffer0 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer1 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer2 dram[136] words 16
@@ -30,3 +39,8 @@
 // REWRITTEN:     mncore.buffer @buffer0 dram[[[A:[0-9]+]]] words 32
 // REWRITTEN-NOT: mncore.buffer @buffer1 dram[[[A]]]
 // REWRITTEN:     mncore.buffer @buffer1 dram[{{[0-9]+}}] words 32
+
+// TILED:      mncore.buffer @buffer0 dram[{{[0-9]+}}] words 32
+// TILED-NEXT: mncore.buffer @buffer1 dram[{{[0-9]+}}] words 8
+// TILED-NEXT: mncore.buffer @buffer2 dram[144] words 60
+// TILED-NEXT: mncore.buffer @buffer3 dram[156] words 18

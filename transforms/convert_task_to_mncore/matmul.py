@@ -1,9 +1,11 @@
 """Matmul kernels of convert-task-to-mncore: ``C = A @ B`` on the MAU.
 
-* ``lower_matmul_stationary`` (any K, in chunks whose rows of A fit in LM): A stays
-  in the PEs as 4x4 matrices, B's columns stream through by strided DMAs, one L1
+* ``lower_matmul_stationary`` (any K, in chunks whose stationary rows fit in LM): A
+  stays in the PEs as 4x4 matrices, B's columns stream through by strided DMAs, one L1
   broadcast feeds one ``mma``; the L2Bs split C's rows or columns. Past K, the last
-  matrix and vector are padded with zeros by selects.
+  matrix and vector are padded with zeros by selects. Swapped, the same kernel
+  computes ``C^T = B^T A^T`` (B^T stationary; A's and C's rows move as runs), which
+  suits products of few rows and many columns.
 * ``lower_matmul_streaming`` (any K; the first version): each PE one row and 4 columns
   of C, ``vmm`` over chunks of K, one DMA per piece.
 
@@ -102,8 +104,9 @@ def operands(pb: Emitter, task: t.TaskOp, transposed: bool, swap: bool) -> Opera
 
 def estimate(pb: Emitter, ops: Operands, depth: int) -> float:
     """Estimated cycles of the stationary kernel on ``ops``: the most of its MAU cycles,
-    its DMA words at the engine's bandwidth and its DMAs at one a step (a column of
-    ``T`` or ``O`` that is not one run of words is a DMA of its own)."""
+    its DMA words at the engine's bandwidth and its DMAs at one a step (four per 4
+    columns of K of S, a column of ``T`` that is not one run of words one of its own,
+    and one per column of ``O``)."""
     machine, rows, cols = pb.machine, ops.rows, ops.cols
     by_rows = split_rows(pb, rows, cols, depth)
     parts = machine.l2bs if by_rows else 1

@@ -24,15 +24,16 @@ from mncore_ir.dialects import task as t
 from mncore_ir.transforms.convert_task_to_mncore.common import element, shape
 
 
-def view_offset(op: t.BodyOp | g.GraphOp) -> int | None:
-    """The word offset of the view ``op`` makes of its input, or ``None``: not a view."""
+def view_offset(op: t.BodyOp | g.GraphOp, source: tuple[int, ...]) -> int | None:
+    """The word offset of the view that a task computing ``op`` (on its tiles) makes of
+    its whole input buffer, of shape ``source``, or ``None``: not a view. The buffer's
+    shape decides, not the tile's: a task may slice one row of many."""
     if isinstance(op, g.ReshapeOp):
         return 0
     if isinstance(op, g.SliceOp) and op.step.value.data == 1:
-        dims = g.shape_of(op.input)
-        (dim,) = g.normalize_dims([op.dim.value.data], len(dims))
-        if all(n == 1 for n in dims[:dim]):
-            return op.start.value.data * math.prod(dims[dim + 1:])
+        (dim,) = g.normalize_dims([op.dim.value.data], len(source))
+        if all(n == 1 for n in source[:dim]):
+            return op.start.value.data * math.prod(source[dim + 1:])
     return None
 
 
@@ -52,8 +53,8 @@ def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphO
     for dst, written_by in writers.items():
         if dst not in intermediate:
             continue
-        found = {(tasks[i].ins[0] if len(tasks[i].ins) == 1 else None,
-                  view_offset(computed[i])) for i in written_by}
+        found = {(tasks[i].ins[0], view_offset(computed[i], shape(tasks[i].ins[0])))
+                 if len(tasks[i].ins) == 1 else (None, None) for i in written_by}
         if len(found) != 1:
             continue
         ((src, offset),) = found
