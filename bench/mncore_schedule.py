@@ -17,7 +17,9 @@ the same process. Whole training steps (MLP SGD, one-layer GPT-2 AdamW, the smal
 SGD step) go through the ``mncore`` device's own pipeline. Last, the compile time of the
 GPT-2 AdamW step at 1, 2, 4 and 8 layers and its scaling exponent (the slope of log time
 over log layers). ``--resnet compile|simulate``: torchvision's resnet18 training step
-too (minutes). Figures are simulated cycles, deterministic; only the seconds are noisy.
+too (minutes); ``--gpt-forward LAYERS``: a 768-wide GPT-2 forward pass. Program size
+is given as written (``ops``: a repeated group and its body once) and as issued.
+Figures are simulated cycles, deterministic; only the seconds are noisy.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import time
 from typing import Any
 
 import numpy as np
+import torch
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore as m
@@ -39,7 +42,14 @@ from mncore_ir.pipeline import MNCORE_GRAPH_PIPELINE, MNCORE_TASKS, apply_pipeli
 from mncore_ir.targets.graph_interpreter import run_function
 from mncore_ir.targets.mncore_simulator import Simulator, find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
-from mncore_ir.testing.model_zoo import TrainingStep, cnn_sgd, gpt_adamw, mlp_sgd, resnet18_sgd
+from mncore_ir.testing.model_zoo import (
+    GPT,
+    TrainingStep,
+    cnn_sgd,
+    gpt_adamw,
+    mlp_sgd,
+    resnet18_sgd,
+)
 
 
 def matmul_text(n: int) -> str:
@@ -80,7 +90,8 @@ def measure(name: str, module: Any, inputs: list[np.ndarray], options: str) -> d
     mau = fmas / (machine.mau_fma_per_cycle_per_mab * machine.pes // machine.pe_per_mab)
     transfer = words / machine.dma_words_per_cycle
     bound = max(mau, transfer)
-    return {"case": name, "instructions": len(program.instructions()), "compile_s": compile_s,
+    return {"case": name, "ops": program_size(program),
+            "instructions": len(program.instructions()), "compile_s": compile_s,
             "steps": report.steps, "cycles": report.cycles, "mau": mau, "transfer": transfer,
             "ratio": report.cycles / bound, "mau_util": report.utilisation("mau"),
             "steps_per_s": report.steps / sim_s, "again_per_s": report.steps / again_s,
@@ -89,12 +100,18 @@ def measure(name: str, module: Any, inputs: list[np.ndarray], options: str) -> d
                          if isinstance(op, m.DmaOp) and op.block is not None}) or 1}
 
 
+def program_size(program: m.ProgramOp) -> int:
+    """Instructions as written: a repeated group counts its body and itself once."""
+    return sum(1 + len(op.group()) if isinstance(op, m.RepeatOp) else 1
+               for op in program.units())
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
-    print(f"{'case':<30}{'instrs':>8}{'compile s':>10}{'cycles':>9}{'MAU bd':>8}"
+    print(f"{'case':<30}{'ops':>7}{'issued':>8}{'compile s':>10}{'cycles':>9}{'MAU bd':>8}"
           f"{'DMA bd':>8}{'/bound':>8}{'MAU %':>7}{'L2Bs':>5}{'useful':>8}{'steps/s':>9}"
           f"{'again/s':>9}")
     for r in rows:
-        print(f"{r['case']:<30}{r['instructions']:>8}{r['compile_s']:>10.1f}{r['cycles']:>9}"
+        print(f"{r['case']:<30}{r['ops']:>7}{r['instructions']:>8}{r['compile_s']:>10.1f}{r['cycles']:>9}"
               f"{r['mau']:>8.0f}{r['transfer']:>8.0f}{r['ratio']:>7.2f}x"
               f"{r['mau_util']:>7.1%}{r['l2bs']:>5}{r['useful']:>8.1%}{r['steps_per_s']:>9.0f}"
               f"{r['again_per_s']:>9.0f}")
@@ -112,6 +129,11 @@ def main() -> None:
     parser.add_argument("--resnet", choices=("compile", "simulate"),
                         help="also torchvision's resnet18 SGD step (batch 2, 32x32): compile "
                              "it, or compile, simulate and compare with eager (minutes)")
+    parser.add_argument("--gpt-forward", type=int, metavar="LAYERS",
+                        help="also a 768-wide GPT-2 forward pass (sequence 64, 12 heads) of "
+                             "LAYERS layers: compile it (minutes for 12)")
+    parser.add_argument("--simulate-forward", action="store_true",
+                        help="and simulate it: cycles against the bound")
     parser.add_argument("--frozen-norms", action="store_true",
                         help="the resnet with batch norm in eval mode (a fine-tuning step)")
     args = parser.parse_args()
@@ -147,6 +169,8 @@ def main() -> None:
         scaling(args.layers)
     if args.resnet:
         resnet(args.resnet == "simulate", args.frozen_norms)
+    if args.gpt_forward:
+        gpt_forward(args.gpt_forward, args.simulate_forward)
 
 
 def task_level(step: TrainingStep) -> tuple[Any, list[np.ndarray], int]:
@@ -208,6 +232,55 @@ def resnet(simulated: bool, frozen_norms: bool) -> None:
           f"{float(interpreted[0]):.6f}, eager {float(eager[0]):.6f}; largest difference "
           f"of any output: simulated-interpreter {_difference(outputs, interpreted):.1e}, "
           f"interpreter-eager {_difference(interpreted, eager):.1e}")
+
+
+def gpt_forward(layers: int, simulated: bool) -> None:
+    """A GPT-2-sized forward pass (768 wide, 12 heads, sequence 64, vocabulary 768) of
+    ``layers`` layers for mncore2: compile seconds per phase, program size as written
+    and as issued; ``simulated``: cycles against the bound and the largest difference
+    from eager."""
+    torch.manual_seed(0)
+    model = GPT(vocab=768, ctx=64, dim=768, heads=12, layers=layers).eval()
+    idx = torch.randint(0, 768, (1, 64))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def forward(params: dict[str, torch.Tensor], idx: torch.Tensor) -> torch.Tensor:
+        return torch.func.functional_call(model, params, (idx,))
+
+    print(f"\nGPT-2 forward, {layers} layer(s) of width 768, sequence 64, for mncore2:")
+    start = time.perf_counter()
+    with torch.no_grad():
+        captured = capture(forward, params, idx)
+    module = import_captured(captured)
+    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}}")
+    kernel = find_kernel(module)
+    fmas = multiply_adds(kernel)
+    print(f"  capture, graph pipeline, tasks: {time.perf_counter() - start:.1f} s, "
+          f"{len(kernel.tasks())} tasks", flush=True)
+    total = 0.0
+    for phase in ("convert-task-to-mncore{machine=mncore2}", "mncore-forward-stores",
+                  "mncore-schedule"):
+        start = time.perf_counter()
+        apply_pipeline(module, phase)
+        total += time.perf_counter() - start
+        print(f"  {phase.split('{')[0]}: {time.perf_counter() - start:.1f} s", flush=True)
+    program = find_program(module)
+    print(f"  compile {total:.1f} s: {program_size(program)} instructions as written, "
+          f"{len(program.instructions())} issued")
+    if not simulated:
+        return
+    inputs = [x.numpy() for x in captured.example_inputs]
+    start = time.perf_counter()
+    outputs, report = simulate(program, inputs)
+    machine = MACHINES["mncore2"]
+    words = sum(math.prod(x.type.get_shape()) for x in program.tensors("input")) + sum(
+        math.prod(x.type.get_shape()) for x in program.tensors("output"))
+    bound = max(fmas / (machine.mau_fma_per_cycle_per_mab * machine.pes // machine.pe_per_mab),
+                words / machine.dma_words_per_cycle)
+    eager = [x.detach().numpy() for x in captured.gm(*captured.example_inputs)]
+    print(f"  simulated in {time.perf_counter() - start:.0f} s: {report.cycles} cycles, "
+          f"{report.cycles / bound:.2f}x the bound; largest difference from eager "
+          f"{_difference(outputs, eager):.1e}")
 
 
 def _difference(ours: list[Any], theirs: list[Any]) -> float:

@@ -39,6 +39,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntAttr,
     IntegerAttr,
@@ -142,6 +143,30 @@ def parse_ref(parser: AttrParser) -> tuple[str, int]:
     return space, address
 
 
+def parse_strided_ref(parser: AttrParser) -> tuple[RefAttr, int]:
+    """``space[address]`` or, in a ``mncore.repeat``, ``space[address + N * i]``: the
+    word ``address + N i`` in iteration ``i``."""
+    pos = parser.pos
+    space = parser.parse_identifier(context_msg=": a memory space")
+    if space not in (*SPACES, "fwd"):
+        parser.raise_error(f"unknown memory space {space!r}; spaces: "
+                           f"{', '.join((*SPACES, 'fwd'))}", pos, parser.pos)
+    parser.parse_punctuation("[")
+    address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    stride = 0
+    if parser.parse_optional_punctuation("+") is not None:
+        stride = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation("*")
+        parser.parse_keyword("i", ": the iteration (a stride is N * i)")
+    parser.parse_punctuation("]")
+    return ref(space, address), stride
+
+
+def _strided(reference: RefAttr, stride: int) -> str:
+    return f"{reference.space.data}[{reference.address.data} + {stride} * i]" if stride \
+        else str(reference)
+
+
 # --------------------------------------------------------------------------- instructions
 
 
@@ -161,7 +186,10 @@ class InstructionOp(IRDLOperation):
     stride = opt_prop_def(IntegerAttr[I64])
     l2b = opt_prop_def(IntegerAttr[I64])
     tag = opt_prop_def(IntegerAttr[I64])
-    traits = lazy_traits_def(lambda: (HasParent(ProgramOp),))
+    strides = opt_prop_def(DenseArrayBase)
+    """In a ``mncore.repeat``: how far each reference (sources, destination, mask)
+    advances per iteration."""
+    traits = lazy_traits_def(lambda: (HasParent(ProgramOp, RepeatOp),))
 
     NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "l2b", "tag")
 
@@ -169,7 +197,7 @@ class InstructionOp(IRDLOperation):
                  dst: RefAttr | None = None, words: int | None = None,
                  tag: int | None = None, run: int | None = None,
                  stride: int | None = None, l2b: int | None = None,
-                 mask: RefAttr | None = None) -> None:
+                 mask: RefAttr | None = None, strides: Sequence[int] | None = None) -> None:
         props: dict[str, Attribute] = {"step": i64_attr(step), "kind": _kind(kind),
                                        "srcs": ArrayAttr(tuple(srcs))}
         if dst is not None:
@@ -180,6 +208,8 @@ class InstructionOp(IRDLOperation):
                             ("tag", tag)):
             if value is not None:
                 props[name] = i64_attr(value)
+        if strides is not None and any(strides):
+            props["strides"] = DenseArrayBase.from_list(i64, tuple(strides))
         # built as ``create`` builds (the properties are well typed by construction):
         # programs hold millions of instructions; the verifier still checks each
         Operation.__init__(self, properties=props)
@@ -192,27 +222,69 @@ class InstructionOp(IRDLOperation):
     def count(self) -> int:
         return self.words.value.data if self.words is not None else 4
 
+    def refs(self) -> list[RefAttr]:
+        """The sources, the destination and the mask, in that order."""
+        return [*self.srcs.data, *(r for r in (self.dst, self.mask) if r is not None)]
+
+    def ref_strides(self) -> tuple[int, ...]:
+        """Per reference of :meth:`refs`, its advance per iteration of a repeat."""
+        if self.strides is None:
+            return (0,) * len(self.refs())
+        return tuple(int(v) for v in self.strides.get_values())
+
+    def strided_operands(self, machine: Machine) -> tuple[list[Span], list[Span]]:
+        """:meth:`operands_of` as (space, first word, words, stride) in iteration 0 (the
+        sources then the mask are read, the destination written)."""
+        reads, writes = self.operands_of(machine)
+        strides = self.ref_strides()
+        n = len(self.srcs.data)
+        read_strides = [*strides[:n], *strides[n + 1:]] if self.strides is not None else \
+            [0] * len(reads)
+        write_strides = [strides[n]] if self.strides is not None else [0] * len(writes)
+        return ([(r.space.data, r.address.data, k, st) for (r, k), st in
+                 zip(reads, read_strides, strict=True)],
+                [(r.space.data, r.address.data, k, st) for (r, k), st in
+                 zip(writes, write_strides, strict=True)])
+
+    def iteration(self, step: int, i: int) -> InstructionOp:
+        """A copy, outside any repeat, as issued at ``step`` by iteration ``i``."""
+        strides = self.ref_strides()
+        shifted = [ref(r.space.data, r.address.data + i * s) if s else r
+                   for r, s in zip(self.refs(), strides, strict=True)]
+        n = len(self.srcs.data)
+        dst = shifted[n] if self.dst is not None else None
+        mask = shifted[-1] if self.mask is not None else None
+        numbers = {name: getattr(self, name).value.data for name in self.NUMBERS
+                   if getattr(self, name) is not None}
+        return type(self)(step, self.kind.data, shifted[:n], dst, mask=mask, **numbers)
+
     @classmethod
     def parse(cls, parser: Parser) -> InstructionOp:
         step = parser.parse_integer(allow_boolean=False, allow_negative=False)
         kind = parser.parse_optional_str_literal() or ""
         srcs: list[RefAttr] = []
         dst = None
+        strides: list[int] = []
+
+        def strided() -> RefAttr:
+            reference, stride = parse_strided_ref(parser)
+            strides.append(stride)
+            return reference
+
         token = parser._current_token  # a source starts with a memory space's name
         if (token.kind == MLIRTokenKind.BARE_IDENT and token.text not in cls.NUMBERS
                 and "." not in token.text):
-            srcs = parser.parse_comma_separated_list(
-                Parser.Delimiter.NONE, lambda: RefAttr(*parse_ref(parser)))
+            srcs = parser.parse_comma_separated_list(Parser.Delimiter.NONE, strided)
         mask = None
         if parser.parse_optional_punctuation("->") is not None:
-            dst = RefAttr(*parse_ref(parser))
+            dst = strided()
             if parser.parse_optional_keyword("mask") is not None:
-                mask = RefAttr(*parse_ref(parser))
+                mask = strided()
         numbers: dict[str, int] = {}
         for name in cls.NUMBERS:
             if parser.parse_optional_keyword(name) is not None:
                 numbers[name] = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        op = cls(step, kind, srcs, dst, mask=mask, **numbers)
+        op = cls(step, kind, srcs, dst, mask=mask, strides=strides, **numbers)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
@@ -221,12 +293,14 @@ class InstructionOp(IRDLOperation):
         if self.kind.data:
             printer.print_string(" ")
             printer.print_string_literal(self.kind.data)
-        if self.srcs.data:
-            printer.print_string(" " + ", ".join(str(r) for r in self.srcs.data))
+        refs = [_strided(r, s) for r, s in zip(self.refs(), self.ref_strides(), strict=True)]
+        n = len(self.srcs.data)
+        if n:
+            printer.print_string(" " + ", ".join(refs[:n]))
         if self.dst is not None:
-            printer.print_string(f" -> {self.dst}")
+            printer.print_string(f" -> {refs[n]}")
         if self.mask is not None:
-            printer.print_string(f" mask {self.mask}")
+            printer.print_string(f" mask {refs[-1]}")
         for name in self.NUMBERS:
             value = getattr(self, name)
             if value is not None:
@@ -252,6 +326,14 @@ class InstructionOp(IRDLOperation):
             raise VerifyException(f"{self.name} takes no mask (only mncore.alu does)")
         if self.words is not None and self.words.value.data < 1:
             raise VerifyException(f"{self.name} moves at least 1 word")
+        if self.strides is not None:
+            values = self.strides.get_values()
+            if not isinstance(self.parent_op(), RepeatOp):
+                raise VerifyException(f"{self.name} has strides only in an mncore.repeat")
+            if len(values) != len(self.refs()) or any(not isinstance(v, int) or v < 0
+                                                      for v in values):
+                raise VerifyException(f"{self.name}: strides are one non-negative integer "
+                                      "per reference (sources, destination, mask)")
 
     def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """(reads, writes) as (reference, words) pairs on ``machine``."""
@@ -270,6 +352,9 @@ class InstructionOp(IRDLOperation):
 
 
 Accesses = list[tuple[RefAttr, int]]  # (reference, words) pairs
+Span = tuple[str, int, int, int]  # space, first word, words, stride per iteration
+Issue = tuple[int, "InstructionOp", int | None, list[Span], list[Span]]
+"""(step, instruction, iteration of its repeated group or None, reads, writes)."""
 
 
 _NUMBER_PROPERTIES = frozenset(("step", *InstructionOp.NUMBERS))
@@ -294,10 +379,13 @@ def _well_formed(op: InstructionOp) -> bool:
         elif name == "kind":
             if type(value) is not StringAttr:
                 return False
+        elif name == "strides":
+            if type(value) is not DenseArrayBase:
+                return False
         elif name != "srcs" or type(value) is not ArrayAttr or any(
                 type(ref) is not RefAttr for ref in value.data):
             return False
-    return isinstance(op.parent_op(), ProgramOp)
+    return isinstance(op.parent_op(), ProgramOp | RepeatOp)
 
 
 def instruction_definition(cls: type[InstructionOp]) -> type[InstructionOp]:
@@ -528,6 +616,108 @@ class WaitOp(InstructionOp):
 INSTRUCTIONS = (AluOp, MauOp, L1Op, L2Op, DmaOp, WaitOp)
 
 
+@irdl_op_definition
+class RepeatOp(IRDLOperation):
+    """A group of instructions issued ``count`` times, ``period`` steps apart, fully
+    static: ``mncore.repeat STEP count N period P { ... }``. Iteration ``i`` issues each
+    body instruction at ``STEP + i P +`` its own step (relative to the group's start)
+    with every reference ``space[a + s * i]`` at word ``a + s i``. The body holds ALU,
+    MAU and L1 instructions (no transfers to L2BM or DRAM, no waits, no ``fwd``); what
+    the whole expansion issues obeys the program's rules, which the program's verifier
+    checks as if expanded. Iterations may overlap (a modulo schedule)."""
+
+    name = "mncore.repeat"
+    step = prop_def(IntegerAttr[I64])
+    count = prop_def(IntegerAttr[I64])
+    period = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = lazy_traits_def(lambda: (HasParent(ProgramOp), NoTerminator()))
+    SLOT: ClassVar[str] = "repeat"
+    ALLOWED: ClassVar[tuple[type[InstructionOp], ...]] = (AluOp, MauOp, L1Op)
+
+    def __init__(self, step: int, count: int, period: int,
+                 body: Sequence[InstructionOp]) -> None:
+        super().__init__(properties={"step": i64_attr(step), "count": i64_attr(count),
+                                     "period": i64_attr(period)},
+                         regions=[Region(Block(list(body)))])
+
+    @property
+    def at(self) -> int:
+        return self.step.value.data
+
+    @property
+    def times(self) -> int:
+        return self.count.value.data
+
+    @property
+    def every(self) -> int:
+        return self.period.value.data
+
+    def group(self) -> list[InstructionOp]:
+        return list(self.body.block.ops)  # type: ignore[arg-type]
+
+    def last_step(self) -> int:
+        """The step of the group's last issue (its start for an empty group)."""
+        rel = max((op.at for op in self.body.block.ops), default=0)  # type: ignore[attr-defined]
+        return self.at + (self.times - 1) * self.every + rel
+
+    def expand(self) -> list[InstructionOp]:
+        """Every instruction the group issues, as plain instructions in issue order
+        (each knows its group: ``origin`` is (this op, iteration))."""
+        issued = []
+        for i in range(self.times):
+            start = self.at + i * self.every
+            for op in self.group():
+                copy = op.iteration(start + op.at, i)
+                copy.origin = (self, i)  # type: ignore[attr-defined]
+                issued.append(copy)
+        issued.sort(key=lambda op: op.at)
+        return issued
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RepeatOp:
+        step = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("count")
+        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("period")
+        period = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        op = cls.create(properties={"step": i64_attr(step), "count": i64_attr(count),
+                                    "period": i64_attr(period)}, regions=[region])
+        if attrs:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.at} count {self.times} period {self.every}")
+        if self.attributes:
+            printer.print_string(" attributes ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_empty_block=False)
+
+    def verify_(self) -> None:
+        if self.times < 1 or self.every < 1:
+            raise VerifyException("mncore.repeat: count and period are at least 1")
+        if not self.body.block.ops:
+            raise VerifyException("mncore.repeat holds at least one instruction")
+        last = -1
+        for op in self.body.block.ops:
+            if not isinstance(op, self.ALLOWED):
+                raise OpVerifyException(op, f"{op.name} cannot be in an mncore.repeat: it "
+                                            "holds ALU, MAU and L1 instructions")
+            if any(r.space.data == "fwd" for r in op.refs()):
+                raise OpVerifyException(op, "an instruction in an mncore.repeat cannot read "
+                                            "fwd")
+            if op.at < last:
+                raise OpVerifyException(op, f"step {op.at} comes after step {last}: "
+                                            "instructions must be in issue order")
+            last = op.at
+
+
 # --------------------------------------------------------------------------- placement
 
 
@@ -641,8 +831,45 @@ class ProgramOp(IRDLOperation):
     def target(self) -> Machine:
         return MACHINES[self.machine.data]
 
+    def units(self) -> list[InstructionOp | RepeatOp]:
+        """The instructions and repeated groups as written, in program order."""
+        return [op for op in self.body.block.ops if isinstance(op, InstructionOp | RepeatOp)]
+
     def instructions(self) -> list[InstructionOp]:
-        return [op for op in self.body.block.ops if isinstance(op, InstructionOp)]
+        """Every instruction the program issues, in issue order: repeated groups
+        expanded (:meth:`RepeatOp.expand`)."""
+        units = self.units()
+        if not any(isinstance(op, RepeatOp) for op in units):
+            return units  # type: ignore[return-value]
+        issued: list[InstructionOp] = []
+        for op in units:
+            issued.extend(op.expand() if isinstance(op, RepeatOp) else (op,))
+        issued.sort(key=lambda op: op.at)  # stable: program order within a step
+        return issued
+
+    def issues(self) -> list[Issue]:
+        """Every issue of the program in issue order, with the words it reads and writes
+        (strides 0): a repeated group's per iteration without copying its instructions
+        (a group's accesses are shifted, not recomputed)."""
+        machine = self.target
+        found: list[Issue] = []
+        for unit in self.units():
+            if isinstance(unit, InstructionOp):
+                reads, writes = unit.operands_of(machine)
+                found.append((unit.at, unit, None,
+                              [(r.space.data, r.address.data, k, 0) for r, k in reads],
+                              [(r.space.data, r.address.data, k, 0) for r, k in writes]))
+                continue
+            body = [(op, *op.strided_operands(machine)) for op in unit.group()]
+            for i in range(unit.times):
+                start = unit.at + i * unit.every
+                for op, reads, writes in body:
+                    found.append((start + op.at, op, i,
+                                  [(sp, a + i * st, k, 0) for sp, a, k, st in reads],
+                                  [(sp, a + i * st, k, 0) for sp, a, k, st in writes]))
+        if any(isinstance(unit, RepeatOp) for unit in self.units()):
+            found.sort(key=lambda issue: issue[0])
+        return found
 
     def tensors(self, role: str) -> list[TensorOp]:
         return [op for op in self.body.block.ops
@@ -679,14 +906,22 @@ class ProgramOp(IRDLOperation):
         if self.machine.data not in MACHINES:
             raise VerifyException(f"unknown machine {self.machine.data!r}")
         machine = self.target
+        last_step = -1
         for op in self.body.block.ops:
-            if not isinstance(op, TensorOp | BufferOp | InstructionOp):
+            if not isinstance(op, TensorOp | BufferOp | InstructionOp | RepeatOp):
                 raise OpVerifyException(op, f"{op.name} cannot be in an mncore.program: it "
-                                            "holds tensors, buffers and instructions")
+                                            "holds tensors, buffers, instructions and "
+                                            "repeated groups")
+            if isinstance(op, InstructionOp | RepeatOp):
+                if op.at < last_step:
+                    raise OpVerifyException(op, f"step {op.at} comes after step {last_step}: "
+                                                "instructions must be in issue order")
+                last_step = op.at
             if isinstance(op, TensorOp):
                 _check_dimensions(op, machine)
             if isinstance(op, TensorOp | BufferOp):
-                self._check_bounds(op, [(op.at, _extent(op))], machine)
+                self._check_bounds(op, [(op.at.space.data, op.at.address.data, _extent(op),
+                                         0)], machine)
         try:
             self._check_issue(machine)
         except Exception:
@@ -694,84 +929,88 @@ class ProgramOp(IRDLOperation):
             # verifies nested ops first, so a valid program pays for its instructions'
             # checks once; the tools verify a program before its ops, so an error is
             # blamed on its instruction first, as if they had been checked first.
-            for op in self.instructions():
-                try:
-                    op.verify_()
-                except VerifyException as error:
-                    raise OpVerifyException(op, str(error)) from None
+            for unit in self.units():
+                for op in unit.walk():
+                    try:
+                        op.verify_()
+                    except OpVerifyException:
+                        raise
+                    except VerifyException as error:
+                        raise OpVerifyException(op, str(error)) from None
             raise
 
     @staticmethod
-    def _check_bounds(op: IRDLOperation, refs: Sequence[tuple[RefAttr, int]],
-                      machine: Machine) -> None:
-        for ref, words in refs:
-            if ref.space.data == "fwd":
+    def _check_bounds(op: IRDLOperation, spans: Sequence[Span], machine: Machine) -> None:
+        for space, address, words, _ in spans:
+            if space == "fwd":
                 continue
-            size = machine.size(ref.space.data)
-            if ref.address.data + words > size:
+            size = machine.size(space)
+            if address + words > size:
                 raise OpVerifyException(
-                    op, f"{ref} + {words} words is beyond {ref.space.data} "
+                    op, f"{space}[{address}] + {words} words is beyond {space} "
                     f"({size} words on {machine.name})")
 
     def _check_issue(self, machine: Machine) -> None:
-        """Steps in order, one instruction per slot per step, the port rules."""
-        last_step = -1
-        used: dict[tuple[int, str], InstructionOp] = {}
+        """One instruction per slot per step, the port rules: on every issue, a
+        repeated group's blamed on the group with its iteration."""
+        used: set[tuple[int, str]] = set()
         lm_written: dict[str, int] = {}  # LM -> last step that wrote it
         ports: dict[tuple[int, str], list[str]] = {}
         producers: set[int] = set()
         dma_tags: dict[int, set[int]] = {}  # step -> tags of the DMAs issued then
-        for op in self.instructions():
-            step = op.at
+        for step, op, iteration, reads, writes in self.issues():
+            blame: IRDLOperation = op if iteration is None else op.parent_op()  # type: ignore[assignment]
+            where = "" if iteration is None else \
+                f"iteration {iteration}: {op.name} {op.kind.data!r}: "
+
+            def fail(message: str, blame: IRDLOperation = blame, where: str = where) -> None:
+                raise OpVerifyException(blame, where + message)
+
             if isinstance(op, DmaOp):
                 dma_tags.setdefault(step, set()).add(op.tag_number())
             if isinstance(op, WaitOp) and op.tag_number() in dma_tags.get(step, ()):
-                raise OpVerifyException(op, f"step {step} waits on tag {op.tag_number()} "
-                                            "issued in the same step: a wait takes effect "
-                                            "before its bundle issues")
-            if step < last_step:
-                raise OpVerifyException(op, f"step {step} comes after step {last_step}: "
-                                            "instructions must be in issue order")
-            last_step = step
+                fail(f"step {step} waits on tag {op.tag_number()} issued in the same step: "
+                     "a wait takes effect before its bundle issues")
             if (step, op.SLOT) in used:
-                raise OpVerifyException(op, f"step {step} already has an instruction in the "
-                                            f"{op.SLOT} slot")
-            used[(step, op.SLOT)] = op
-            reads, writes = op.operands_of(machine)
-            self._check_bounds(op, [*reads, *writes], machine)
+                fail(f"step {step} already has an instruction in the {op.SLOT} slot")
+            used.add((step, op.SLOT))
+            self._check_bounds(blame, [*reads, *writes], machine) if iteration is None else \
+                _bounds_in(blame, where, [*reads, *writes], machine)
             if isinstance(op, DmaOp) and op.block is not None and op.block >= machine.l2bs:
-                raise OpVerifyException(op, f"l2b {op.block} is beyond the {machine.l2bs} "
-                                            f"L2Bs of {machine.name}")
-            for ref, _ in reads:
-                space = ref.space.data
+                fail(f"l2b {op.block} is beyond the {machine.l2bs} L2Bs of {machine.name}")
+            for space, *_ in reads:
                 if space == "fwd" and step - 1 not in producers:
-                    raise OpVerifyException(op, f"step {step} reads fwd but step {step - 1} "
-                                                "has no ALU or MAU result")
+                    fail(f"step {step} reads fwd but step {step - 1} has no ALU or MAU result")
                 if space in ("lm0", "lm1") and step - lm_written.get(space, -99) <= \
                         machine.lm_write_blocks_reads:
-                    raise OpVerifyException(
-                        op, f"step {step} reads {space}, written at step {lm_written[space]}: "
-                        f"an LM cannot be read for {machine.lm_write_blocks_reads} steps "
-                        "after a write")
-            for ref, direction in [*((r, "read") for r, _ in reads),
-                                   *((r, "write") for r, _ in writes)]:
-                space = ref.space.data
+                    fail(f"step {step} reads {space}, written at step {lm_written[space]}: "
+                         f"an LM cannot be read for {machine.lm_write_blocks_reads} steps "
+                         "after a write")
+            for space, direction in [*((r[0], "read") for r in reads),
+                                     *((w[0], "write") for w in writes)]:
                 if space not in PE_SPACES:
                     continue
                 seen = ports.setdefault((step, space), [])
                 seen.append(direction)
                 if space.startswith("lm") and len(seen) > 1:
-                    raise OpVerifyException(op, f"step {step} uses {space} twice: an LM is "
-                                                "read or written once per step")
+                    fail(f"step {step} uses {space} twice: an LM is read or written once "
+                         "per step")
                 if space.startswith("grf") and seen.count(direction) > 1:
-                    raise OpVerifyException(op, f"step {step} has two {direction}s of "
-                                                f"{space}: a GRF has one read and one write "
-                                                "port")
-            for ref, _ in writes:
-                if ref.space.data in ("lm0", "lm1"):
-                    lm_written[ref.space.data] = step
+                    fail(f"step {step} has two {direction}s of {space}: a GRF has one read "
+                         "and one write port")
+            for space, *_ in writes:
+                if space in ("lm0", "lm1"):
+                    lm_written[space] = step
             if op.SLOT in ("alu", "mau"):
                 producers.add(step)
+
+
+def _bounds_in(group: IRDLOperation, where: str, spans: Sequence[Span],
+               machine: Machine) -> None:
+    try:
+        ProgramOp._check_bounds(group, spans, machine)
+    except OpVerifyException as error:
+        raise OpVerifyException(group, where + str(error)) from None
 
 
 def _check_dimensions(op: TensorOp, machine: Machine) -> None:
@@ -795,4 +1034,5 @@ def _extent(op: TensorOp | BufferOp) -> int:
     return size
 
 
-MNCore = Dialect("mncore", [ProgramOp, TensorOp, BufferOp, *INSTRUCTIONS], [RefAttr])
+MNCore = Dialect("mncore", [ProgramOp, TensorOp, BufferOp, RepeatOp, *INSTRUCTIONS],
+                 [RefAttr])

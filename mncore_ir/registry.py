@@ -87,6 +87,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return MNCoreForwardStoresPass
 
+    def mncore_expand_repeats() -> type[ModulePass]:
+        from mncore_ir.transforms.mncore_expand_repeats import MNCoreExpandRepeatsPass
+
+        return MNCoreExpandRepeatsPass
+
     def mncore_schedule() -> type[ModulePass]:
         from mncore_ir.transforms.mncore_schedule import MNCoreSchedulePass
 
@@ -101,6 +106,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "graph-decompose": graph_decompose,
         "graph-fuse-elementwise": graph_fuse_elementwise,
         "graph-unroll-steps": graph_unroll_steps,
+        "mncore-expand-repeats": mncore_expand_repeats,
         "mncore-forward-stores": mncore_forward_stores,
         "mncore-schedule": mncore_schedule,
     }

@@ -183,6 +183,39 @@ def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
                    op_flops(op, machine), latency)
 
 
+def decode_program(program: m.ProgramOp) -> list[Decoded]:
+    """Every issue of ``program`` decoded, in issue order: a repeated group's body once,
+    each iteration's words shifted by the references' strides."""
+    machine = program.target
+    found: list[Decoded] = []
+    for unit in program.units():
+        if isinstance(unit, m.InstructionOp):
+            found.append(decode(unit, machine))
+            continue
+        body = []
+        for op in unit.group():
+            reads, writes = op.strided_operands(machine)
+            body.append((decode(op, machine), [s[3] for s in reads], [s[3] for s in writes]))
+        for i in range(unit.times):
+            start = unit.at + i * unit.every
+            for ins, read_strides, write_strides in body:
+                write = ins.write
+                if write is not None and write_strides[0]:
+                    write = (write[0], write[1], _shift(write[2], i * write_strides[0]))
+                found.append(Decoded(
+                    ins.op, start + ins.step,  ins.slot,
+                    [(r, sp, _shift(w, i * st)) if st else (r, sp, w) for (r, sp, w), st in
+                     zip(ins.reads, read_strides, strict=True)],
+                    write, ins.masked, ins.block, ins.flops, ins.latency))
+    if len(found) != len(program.units()):
+        found.sort(key=lambda ins: ins.step)
+    return found
+
+
+def _shift(words: Words, by: int) -> Words:
+    return slice(words.start + by, words.stop + by) if isinstance(words, slice) else words + by
+
+
 def bundles(instructions: list[Decoded]) -> list[tuple[int, list[Decoded]]]:
     """The instructions that write, by step."""
     found: list[tuple[int, list[Decoded]]] = []
@@ -208,7 +241,7 @@ class Simulator:
                 check(program)
             self.program = program
             self.dram_words = dram_extent(program, max_bytes)
-            self.instructions = [decode(op, program.target) for op in program.instructions()]
+            self.instructions = decode_program(program)
             self.tensors = {role: program.tensors(role) for role in ("input", "output",
                                                                      "constant")}
         self.bundles = bundles(self.instructions)
@@ -367,7 +400,7 @@ def dram_extent(program: m.ProgramOp, max_bytes: int = DEFAULT_MAX_BYTES) -> int
     ends += [(t.at.address.data + math.prod(t.type.get_shape()), f"mncore.tensor @"
               f"{t.sym_name.data}") for t in program.body.block.ops if isinstance(t, m.TensorOp)]
     ends += [(op.dram.address.data + op.dram_extent(), f"the mncore.dma of step {op.at}")
-             for op in program.instructions() if isinstance(op, m.DmaOp)]
+             for op in program.units() if isinstance(op, m.DmaOp)]
     words, what = max(ends)
     if 4 * words > max_bytes:
         raise InterpretationError(

@@ -57,10 +57,9 @@ def _words(span: slice) -> np.ndarray:
 def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
     """Forward what can be in ``program`` (unscheduled); returns (loads, stores) removed."""
     machine = program.target
-    ops = program.instructions()
     dram_words = max([1] + [t.at.address.data + math.prod(t.type.get_shape())
                             for t in program.body.block.ops if isinstance(t, m.TensorOp)]
-                     + [op.dram.address.data + op.dram_extent() for op in ops
+                     + [op.dram.address.data + op.dram_extent() for op in program.units()
                         if isinstance(op, m.DmaOp)])
     l2bm, l2bs = machine.size("l2bm"), machine.l2bs
     everywhere = slice(None)
@@ -96,17 +95,17 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             candidates[owner].ok = False
         return True
 
-    for op in ops:
-        reads, writes = op.operands_of(machine)
+    # a repeated group's instructions (ALU, MAU, L1) touch neither L2BM nor DRAM: only
+    # which of their words are replicated matters, per iteration
+    for _, op, _, reads, writes in program.issues():
         alike = True  # every source replicated, so the result is too
         aliased = False
         one = op.block if isinstance(op, m.DmaOp) else None  # one L2B's copy, or all
-        for ref, n in reads:
-            space = ref.space.data
+        for space, first, n, _ in reads:
             if space == "fwd" or space == "dram":
                 alike = alike and space == "dram"
                 continue
-            words = _span(ref, n)
+            words = slice(first, first + n)
             if space == "l2bm":  # a store without an L2B reads L2B 0's copy
                 copy = (one or 0) if isinstance(op, m.DmaOp) else everywhere
                 aliased = read_l2bm(op, words, copy) or aliased
@@ -125,9 +124,8 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             stored_replicated[dram] = replicated["l2bm"][source]
             continue
         copies = everywhere if one is None else one
-        for ref, n in writes:
-            space = ref.space.data
-            words = _span(ref, n)
+        for space, first, n, _ in writes:
+            words = slice(first, first + n)
             if space == "l2bm":
                 version[words, copies] += 1
                 alias[words, copies] = -1
@@ -173,7 +171,7 @@ def _dead_stores(program: m.ProgramOp, dram_words: int) -> int:
         at = tensor.at.address.data
         live[at:at + math.prod(tensor.type.get_shape())] = True
     dead = []
-    for op in reversed(program.instructions()):
+    for op in reversed(program.units()):  # repeated groups hold no DMAs
         if not isinstance(op, m.DmaOp):
             continue
         words = op.dram_words()
@@ -192,7 +190,7 @@ def _dead_stores(program: m.ProgramOp, dram_words: int) -> int:
 def _drop_idle_waits(program: m.ProgramOp) -> None:
     """Remove each wait that no DMA issued since the last wait on its tag waits for."""
     issued: set[int] = set()
-    for op in program.instructions():
+    for op in program.units():
         if isinstance(op, m.DmaOp):
             issued.add(op.tag_number())
         elif isinstance(op, m.WaitOp):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -44,12 +44,23 @@ Interval = tuple[int, int]  # first word, past the last
 Access = tuple[str, list[Interval], int | None]  # space, words, the one L2B or None: all
 
 
-def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[Access]]:
+def accesses(op: m.InstructionOp | m.RepeatOp, machine: Machine
+             ) -> tuple[list[Access], list[Access]]:
+    """The words ``op`` reads and writes; a repeated group's as the hull of each
+    reference over its iterations."""
+    if isinstance(op, m.RepeatOp):
+        found: tuple[list[Access], list[Access]] = ([], [])
+        reach = op.times - 1
+        for body in op.group():
+            for side, pieces in zip(found, body_accesses(body, machine), strict=True):
+                side.extend((space, [(lo, hi + stride * reach)], None)
+                            for space, lo, hi, stride in pieces)
+        return found
     reads, writes = op.operands_of(machine)
     block = None
     if isinstance(op, m.DmaOp):  # one L2B's copy of L2BM, or all for a plain load
         block = op.block if op.block is not None or op.kind.data == "load" else 0
-    found: tuple[list[Access], list[Access]] = (
+    found = (
         [(r.space.data, [(r.address.data, r.address.data + n)],
           block if r.space.data == "l2bm" else None) for r, n in reads],
         [(r.space.data, [(r.address.data, r.address.data + n)],
@@ -60,6 +71,34 @@ def accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Access], list[
     return found
 
 
+Piece = tuple[str, int, int, int]  # space, first word, past the last, stride
+
+
+def body_accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Piece], list[Piece]]:
+    """(reads, writes) of an instruction of a repeated group in its iteration 0, each
+    with its reference's stride."""
+    reads, writes = op.strided_operands(machine)
+    return ([(sp, a, a + n, st) for sp, a, n, st in reads],
+            [(sp, a, a + n, st) for sp, a, n, st in writes])
+
+
+def first_touch(group: m.RepeatOp, machine: Machine, words: list[Access]) -> int:
+    """The fewest steps from ``group``'s start to an issue of it that touches any of
+    ``words`` (a dependence on their writer or reader holds from there on)."""
+    found = group.last_step() - group.at
+    period, count = group.every, group.times
+    for op in group.group():
+        for space, lo, hi, stride in (p for side in body_accesses(op, machine) for p in side):
+            for other, intervals, _ in words:
+                if other != space:
+                    continue
+                for x, y in intervals:
+                    i = 0 if stride == 0 else max(0, (x - hi) // stride + 1)
+                    if i < count and lo + i * stride < y and x < hi + i * stride:
+                        found = min(found, i * period + op.at)
+    return found
+
+
 def _meet(a: int | None, b: int | None) -> bool:
     """Whether accesses to two L2Bs' copies (``None``: all) touch a common copy."""
     return a is None or b is None or a == b
@@ -67,7 +106,7 @@ def _meet(a: int | None, b: int | None) -> bool:
 
 @dataclass
 class Node:
-    op: m.InstructionOp
+    op: m.InstructionOp | m.RepeatOp
     reads: list[Access]
     writes: list[Access]
     preds: list[tuple[int, int]] = field(default_factory=list)  # (node, minimum distance)
@@ -76,9 +115,19 @@ class Node:
     step: int = -1
 
 
-def latency(op: m.InstructionOp, machine: Machine) -> int:
+def latency(op: m.InstructionOp | m.RepeatOp, machine: Machine) -> int:
+    """Steps from an instruction's issue until its result is ready; for a repeated
+    group, from its start until its last result is (so a reader after the group
+    waits for all of it)."""
+    if isinstance(op, m.RepeatOp):
+        return extent(op) + max(latency(b, machine) for b in op.group())
     return {"alu": machine.alu_latency, "mau": machine.alu_latency, "l1": machine.l1_latency,
             "l2": machine.l2_latency, "dma": 0, "ctrl": 0}[op.SLOT]
+
+
+def extent(op: m.InstructionOp | m.RepeatOp) -> int:
+    """Steps from a unit's issue to its last issue: 0 but for a repeated group."""
+    return op.last_step() - op.at if isinstance(op, m.RepeatOp) else 0
 
 
 def dma_steps(op: m.InstructionOp, machine: Machine) -> int:
@@ -173,12 +222,12 @@ class Segments:
             values[first:last] = [history]
 
 
-def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
+def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -> list[Node]:
     """Nodes with their dependency edges. Per memory word, the last writer and the
     readers since it are enough: older accesses are ordered through them."""
     nodes = []
     for op in ops:
-        if any(r.space.data == "fwd" for r in op.srcs.data):
+        if not isinstance(op, m.RepeatOp) and any(r.space.data == "fwd" for r in op.srcs.data):
             raise ScheduleError(f"mncore-schedule: step {op.at}: {op.name} reads fwd, which "
                                 "ties it to the previous step; write the value to a memory")
         nodes.append(Node(op, *accesses(op, machine)))
@@ -223,15 +272,17 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
             for history in writers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
-                        found[(i, "overwrites")] = 1
+                        found[(i, "overwrites")] = 1 + extent(nodes[i].op)
             for history in readers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
-                        found.setdefault((i, "overwrites"), 0)
+                        found.setdefault((i, "overwrites"), extent(nodes[i].op))
         needs: dict[int, int] = {}
         for (i, what), distance in found.items():
             source, gap = after(i, j, distance, what)
-            needs[source] = max(needs.get(source, 0), gap)
+            if isinstance(node.op, m.RepeatOp):  # from the first issue touching i's words
+                gap -= first_touch(node.op, machine, [*nodes[i].reads, *nodes[i].writes])
+            needs[source] = max(needs.get(source, gap), gap)
         for i, gap in needs.items():
             if i != j:
                 edge(i, j, gap)
@@ -257,17 +308,27 @@ def build_graph(ops: Sequence[m.InstructionOp], machine: Machine) -> list[Node]:
 
 
 class Reservations:
-    """What each step already uses: slots, PE memory ports, LM writes and reads."""
+    """What each step already uses: slots, PE memory ports, LM writes and reads. With a
+    ``period``, steps are taken modulo it: the table of one iteration of a repeated
+    group whose iterations start ``period`` steps apart (a modulo schedule)."""
 
-    def __init__(self) -> None:
+    def __init__(self, period: int | None = None) -> None:
+        self.period = period
         self.slots: set[tuple[int, str]] = set()
         self.ports: dict[tuple[int, str], list[str]] = {}
         self.skip: dict[str, dict[int, int]] = defaultdict(dict)
         """Per slot, a taken step -> a later step to look at next (path-compressed): the
         search for a free step skips a long run of taken ones at once."""
 
+    def _key(self, step: int) -> int:
+        return step % self.period if self.period else step
+
     def free_from(self, slot: str, step: int) -> int:
         """The first step from ``step`` whose ``slot`` is free."""
+        if self.period:
+            while (step % self.period, slot) in self.slots:
+                step += 1
+            return step
         skip = self.skip[slot]
         path = []
         while step in skip:
@@ -278,44 +339,166 @@ class Reservations:
         return step
 
     def fits(self, node: Node, step: int, machine: Machine) -> bool:
-        if (step, node.op.SLOT) in self.slots:
+        key = self._key
+        if (key(step), node.op.SLOT) in self.slots:
             return False
         uses = [(a[0], "read") for a in node.reads] + [(a[0], "write") for a in node.writes]
         for space, direction in uses:
             if space.startswith("lm"):
-                if self.ports.get((step, space)):
+                if self.ports.get((key(step), space)):
                     return False
                 if sum(1 for s, _ in uses if s == space) > 1:
                     return False
                 gap = machine.lm_write_blocks_reads
                 if direction == "read" and any(
-                        "write" in self.ports.get((step - k, space), ()) for k in
+                        "write" in self.ports.get((key(step - k), space), ()) for k in
                         range(1, gap + 1)):
                     return False
                 if direction == "write" and any(
-                        "read" in self.ports.get((step + k, space), ()) for k in
+                        "read" in self.ports.get((key(step + k), space), ()) for k in
                         range(1, gap + 1)):
                     return False
             elif space.startswith("grf"):
-                taken = self.ports.get((step, space), [])
+                taken = self.ports.get((key(step), space), [])
                 if taken.count(direction) + sum(
                         1 for s, d in uses if s == space and d == direction) > 1:
                     return False
         return True
 
     def take(self, node: Node, step: int) -> None:
-        self.slots.add((step, node.op.SLOT))
-        self.skip[node.op.SLOT][step] = step + 1
+        self.slots.add((self._key(step), node.op.SLOT))
+        if not self.period:
+            self.skip[node.op.SLOT][step] = step + 1
         for space, direction in [(a[0], "read") for a in node.reads] + [
                 (a[0], "write") for a in node.writes]:
             if space.startswith(("lm", "grf")):
-                self.ports.setdefault((step, space), []).append(direction)
+                self.ports.setdefault((self._key(step), space), []).append(direction)
+
+
+@dataclass
+class Group:
+    """A repeated group as the scheduler places it: its body's nodes (iteration 0's
+    accesses) and every (step offset from the group's start, body node) it issues."""
+
+    body: list[Node]
+    issues: list[tuple[int, Node]]
+
+
+def _together(a: Piece, b: Piece, count: int) -> bool:
+    """Whether ``a`` and ``b`` touch a common word in one iteration (with unequal
+    strides, whether their hulls meet, conservatively)."""
+    space, lo, hi, stride = a
+    space_b, lo_b, hi_b, stride_b = b
+    if space != space_b:
+        return False
+    if stride == stride_b:
+        return lo < hi_b and lo_b < hi
+    reach = count - 1
+    return lo < hi_b + stride_b * reach and lo_b < hi + stride * reach
+
+
+def _carried(a: Piece, b: Piece, count: int) -> int | None:
+    """The fewest iterations ``d >= 1`` after which ``b`` touches a word ``a`` touched
+    (``None``: never; with unequal strides, 1, conservatively)."""
+    space, lo, hi, stride = a
+    space_b, lo_b, hi_b, stride_b = b
+    if space != space_b or count < 2:
+        return None
+    if stride != stride_b:
+        reach = count - 1
+        return 1 if lo < hi_b + stride_b * reach and lo_b < hi + stride * reach else None
+    if stride == 0:
+        return 1 if lo < hi_b and lo_b < hi else None
+    # b's words in iteration i + d: [lo_b + d s, hi_b + d s) meets [lo, hi) for
+    # (lo - hi_b) / s < d < (hi - lo_b) / s
+    first = max(1, (lo - hi_b) // stride + 1)
+    return first if first <= count - 1 and lo_b + first * stride < hi else None
+
+
+def modulo_schedule(group: m.RepeatOp, machine: Machine) -> Group:
+    """Give ``group``'s body the shortest period (from the busiest slot's count up)
+    at which each instruction, in order, takes its earliest step after its own
+    iteration's earlier accesses, with a modulo reservation table, and every
+    dependence on an earlier iteration holds. Rewrites the body's steps and period."""
+    ops = group.group()
+    pieces = [body_accesses(op, machine) for op in ops]
+    nodes = [Node(op, [(sp, [(lo, hi)], None) for sp, lo, hi, _ in r],
+                  [(sp, [(lo, hi)], None) for sp, lo, hi, _ in w]) for op, (r, w) in
+             zip(ops, pieces, strict=True)]
+    lat = [latency(op, machine) for op in ops]
+    # (a, b, distance, iterations apart) for every ordered pair that shares words
+    deps: list[tuple[int, int, int, int]] = []
+    for a, (reads_a, writes_a) in enumerate(pieces):
+        for b, (reads_b, writes_b) in enumerate(pieces):
+            for first, second, distance in ((writes_a, reads_b, lat[a]),
+                                            (writes_a, writes_b, 1),
+                                            (reads_a, writes_b, 0)):
+                for x in first:
+                    for y in second:
+                        if a < b and _together(x, y, group.times):
+                            deps.append((a, b, distance, 0))
+                        d = _carried(x, y, group.times)
+                        if d is not None:
+                            deps.append((a, b, distance, d))
+    busiest = max(Counter(op.SLOT for op in ops).values())
+    longest = len(ops) * (max(lat) + machine.lm_write_blocks_reads + 2)  # one op at a time
+    for period in range(busiest, longest + 1):
+        table = Reservations(period)
+        rel: list[int] = []
+        for b, node in enumerate(nodes):
+            step = max([0] + [rel[a] + dist for a, b2, dist, d in deps if b2 == b and d == 0])
+            tries = 0
+            while not table.fits(node, step, machine) and tries < period:
+                step, tries = step + 1, tries + 1
+            if tries == period:
+                break
+            table.take(node, step)
+            rel.append(step)
+        else:
+            if all(rel[b] + d * period >= rel[a] + dist for a, b, dist, d in deps if d):
+                break
+    else:
+        raise ScheduleError(f"mncore-schedule: step {group.at}: no period fits the "
+                            "mncore.repeat's body")
+    for op, step in zip(ops, rel, strict=True):
+        op.step = m.i64_attr(step)
+        op.detach()
+    block = group.body.block
+    for i in sorted(range(len(ops)), key=lambda i: (rel[i], i)):
+        block.add_op(ops[i])
+    group.period = m.i64_attr(period)
+    issues = sorted(((i * period + rel[b], nodes[b]) for i in range(group.times)
+                     for b in range(len(ops))), key=lambda x: x[0])
+    return Group(nodes, issues)
+
+
+def _place_group(table: Reservations, group: Group, step: int, machine: Machine) -> int:
+    """The first start from ``step`` at which every issue of the group fits."""
+    while True:
+        for offset, node in group.issues:
+            if not table.fits(node, step + offset, machine):
+                free = table.free_from(node.op.SLOT, step + offset)
+                step = max(step + 1, free - offset)
+                break
+        else:
+            return step
 
 
 def schedule(program: m.ProgramOp) -> int:
     """Re-step ``program``'s instructions in place; returns the number of steps."""
     machine = program.target
-    ops = program.instructions()
+    ops = program.units()
+    groups: dict[int, Group] = {}
+    end = -1  # the last step of the repeated groups so far
+    for i, op in enumerate(ops):
+        if op.at <= end:
+            raise ScheduleError(f"mncore-schedule: step {op.at}: {op.name} issues inside an "
+                                f"earlier mncore.repeat (to step {end}): groups in the "
+                                "input must not interleave with other instructions (its "
+                                "order is its meaning)")
+        if isinstance(op, m.RepeatOp):
+            end = op.last_step()
+            groups[i] = modulo_schedule(op, machine)
     nodes = build_graph(ops, machine)
     remaining = [len(n.preds) for n in nodes]
     ready = [(-n.priority, i) for i, n in enumerate(nodes) if not n.preds]
@@ -327,16 +510,21 @@ def schedule(program: m.ProgramOp) -> int:
     while ready:
         _, i = heapq.heappop(ready)
         node = nodes[i]
-        step = max((nodes[p].step + d for p, d in node.preds), default=0)
+        step = max([0] + [nodes[p].step + d for p, d in node.preds])
         if isinstance(node.op, m.WaitOp):  # when its transfers leave the engine's queue
             step = max([step] + [-(-finish[p] // 4) for p, _ in node.preds if p in finish])
         if isinstance(node.op, m.DmaOp):  # issued in the order placed: the queue's order
             step = max(step, last_dma + 1)
-        step = table.free_from(node.op.SLOT, step)
-        while not table.fits(node, step, machine):
-            step = table.free_from(node.op.SLOT, step + 1)
-        node.step = step
-        table.take(node, step)
+        if i in groups:
+            node.step = step = _place_group(table, groups[i], step, machine)
+            for offset, body in groups[i].issues:
+                table.take(body, step + offset)
+        else:
+            step = table.free_from(node.op.SLOT, step)
+            while not table.fits(node, step, machine):
+                step = table.free_from(node.op.SLOT, step + 1)
+            node.step = step
+            table.take(node, step)
         if isinstance(node.op, m.DmaOp):
             last_dma = step
             start = max(4 * step + machine.dma_setup_cycles, engine_free)
@@ -352,7 +540,8 @@ def schedule(program: m.ProgramOp) -> int:
         node.op.detach()
     for i in sorted(range(len(nodes)), key=lambda i: (nodes[i].step, i)):
         block.add_op(nodes[i].op)  # placement ops keep their places in front
-    return max((n.step for n in nodes), default=-1) + 1
+    return max((n.op.last_step() if isinstance(n.op, m.RepeatOp) else n.step
+                for n in nodes), default=-1) + 1
 
 
 @dataclass(frozen=True)

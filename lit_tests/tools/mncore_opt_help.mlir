@@ -51,6 +51,7 @@
 // CHECK-NEXT: {{^}}      carry: tuple[int, ...] ={{ ?$}}
 // CHECK-NEXT: {{^}}      collect: tuple[int, ...] | None = none
 // CHECK-NEXT: {{^}}      function: str = main
+// CHECK-NEXT: {{^}}  mncore-expand-repeats    Replace every mncore.repeat by the instructions it issues
 // CHECK-NEXT: {{^}}  mncore-forward-stores    Hand data between tasks in L2BM instead of through DRAM
 // CHECK-NEXT: {{^}}  mncore-schedule          Give every mncore.program's instructions
 

@@ -188,7 +188,7 @@ class MNCoreRunMain(DashIsStdin):
         words = max([tensor.at.address.data + math.prod(tensor.type.get_shape())
                      for tensor in program.body.block.ops if isinstance(tensor, mn.TensorOp)]
                     + [op.dram.address.data + op.dram_extent()
-                       for op in program.instructions() if isinstance(op, mn.DmaOp)] + [0])
+                       for op in program.units() if isinstance(op, mn.DmaOp)] + [0])
         if 4 * words > self.args.max_bytes:
             raise InterpretationError(
                 f"@{program.sym_name.data} addresses {4 * words:,} bytes of DRAM, more than "

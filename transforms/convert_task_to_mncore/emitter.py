@@ -41,7 +41,9 @@ class Emitter:
     def __init__(self, machine: Machine, max_instructions: int = MAX_INSTRUCTIONS) -> None:
         self.machine = machine
         self.max_instructions = max_instructions
-        self.ops: list[m.InstructionOp] = []
+        self.ops: list[m.InstructionOp | m.RepeatOp] = []
+        self.next_step = 0  # the step of the next instruction in program order
+        self.emitted = 0  # instructions written (a repeated group's body once)
         self.dram: dict[SSAValue, int] = {}
         self.tag = 0
         self.size = 0
@@ -231,13 +233,34 @@ class Emitter:
     def emit(self, op: m.InstructionOp) -> None:
         """Append ``op``; a program past the budget stops compiling here, before the
         emitter and the scheduler spend minutes on it."""
-        if len(self.ops) >= self.max_instructions:
+        self._count(1)
+        op.step = m.i64_attr(self.next_step)
+        self.next_step += self.spacing
+        self.ops.append(op)
+
+    def repeat(self, body: Sequence[m.InstructionOp], count: int) -> None:
+        """``body`` (instructions whose references carry their per-iteration strides)
+        issued ``count`` times, as one ``mncore.repeat``: in program order, one
+        instruction per :attr:`spacing` steps, as :meth:`emit` would; the scheduler
+        packs the group as a unit. A single iteration is emitted plainly."""
+        if count == 1:
+            for op in body:
+                self.emit(op.iteration(0, 0))
+            return
+        self._count(1 + len(body))
+        for k, op in enumerate(body):
+            op.step = m.i64_attr(k * self.spacing)
+        period = len(body) * self.spacing
+        self.ops.append(m.RepeatOp(self.next_step, count, period, body))
+        self.next_step += count * period
+
+    def _count(self, n: int) -> None:
+        self.emitted += n
+        if self.emitted > self.max_instructions:
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: the program needs more than "
                 f"{self.max_instructions:,} instructions; raise max_instructions or tile "
                 "smaller")
-        op.step = m.i64_attr(len(self.ops) * self.spacing)
-        self.ops.append(op)
 
     def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
             stride: int | None = None, l2b: int | None = None) -> None:

@@ -15,6 +15,7 @@ program's emitter: its rings, DRAM places and instruction list.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -155,6 +156,12 @@ def _zero_past(pb: Emitter, slot: tuple[str, int], valid: int, scratch: tuple[st
         pb.alu("fpass", [scratch], slot)
 
 
+#: Passes (of 8 rows of K) per repeated group of the stationary kernel's inner loop:
+#: its broadcasts fill the L1 slot, so smaller groups let the transfers that build
+#: later matrices in between.
+GROUP = 16
+
+
 def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
     """``O (+)= S[:, :depth] @ T[:depth]`` (adding to O after the first chunk of K,
     which ``ops`` starts at) with S stationary: PE ``p`` of every L1B holds rows
@@ -240,19 +247,63 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
                 columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live,
                              store=False)
             area, kw = areas.pop(u), min(width, depth - k0)
-            for kc in range(-(-kw // 4)):
-                for jl in live:
-                    vector = vectors.take()
-                    pb.emit(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * kw
-                                                      + 4 * kc)], m.ref(*vector)))
-                    if 4 * kc + 4 > kw:  # past K: the next column's words, or stale
-                        _zero_past(pb, vector, kw - 4 * kc, vector)
-                    pb.emit(m.MauOp(0, "mma" if by_k else "vmm",
-                                    [m.ref(*matrix(k0 // 4 + kc)), m.ref(*vector),
-                                     m.ref(*accs[jl])], m.ref(*accs[jl])))
+
+            full = kw // 4  # the 4-row steps with no words past K
+            lead = min(full, (k0 // 4) % 2)  # a group starts on lm0's matrix
+            pairs = (full - lead) // 2
+            unit = _Unit(area, kw, k0, live, vectors, accs, "mma" if by_k else "vmm", matrix)
+            for kc in range(lead):
+                for op in _k_step(pb, unit, kc):
+                    pb.emit(op)
+            for first in range(0, pairs, GROUP):
+                kc = lead + 2 * first
+                pb.repeat(_k_step(pb, unit, kc, True) + _k_step(pb, unit, kc + 1, True),
+                          min(GROUP, pairs - first))
+            for kc in range(lead + 2 * pairs, -(-kw // 4)):
+                for op in _k_step(pb, unit, kc):
+                    pb.emit(op)
             if k0 + width < depth:
                 continue
             columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live, store=True)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A unit of the stationary kernel's inner loop: T's rows ``k0..k0 + kw`` in L1BM
+    from ``area`` (``[column][row]``), the columns ``live`` of L1B 0, their vector
+    ring and accumulators, the MAU kind and where the matrix of each 4 rows of K is."""
+
+    area: tuple[str, int]
+    kw: int
+    k0: int
+    live: list[int]
+    vectors: Ring
+    accs: list[tuple[str, int]]
+    kind: str
+    matrix: Callable[[int], tuple[str, int]]
+
+
+def _k_step(pb: Emitter, unit: _Unit, kc: int, repeated: bool = False) -> list[m.InstructionOp]:
+    """Columns ``live`` times rows ``4 kc..4 kc + 3`` of the unit: T's 4 words broadcast,
+    the matrix multiply-added (past K, the words are selected away in between: emitted
+    here, and nothing returned). ``repeated``: the body of a group of 2 kc a pass (T's
+    words advance 8 a pass, the matrices 16 in each LM)."""
+    strides = ([8, 0], [16, 0, 0, 0]) if repeated else (None, None)
+    area, kw = unit.area, unit.kw
+    found: list[m.InstructionOp] = []
+    for jl in unit.live:
+        vector = unit.vectors.take()
+        found.append(m.L1Op(0, "bcast", [m.ref(area[0], area[1] + jl * kw + 4 * kc)],
+                            m.ref(*vector), strides=strides[0]))
+        if 4 * kc + 4 > kw:  # past K: the next column's words, or stale
+            pb.emit(found.pop())
+            _zero_past(pb, vector, kw - 4 * kc, vector)
+        found.append(m.MauOp(0, unit.kind, [m.ref(*unit.matrix(unit.k0 // 4 + kc)),
+                                            m.ref(*vector), m.ref(*unit.accs[jl])],
+                             m.ref(*unit.accs[jl]), strides=strides[1]))
+        if 4 * kc + 4 > kw:
+            pb.emit(found.pop())
+    return found
 
 
 def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: int, c0: int,

@@ -3,7 +3,8 @@
 // space, tensor role), every check of the instructions' verify_ (kind, operand count,
 // the spaces a slot can reach), and ProgramOp's assembler rules (dialects/mncore.py):
 // bounds of every memory, issue order, one instruction per slot per step, the LM and
-// GRF port rules, fwd, the mma matrix, tags; tensors in dram; the parent-op traits.
+// GRF port rules, fwd, the mma matrix, tags; tensors in dram; the parent-op traits;
+// repeated groups (their bodies, strides, and the rules on every iteration).
 // Each error is expected, with its message, at the line of the op to blame (an
 // instruction, a tensor, a buffer, or the program for its own checks) or of the bad
 // token: mncore-opt --verify-diagnostics fails on an error that is not expected there
@@ -591,14 +592,14 @@ mncore.program @p machine "tiny" {
 // -----
 
 // An instruction outside a program.
-// expected-error@+1 {{'mncore.alu' expects parent op 'mncore.program'}}
+// expected-error@+1 {{'mncore.alu' expects parent op to be one of 'mncore.program', 'mncore.repeat'}}
 mncore.alu 0 "fzero" -> lm0[0]
 
 // -----
 
 // An instruction in a function.
 func.func @f() {
-  // expected-error@+1 {{'mncore.wait' expects parent op 'mncore.program'}}
+  // expected-error@+1 {{'mncore.wait' expects parent op to be one of 'mncore.program', 'mncore.repeat'}}
   mncore.wait 0 tag 1
   func.return
 }
@@ -629,7 +630,7 @@ mncore.program @p machine "tiny" {
 
 // Only tensors, buffers and instructions belong in a program.
 mncore.program @p machine "tiny" {
-  // expected-error@+1 {{graph.constant cannot be in an mncore.program: it holds tensors, buffers and instructions}}
+  // expected-error@+1 {{graph.constant cannot be in an mncore.program: it holds tensors, buffers, instructions and repeated groups}}
   %c = graph.constant dense<1.0> : tensor<f32>
 }
 
@@ -706,7 +707,7 @@ mncore.program @p machine "tiny" {
 
 // -----
 
-// expected-error@+1 {{'mncore.wait' expects parent op 'mncore.program'}}
+// expected-error@+1 {{'mncore.wait' expects parent op to be one of 'mncore.program', 'mncore.repeat'}}
 "mncore.wait"() <{step = 0 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> ()
 
 // -----
@@ -714,4 +715,126 @@ mncore.program @p machine "tiny" {
 mncore.program @p machine "tiny" {
   // expected-error@+1 {{Expected 0 results, but got 1}}
   %x = "mncore.wait"() <{step = 0 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> i64
+}
+
+// -----
+
+// ==== repeated groups (mncore.repeat): the body's own checks, then the rules on every
+// issue of the expansion, blamed on the group with the iteration that breaks them.
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.repeat: count and period are at least 1}}
+  mncore.repeat 0 count 0 period 4 {
+    mncore.alu 0 "fzero" -> grf0[0]
+  }
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.repeat holds at least one instruction}}
+  mncore.repeat 0 count 2 period 4 {
+  }
+}
+
+// -----
+
+// Transfers to L2BM or DRAM and waits have no place in a group: the engine's queue and
+// the tags are per instruction.
+mncore.program @p machine "tiny" {
+  mncore.repeat 0 count 2 period 4 {
+    // expected-error@+1 {{mncore.dma cannot be in an mncore.repeat: it holds ALU, MAU and L1 instructions}}
+    mncore.dma 0 "load" dram[0 + 4 * i] -> l2bm[0] words 4 tag 1
+  }
+  mncore.wait 9 tag 1
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  mncore.alu 0 "fzero" -> grf0[0]
+  mncore.repeat 1 count 2 period 4 {
+    // expected-error@+1 {{an instruction in an mncore.repeat cannot read fwd}}
+    mncore.alu 0 "fpass" fwd[0] -> grf0[4]
+  }
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  mncore.repeat 0 count 2 period 4 {
+    mncore.alu 2 "fzero" -> grf0[0]
+    // expected-error@+1 {{step 1 comes after step 2: instructions must be in issue order}}
+    mncore.alu 1 "fzero" -> grf0[4]
+  }
+}
+
+// -----
+
+// A stride needs the iteration: `N * i`.
+mncore.program @p machine "tiny" {
+  mncore.repeat 0 count 2 period 4 {
+    // expected-error@+1 {{Expected 'i': the iteration (a stride is N * i)}}
+    mncore.alu 0 "fzero" -> grf0[0 + 4 * j]
+  }
+}
+
+// -----
+
+// Strides outside a group (the generic form can say it).
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.alu has strides only in an mncore.repeat}}
+  "mncore.alu"() <{step = 0 : i64, kind = "fzero", srcs = [], dst = #mncore.ref<grf0[0]>, strides = array<i64: 4>}> : () -> ()
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  "mncore.repeat"() <{step = 0 : i64, count = 2 : i64, period = 4 : i64}> ({
+    // expected-error@+1 {{mncore.alu: strides are one non-negative integer per reference (sources, destination, mask)}}
+    "mncore.alu"() <{step = 0 : i64, kind = "fneg", srcs = [#mncore.ref<grf0[0]>], dst = #mncore.ref<grf0[4]>, strides = array<i64: 4>}> : () -> ()
+  }) : () -> ()
+}
+
+// -----
+
+// Iteration 1's broadcast lands on the step of iteration 0's second one.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{iteration 1: mncore.l1 'bcast': step 3 already has an instruction in the l1 slot}}
+  mncore.repeat 1 count 3 period 2 {
+    mncore.l1 0 "bcast" l1bm[0 + 4 * i] -> grf0[4]
+    mncore.l1 2 "bcast" l1bm[0 + 4 * i] -> grf0[8]
+  }
+}
+
+// -----
+
+// An instruction after the group, issued in its span, on a slot an iteration takes.
+mncore.program @p machine "tiny" {
+  mncore.repeat 0 count 4 period 4 {
+    mncore.alu 0 "fzero" -> grf0[0]
+  }
+  // expected-error@+1 {{step 8 already has an instruction in the alu slot}}
+  mncore.alu 8 "fzero" -> grf0[4]
+}
+
+// -----
+
+// The 257th iteration reads past L1BM: every iteration's words are checked.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{iteration 256: mncore.l1 'bcast': l1bm[1024] + 4 words is beyond l1bm (1024 words on tiny)}}
+  mncore.repeat 1 count 300 period 4 {
+    mncore.l1 0 "bcast" l1bm[0 + 4 * i] -> grf0[4]
+  }
+}
+
+// -----
+
+// An LM read 2 steps after a write of it, across iterations (period 2).
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{iteration 1: mncore.alu 'fpass': step 2 reads lm0, written at step 1: an LM cannot be read for 2 steps after a write}}
+  mncore.repeat 0 count 2 period 2 {
+    mncore.alu 0 "fpass" lm0[0] -> grf0[0]
+    mncore.alu 1 "fpass" grf1[0] -> lm0[4]
+  }
 }

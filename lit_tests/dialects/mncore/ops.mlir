@@ -5,7 +5,7 @@
 // words, DMA load/store with words and tags, wait; input and output tensors, buffers,
 // steps with several slots, and discardable attributes on instructions. Both programs
 // keep the assembler's rules (dialects/mncore.py, ProgramOp._check_issue), also at
-// their edges: one read and one write of a GRF in a step, an LM read 3 steps after a
+// their edges (and a third program, a repeated group with strided references, too): one read and one write of a GRF in a step, an LM read 3 steps after a
 // write, operands ending exactly at the end of a memory.
 // RUN: mncore-opt %s | filecheck %s
 // RUN: mncore-opt %s --print-op-generic | mncore-opt | filecheck %s
@@ -258,3 +258,43 @@ mncore.program @noted machine "tiny" attributes {note = "kept"} {
 // CHECK-NEXT:    mncore.tensor @x input dram[0] : tensor<4xf32> {origin = "arg0"}
 // CHECK-NEXT:    mncore.buffer @h lm0[0] words 4 {live = 3 : i64}
 // CHECK-NEXT:  }
+
+// A repeated group (mncore.repeat STEP count N period P): iteration i issues each body
+// instruction at STEP + i P + its own step, with every reference `space[a + s * i]` at
+// word a + s i (a stride of 0 prints as a plain reference). Iterations overlap: each of
+// these 8 iterations of 2 L1 broadcasts and 2 multiply-adds spans 5 steps, 4 apart; an
+// iteration's broadcast rewrites a vector in the step the previous one's MAU reads it
+// (a bundle reads before it writes). The accumulators are read and written by every
+// iteration, the matrices advance 16 words a pass in each LM, the vectors come from
+// L1BM 8 words a pass. The program runs without a hazard (mncore-run checks it).
+mncore.program @tiny_repeat machine "tiny" {
+  mncore.alu 0 "fzero" -> grf1[0]
+  mncore.alu 1 "fzero" -> grf1[4]
+  mncore.repeat 3 count 8 period 4 {
+    mncore.l1 0 "bcast" l1bm[0 + 8 * i] -> grf0[0]
+    mncore.l1 1 "bcast" l1bm[4 + 8 * i] -> grf0[4]
+    mncore.mau 3 "mma" lm0[128 + 16 * i], grf0[0], grf1[0] -> grf1[0]
+    mncore.mau 4 "vmm" lm1[128 + 16 * i], grf0[4], grf1[4] -> grf1[4] {note = "odd"}
+  }
+  mncore.l1 37 "gather" grf1[0] -> l1bm[512]
+  mncore.l1 38 "gather" grf1[4] -> l1bm[576]
+}
+
+// CHECK-LABEL: mncore.program @tiny_repeat machine "tiny" {
+// CHECK-NEXT:  mncore.alu 0 "fzero" -> grf1[0]{{$}}
+// CHECK-NEXT:  mncore.alu 1 "fzero" -> grf1[4]{{$}}
+// CHECK-NEXT:  mncore.repeat 3 count 8 period 4 {
+// CHECK-NEXT:    mncore.l1 0 "bcast" l1bm[0 + 8 * i] -> grf0[0]{{$}}
+// CHECK-NEXT:    mncore.l1 1 "bcast" l1bm[4 + 8 * i] -> grf0[4]{{$}}
+// CHECK-NEXT:    mncore.mau 3 "mma" lm0[128 + 16 * i], grf0[0], grf1[0] -> grf1[0]{{$}}
+// CHECK-NEXT:    mncore.mau 4 "vmm" lm1[128 + 16 * i], grf0[4], grf1[4] -> grf1[4] {note = "odd"}{{$}}
+// CHECK-NEXT:  }
+// CHECK-NEXT:  mncore.l1 37 "gather" grf1[0] -> l1bm[512]{{$}}
+// CHECK-NEXT:  mncore.l1 38 "gather" grf1[4] -> l1bm[576]{{$}}
+// CHECK-NEXT:  }
+
+// GENERIC-LABEL: "mncore.program"() <{sym_name = "tiny_repeat", machine = "tiny"}> ({
+// GENERIC:       "mncore.repeat"() <{step = 3 : i64, count = 8 : i64, period = 4 : i64}> ({
+// GENERIC-NEXT:    "mncore.l1"() <{step = 0 : i64, kind = "bcast", srcs = [#mncore.ref<l1bm[0]>], dst = #mncore.ref<grf0[0]>, strides = array<i64: 8, 0>}> : () -> ()
+// GENERIC:         "mncore.mau"() <{step = 3 : i64, kind = "mma", srcs = [#mncore.ref<lm0[128]>, #mncore.ref<grf0[0]>, #mncore.ref<grf1[0]>], dst = #mncore.ref<grf1[0]>, strides = array<i64: 16, 0, 0, 0>}> : () -> ()
+// GENERIC:       }) : () -> ()
