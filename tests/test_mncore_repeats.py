@@ -10,17 +10,20 @@ by ``mncore-expand-repeats``."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_mncore import SPACING, instruction, run
+from test_mncore import SPACING, instruction, matmul_module, run
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import make_context
-from mncore_ir.targets.mncore_simulator import find_program
+from mncore_ir.pipeline import apply_pipeline, make_context
+from mncore_ir.targets.mncore_simulator import find_program, simulate
+from mncore_ir.transforms.convert_task_to_mncore import matmul
 from mncore_ir.transforms.mncore_expand_repeats import expand_repeats
 from mncore_ir.transforms.mncore_schedule import schedule
 
@@ -105,3 +108,38 @@ def test_packed_groups_keep_their_meaning(units: list[Unit]) -> None:
 @given(units=programs_with_groups(MACHINES["mncore2"].l2bs))
 def test_packed_groups_on_mncore2_keep_their_meaning(units: list[Unit]) -> None:
     check_packed(units, "mncore2")
+
+
+@pytest.mark.parametrize(("machine", "rows", "depth", "cols", "kernel", "min_pairs"), [
+    ("tiny", 40, 68, 30, "stationary", 1),  # groups of every length on tiny's small units
+    ("tiny", 20, 60, 70, "swapped", 1),  # vmm on B^T's matrices
+    ("tiny", 70, 36, 9, "stationary", 2),  # a unit that starts on an odd row of 4 of K
+    ("mncore2", 40, 1030, 300, "stationary", 8),  # the default: K in chunks, 6 past 1024
+])
+def test_matmul_groups_compute_what_plain_instructions_do(
+        monkeypatch: pytest.MonkeyPatch, machine: str, rows: int, depth: int, cols: int,
+        kernel: str, min_pairs: int) -> None:
+    """The stationary kernel's inner loop as repeated groups: the same instructions
+    issued (a group expands to the plain ones), bit-identical outputs, numpy's product
+    within f32 rounding."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-2, 2, (1, rows, depth)).astype(np.float32)
+    b = rng.uniform(-2, 2, (1, depth, cols)).astype(np.float32)
+    found = {}
+    for grouped in (True, False):
+        monkeypatch.setattr(matmul, "MIN_PAIRS", min_pairs if grouped else 10**9)
+        module = matmul_module(1, rows, depth, cols)
+        apply_pipeline(module, "convert-graph-to-task{target=mncore matmul_tile=256,1024},"
+                               f"convert-task-to-mncore{{machine={machine} "
+                               f"matmul_kernel={kernel}}}")
+        program = find_program(module)
+        issued = Counter((op.name, op.kind.data) for op in program.instructions())
+        groups = sum(isinstance(op, m.RepeatOp) for op in program.units())
+        schedule(program)
+        (out,), _ = simulate(program, [a, b])
+        found[grouped] = (issued, groups, out)
+    assert found[True][1] > 0 and found[False][1] == 0
+    assert found[True][0] == found[False][0]
+    np.testing.assert_array_equal(found[True][2], found[False][2])
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(found[True][2], exact, rtol=1e-5, atol=2e-7 * depth)

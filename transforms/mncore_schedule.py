@@ -82,20 +82,24 @@ def body_accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Piece], l
             [(sp, a, a + n, st) for sp, a, n, st in writes])
 
 
-def first_touch(group: m.RepeatOp, machine: Machine, words: list[Access]) -> int:
-    """The fewest steps from ``group``'s start to an issue of it that touches any of
-    ``words`` (a dependence on their writer or reader holds from there on)."""
-    found = group.last_step() - group.at
+def touch(group: m.RepeatOp, pieces: list[tuple[int, Piece]], other: Node, last: bool
+          ) -> int:
+    """The steps from ``group``'s start to its first (``last``: its last) issue that
+    touches a word ``other`` reads or writes (a dependence holds from, or until, there);
+    ``pieces``: (step in the body, access) of its instructions' accesses."""
     period, count = group.every, group.times
-    for op in group.group():
-        for space, lo, hi, stride in (p for side in body_accesses(op, machine) for p in side):
-            for other, intervals, _ in words:
-                if other != space:
+    found = 0 if last else group.last_step() - group.at
+    for rel, (space, lo, hi, stride) in pieces:
+        for other_space, intervals, _ in [*other.reads, *other.writes]:
+            if other_space != space:
+                continue
+            for x, y in intervals:  # iterations i with [lo + i s, hi + i s) meeting [x, y)
+                first = 0 if stride == 0 else max(0, (x - hi) // stride + 1)
+                final = count - 1 if stride == 0 else min(count - 1, -(-(y - lo) // stride) - 1)
+                if first > final or not (lo + first * stride < y and x < hi + first * stride):
                     continue
-                for x, y in intervals:
-                    i = 0 if stride == 0 else max(0, (x - hi) // stride + 1)
-                    if i < count and lo + i * stride < y and x < hi + i * stride:
-                        found = min(found, i * period + op.at)
+                found = max(found, final * period + rel) if last else min(
+                    found, first * period + rel)
     return found
 
 
@@ -239,6 +243,13 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
     # is looked at (and extended) once per access.
     writers: dict[str, Segments] = defaultdict(Segments)
     readers: dict[str, Segments] = defaultdict(Segments)
+    pieces: dict[int, list[tuple[int, Piece]]] = {}  # a group's accesses, by its node
+
+    def group_pieces(k: int) -> list[tuple[int, Piece]]:
+        if k not in pieces:
+            pieces[k] = [(op.at, piece) for op in nodes[k].op.group()  # type: ignore[union-attr]
+                         for side in body_accesses(op, machine) for piece in side]
+        return pieces[k]
 
     def edge(a: int, b: int, distance: int) -> None:
         nodes[b].preds.append((a, distance))
@@ -280,8 +291,10 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
         needs: dict[int, int] = {}
         for (i, what), distance in found.items():
             source, gap = after(i, j, distance, what)
+            if isinstance(nodes[i].op, m.RepeatOp):  # after the last issue touching j's words
+                gap -= extent(nodes[i].op) - touch(nodes[i].op, group_pieces(i), node, last=True)
             if isinstance(node.op, m.RepeatOp):  # from the first issue touching i's words
-                gap -= first_touch(node.op, machine, [*nodes[i].reads, *nodes[i].writes])
+                gap -= touch(node.op, group_pieces(j), nodes[i], last=False)
             needs[source] = max(needs.get(source, gap), gap)
         for i, gap in needs.items():
             if i != j:

@@ -160,6 +160,11 @@ def _zero_past(pb: Emitter, slot: tuple[str, int], valid: int, scratch: tuple[st
 #: its broadcasts fill the L1 slot, so smaller groups let the transfers that build
 #: later matrices in between.
 GROUP = 16
+#: Fewer passes than this (64 rows of K) are emitted as plain instructions: a group
+#: is placed as a unit, which costs some overlap at its ends, and a short loop gains
+#: little from the compact form (in groups from 2 passes on, the mncore2 GPT-2 step
+#: took 1.2% more cycles; from 8, 0.7%).
+MIN_PAIRS = 8
 
 
 def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
@@ -252,6 +257,8 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
             lead = min(full, (k0 // 4) % 2)  # a group starts on lm0's matrix
             pairs = (full - lead) // 2
             unit = _Unit(area, kw, k0, live, vectors, accs, "mma" if by_k else "vmm", matrix)
+            if pairs < MIN_PAIRS:  # a short loop: plain instructions schedule tighter
+                lead, pairs = lead + 2 * pairs, 0
             for kc in range(lead):
                 for op in _k_step(pb, unit, kc):
                     pb.emit(op)
