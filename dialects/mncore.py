@@ -662,15 +662,10 @@ class RepeatOp(IRDLOperation):
         return self.at + (self.times - 1) * self.every + rel
 
     def expand(self) -> list[InstructionOp]:
-        """Every instruction the group issues, as plain instructions in issue order
-        (each knows its group: ``origin`` is (this op, iteration))."""
-        issued = []
-        for i in range(self.times):
-            start = self.at + i * self.every
-            for op in self.group():
-                copy = op.iteration(start + op.at, i)
-                copy.origin = (self, i)  # type: ignore[attr-defined]
-                issued.append(copy)
+        """Every instruction the group issues, as new plain instructions in issue
+        order."""
+        issued = [op.iteration(self.at + i * self.every + op.at, i)
+                  for i in range(self.times) for op in self.group()]
         issued.sort(key=lambda op: op.at)
         return issued
 

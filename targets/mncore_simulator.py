@@ -203,12 +203,12 @@ def decode_program(program: m.ProgramOp) -> list[Decoded]:
                 if write is not None and write_strides[0]:
                     write = (write[0], write[1], _shift(write[2], i * write_strides[0]))
                 found.append(Decoded(
-                    ins.op, start + ins.step,  ins.slot,
+                    ins.op, start + ins.step, ins.slot,
                     [(r, sp, _shift(w, i * st)) if st else (r, sp, w) for (r, sp, w), st in
                      zip(ins.reads, read_strides, strict=True)],
                     write, ins.masked, ins.block, ins.flops, ins.latency))
-    if len(found) != len(program.units()):
-        found.sort(key=lambda ins: ins.step)
+    if any(isinstance(unit, m.RepeatOp) for unit in program.units()):
+        found.sort(key=lambda ins: ins.step)  # stable: program order within a step
     return found
 
 

@@ -103,4 +103,28 @@ mncore.program @q machine "mncore2" {
 // CHECK-NEXT: dmastore $lc0 $d7 /8 /1:9 #6
 // CHECK-NEXT: wait #5
 // CHECK-NEXT: wait #6
+
+// A repeated group is written out as the instructions it issues: iteration i at step
+// 1 + 3i, its references advanced by their strides, interleaved with what else issues.
+mncore.program @r machine "tiny" {
+  mncore.alu 0 "fzero" -> grf1[0]
+  mncore.repeat 1 count 3 period 3 {
+    mncore.l1 0 "bcast" l1bm[0 + 4 * i] -> grf0[4 + 8 * i]
+    mncore.alu 2 "fpass" lm0[16 + 4 * i] -> grf1[8]
+  }
+  mncore.l1 5 "gather" grf1[0] -> l1bm[256]
+}
+
+// CHECK-EMPTY:
+// CHECK-NEXT: # mncore.program @r on tiny: 1 group x 1 L2B x 2 L1B x 4 MAB x 4 PE = 32 PEs; LM 256, GRF 64, L1BM 1024, L2BM 4096 words
+// CHECK-NEXT: fvzero $ls0v
+// CHECK-NEXT: l1bcast $lb0 $lr4v
+// CHECK-NEXT: nop/1
+// CHECK-NEXT: fvpass $lm16v $ls8v
+// CHECK-NEXT: l1bcast $lb4 $lr12v
+// CHECK-NEXT: l1gather $ls0v $lb256
+// CHECK-NEXT: fvpass $lm20v $ls8v
+// CHECK-NEXT: l1bcast $lb8 $lr20v
+// CHECK-NEXT: nop/1
+// CHECK-NEXT: fvpass $lm24v $ls8v
 // CHECK-NOT:  {{.}}
