@@ -143,3 +143,28 @@ def test_matmul_groups_compute_what_plain_instructions_do(
     np.testing.assert_array_equal(found[True][2], found[False][2])
     exact = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(found[True][2], exact, rtol=1e-5, atol=2e-7 * depth)
+
+
+def test_a_group_issuing_after_later_instructions_runs_in_issue_order() -> None:
+    """A group of one iteration of one instruction, issued after an instruction written
+    after it: the simulator runs issues by step (the fpass at 3 reads grf0[0] before
+    the group's fneg at 6 writes it, and the gather at 9 sees the fneg's result)."""
+    program = find_program(parse_module(make_context(), """
+    mncore.program @p machine "tiny" {
+      mncore.tensor @y output dram[0] : tensor<2x64xf32>
+      mncore.alu 0 "fzero" -> grf0[0]
+      mncore.repeat 1 count 1 period 1 {
+        mncore.alu 5 "fneg" lm0[0] -> grf0[0]
+      }
+      mncore.alu 3 "fpass" grf0[0] -> grf1[0]
+      mncore.l1 9 "gather" grf0[0] -> l1bm[0]
+      mncore.l2 12 "gather" l1bm[0] -> l2bm[0] words 64
+      mncore.dma 16 "store" l2bm[0] -> dram[0] words 128 tag 1
+      mncore.wait 17 tag 1
+    }""", "t.mlir"))
+    memories: dict[str, np.ndarray] = {}
+    (y,), report = simulate(program, [], memories=memories)
+    assert report.steps == 18
+    np.testing.assert_array_equal(y, np.zeros((2, 64), np.float32))  # -0.0 == 0.0
+    assert np.signbit(y).all()  # the fneg's -0.0, not the fzero's +0.0
+    np.testing.assert_array_equal(memories["grf1"][:, :4], 0.0)
