@@ -63,13 +63,24 @@ ALU: dict[str, Instruction] = {
 
 
 def _mma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``A . b + c`` per PE, ``A`` the 4x4 row-major matrix of 16 words."""
-    return np.einsum("pij,pj->pi", a.reshape(-1, 4, 4), b) + c
+    """``A . b + c`` per PE, ``A`` the 4x4 row-major matrix of 16 words: each word
+    ``((A_i0 b_0 + A_i1 b_1) + A_i2 b_2) + A_i3 b_3``, then ``+ c``, in that order
+    whatever the operands' memory layout (numpy's einsum sums in another order for
+    contiguous operands than for strided ones)."""
+    m = a.reshape(-1, 4, 4)
+    out = m[..., 0] * b[..., 0, None]
+    for j in range(1, 4):
+        out = out + m[..., j] * b[..., j, None]
+    return out + c
 
 
 def _vmm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``b . A + c`` per PE."""
-    return np.einsum("pi,pij->pj", b, a.reshape(-1, 4, 4)) + c
+    """``b . A + c`` per PE, summed over ``i`` in order as :func:`_mma`."""
+    m = a.reshape(-1, 4, 4)
+    out = b[..., 0, None] * m[..., 0, :]
+    for i in range(1, 4):
+        out = out + b[..., i, None] * m[..., i, :]
+    return out + c
 
 
 #: MAU instructions: a 4x4 matrix, a vector and an addend (16 multiply-adds per PE).
