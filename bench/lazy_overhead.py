@@ -9,9 +9,10 @@
 (c) the seed's MLP width sweep (4 layers, batch 64): the lazy loop's and
     ``torch.compile(backend="mncore")``'s step times (also with Dynamo's
     ``trace_autograd_ops``: forward and backward as one graph) divided by calling the
-    compiled executable directly on new inputs (no tracing), every thread with one
-    intra-op thread, so that the ratios measure tracing and dispatch rather than
-    thread counts;
+    compiled executable directly on new inputs (no tracing, giving up the buffers the
+    worker gives up), every thread with one intra-op thread, so that the ratios
+    measure tracing and dispatch rather than thread counts; and that executable
+    against eager PyTorch's step;
 (d) the host's own small parallel op (a 64x64 matmul, two intra-op threads) while the
     device's worker thread lives, with one intra-op thread (the default) and with two.
 """
@@ -169,24 +170,40 @@ def overlap_table(width: int, steps: int, rounds: int) -> None:
 
 
 def direct_step(width: int, steps: int, batch: int = 64) -> float:
-    """Mean time of calling the last compiled step graph on new inputs, no tracing."""
+    """Mean time of calling the last compiled step graph on new inputs, no tracing,
+    giving up the buffers the lazy loop's worker gave up (the parameters' and momentum
+    buffers' previous values): each call writes into the last call's."""
     graph, compiled = lazy_runtime.runtime().last  # type: ignore[misc]
     args = [torch.tensor(x.value, dtype=x.dtype) if not isinstance(x, DeviceData)
-            else x.tensor() for x in graph.inputs]
+            else x.tensor().clone() for x in graph.inputs]
     batch_slots = [i for i, x in enumerate(graph.inputs) if isinstance(x, DeviceData)
                    and x.shape in ((batch, width), (batch,))]
+    donated = frozenset(i for i, x in enumerate(graph.inputs) if isinstance(x, DeviceData)
+                        and i not in batch_slots)
     g = torch.Generator().manual_seed(1)
     data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
             for _ in range(steps)]
-    compiled.run(args)  # warm up the allocator, as the lazy loop's warm-up steps do
+    compiled.run.donating(args, donated)  # warm up the allocator, as the lazy loop does
     times = []
     for x, y in data:
         for i in batch_slots:
             args[i] = x if args[i].dim() == 2 else y
         start = time.perf_counter()
-        compiled.run(args)
+        compiled.run.donating(args, donated)
         times.append(time.perf_counter() - start)
     return statistics.mean(times)
+
+
+def eager_step(width: int, steps: int, batch: int = 64) -> float:
+    """Mean step time of the same training step in eager PyTorch (its optimizer
+    updates parameters and momentum buffers in place)."""
+    train, data = training(width, steps + 3, batch, lazy=False)
+    for x, y in data[:3]:
+        train(x, y)
+    start = time.perf_counter()
+    for x, y in data[3:]:
+        train(x, y)
+    return (time.perf_counter() - start) / steps
 
 
 def compiled_loop(width: int, steps: int, batch: int = 64,
@@ -217,18 +234,22 @@ def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
     for width in widths:
         n = steps if width < 2048 else max(3, steps // 10)
         lazy_times, direct_times, compiled_times, one_graph_times = [], [], [], []
+        eager_times = []
         for _ in range(rounds):
             lazy_times.append(lazy_loop(width, n)[0])
             direct_times.append(direct_step(width, n))
             compiled_times.append(compiled_loop(width, n))
             one_graph_times.append(compiled_loop(width, n, trace_autograd_ops=True))
+            eager_times.append(eager_step(width, n))
         lazy, direct = statistics.median(lazy_times), statistics.median(direct_times)
         compiled = statistics.median(compiled_times)
         one_graph = statistics.median(one_graph_times)
+        eager = statistics.median(eager_times)
         print(f"    w={width:5d}  lazy {1e3 * lazy:8.2f} ms  torch.compile "
               f"{1e3 * compiled:8.2f} ms  (one fw+bw graph {1e3 * one_graph:8.2f} ms)  "
-              f"direct {1e3 * direct:8.2f} ms  lazy/direct {lazy / direct:5.2f}x  "
-              f"compile/direct {compiled / direct:5.2f}x ({one_graph / direct:5.2f}x)")
+              f"direct {1e3 * direct:8.2f} ms  eager {1e3 * eager:8.2f} ms  "
+              f"lazy/direct {lazy / direct:5.2f}x  compile/direct {compiled / direct:5.2f}x "
+              f"({one_graph / direct:5.2f}x)  direct/eager {direct / eager:5.2f}x")
     torch.set_num_threads(host_threads)
 
 

@@ -8,6 +8,7 @@ import hashlib
 import linecache
 import operator
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,40 @@ def cut(outputs: Sequence[Any]) -> TraceGraph:
             stack.extend(x.operands[::-1])
     parts.append(tuple(ref(v) for v in values))
     return TraceGraph(nodes, inputs, list(outputs), tuple(parts))
+
+
+def unshared_inputs(graph: TraceGraph) -> frozenset[int]:
+    """The indices of the device buffers among ``graph``'s inputs that nothing but the
+    graph holds: no tensor, view, template, later trace or other queued graph can read
+    them again, so its execution may write into them (XLA's buffer donation). Exact,
+    not a guess: a buffer's reference count must equal the references found in the
+    graph (its inputs list, and each distinct container in its nodes' arguments), so
+    anything else that holds it keeps it."""
+    found = {id(x): 0 for x in graph.inputs if type(x) is DeviceData}
+    if not found:
+        return frozenset()
+    seen: set[int] = set()
+
+    def count(container: Any) -> None:
+        if id(container) in seen:
+            return
+        seen.add(id(container))
+        for v in container.values() if type(container) is dict else container:
+            if type(v) is DeviceData:
+                if id(v) in found:
+                    found[id(v)] += 1
+            elif type(v) is tuple or type(v) is list or type(v) is dict:
+                count(v)
+
+    for node in graph.nodes:
+        count(node.args)
+        count(node.kwargs)
+        count(node.operands)
+    inputs = graph.inputs
+    count(inputs)
+    # sys.getrefcount sees one more, its argument (no loop variable may hold the buffer)
+    return frozenset(i for i in range(len(inputs)) if type(inputs[i]) is DeviceData
+                     and sys.getrefcount(inputs[i]) - 1 == found[id(inputs[i])])
 
 
 def _flatten(outputs: Any, into: list[Any]) -> None:

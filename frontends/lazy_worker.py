@@ -5,6 +5,7 @@ execution error."""
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -18,7 +19,7 @@ import torch
 from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.lazy_compile import CompiledGraph
-from mncore_ir.frontends.lazy_graph import TraceGraph, replay
+from mncore_ir.frontends.lazy_graph import TraceGraph, replay, unshared_inputs
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, Node, Scalar
 
 # ---------------------------------------------------------------------- metrics
@@ -268,10 +269,16 @@ class Worker:
         try:
             args = [scalar_tensor(x) if isinstance(x, Scalar) else x.tensor()
                     for x in job.graph.inputs]
+            run = job.compiled.run
+            # buffers no one else holds: the executable may write into them
+            donated = unshared_tensors(args, unshared_inputs(job.graph)) if hasattr(
+                run, "donating") else None
             job.prepared.set()
             begin = time.perf_counter()
             try:
-                results = job.compiled.run(args)
+                results = run.donating(args, donated) if donated else run(args)
+                if donated:
+                    self.metrics.counters["DonatedBuffers"] += len(donated)
                 end = time.perf_counter()
                 self.busy.append((begin, end))
                 take_counts = getattr(job.compiled.run, "take_counts", None)
@@ -291,6 +298,19 @@ class Worker:
             if profile is not None:
                 _profile_execution(profile, job, start, begin, end, error)
             job.future.set_exception(error)
+
+
+def unshared_tensors(args: list[torch.Tensor], candidates: frozenset[int]) -> frozenset[int]:
+    """The indices among ``candidates`` whose tensor only its buffer holds, on memory
+    no other tensor sees: not one the user was given (``.numpy()`` shares it), nor a
+    view of it; contiguous (a host op's result may be a broadcast view, whose elements
+    share memory). Such a tensor's contents may be overwritten."""
+    use_count = torch._C._storage_Use_Count
+    # holders: the args list, the buffer and getrefcount's argument; of the memory:
+    # the tensor and the Python storage object asked for
+    return frozenset(i for i in candidates if sys.getrefcount(args[i]) == 3
+                     and args[i]._base is None and args[i].is_contiguous()
+                     and use_count(args[i].untyped_storage()._cdata) == 2)
 
 
 def _profile_execution(profile: lazy_profile.Profile, job: Job, start: float, begin: float,

@@ -24,12 +24,40 @@ Executable = Callable[[Sequence["torch.Tensor"]], Sequence["torch.Tensor"]]
 ArrayFunction = Callable[[list[np.ndarray]], Sequence[Any]]
 
 
-def torch_code(module: ModuleOp) -> Executable:
+def torch_code(module: ModuleOp) -> TorchCode:
     """The module's entry function as generated straight-line torch CPU code."""
-    from mncore_ir.targets.graph_torch import compile_module
+    return TorchCode(module)
 
-    program = compile_module(module)
-    return lambda args: program(*args)
+
+class TorchCode:
+    """Generated torch code, callable on a step's arguments; :meth:`donating` runs the
+    variant that may write into the arguments the caller gives up (generated at its
+    first call, kept for the next steps, which donate the same buffers)."""
+
+    VARIANTS = 8
+
+    def __init__(self, module: ModuleOp) -> None:
+        from mncore_ir.dialects.values import find_function
+        from mncore_ir.targets.graph_torch import compile_function
+
+        self.func = find_function(module)
+        self.programs = {frozenset[int](): compile_function(self.func)}
+
+    def __call__(self, args: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        return self.programs[frozenset()](*args)
+
+    def donating(self, args: Sequence[torch.Tensor], donated: frozenset[int]
+                 ) -> Sequence[torch.Tensor]:
+        """Run on ``args``, writing into those at the indices ``donated`` where that
+        saves a new tensor: their contents are lost."""
+        program = self.programs.get(donated)
+        if program is None:
+            from mncore_ir.targets.graph_torch import compile_function
+
+            program = compile_function(self.func, donated)
+            if len(self.programs) < self.VARIANTS:
+                self.programs[donated] = program
+        return program(*args)
 
 
 def reference_interpreter(module: ModuleOp) -> Executable:

@@ -52,13 +52,18 @@ TORCH_DTYPES = {typ: getattr(torch, name) for name, typ in g.ELEMENT_TYPES.items
 
 def check_program(module: ModuleOp, inputs: Sequence[torch.Tensor]) -> list[np.ndarray]:
     """Run ``module``'s function compiled and interpreted: equal results of the IR's
-    types, inputs unchanged, no autograd graph. Returns the compiled results."""
+    types, inputs unchanged, no autograd graph; and with every argument donated, the
+    same results bit for bit. Returns the compiled results."""
     func = find_function(module)
     program = compile_function(func)
     before = [t.clone() for t in inputs]
     outputs = program(*inputs)
     for i, (old, new) in enumerate(zip(before, inputs, strict=True)):
         assert new.dtype == old.dtype and torch.equal(new, old), f"input {i} was modified"
+    donating = compile_function(func, frozenset(range(len(inputs))))
+    for i, (out, donated) in enumerate(zip(outputs, donating(*before), strict=True)):
+        np.testing.assert_array_equal(donated.numpy(), out.numpy(),
+                                      err_msg=f"output {i} with the arguments donated")
     expected = run_function(module, [t.numpy() for t in inputs])
     types = func.function_type.outputs.data
     assert isinstance(outputs, tuple) and len(outputs) == len(types) == len(expected)
@@ -381,6 +386,61 @@ def test_source_has_one_line_per_op() -> None:
     fused_lines = body_lines(compile_module(module))
     assert len(fused_lines) == len(lines)
     check_program(module, [rand(2, 3), rand(3, seed=1)])
+
+
+def test_an_elementwise_op_writes_into_an_operand_that_dies_with_it() -> None:
+    """A dead intermediate's memory takes the next elementwise result (``out=``), but
+    not while a view of it is still read; an argument only when donated, and then
+    only once nothing else reads it."""
+    t = g.tensor((2, 3))
+    f = FunctionBuilder(t, t)
+    x, y = f.args
+    prod = f.op(g.MulOp(x, y))
+    act = f.op(g.TanhOp(prod))  # type: ignore[list-item]  # prod dies here
+    view = f.typed(g.ReshapeOp, act, g.tensor((6,)))  # type: ignore[arg-type]
+    total = f.op(g.AddOp(act, x))  # type: ignore[list-item]  # act dies; its view is returned
+    shifted = f.op(g.SubOp(x, total))  # type: ignore[list-item]  # total dies: rhs written
+    module = f.module(shifted, view)  # type: ignore[arg-type]
+    assert body_lines(compile_module(module)) == [
+        "t0 = arg * arg_1",
+        "t1 = torch.tanh(t0, out=t0); del t0",
+        "t2 = t1.reshape((6,))",
+        "t3 = t1 + arg; del t1",
+        "t4 = torch.sub(arg, t3, out=t3); del t3",
+        "return (t4, t2)"]
+    check_program(module, [rand(2, 3), rand(2, 3, seed=1)])
+    assert body_lines(compile_module(module, donated=frozenset({0, 1})))[::4] == [
+        "t0 = torch.mul(arg, arg_1, out=arg_1)",  # arg is read later, arg_1 is not
+        "t4 = torch.sub(arg, t3, out=arg); del t3"]
+
+
+def test_a_sum_with_a_scaled_product_is_one_addcmul() -> None:
+    """``a - x * s``, ``x * s + a`` and ``x * s + y * t`` (``s``, ``t`` 0-d tensors: an
+    optimizer's hoisted learning rate and momentum) make no temporary of ``x``'s size:
+    one ``addcmul`` each, written into a dead operand; a product with another use, or
+    scaled by a literal, stays a multiplication."""
+    t, scalar = g.tensor((2, 3)), g.tensor(())
+    f = FunctionBuilder(t, t, t, scalar, scalar)
+    a, x, y, s, u = f.args
+    down = f.op(g.SubOp(a, f.op(g.MulOp(x, s))))  # type: ignore[arg-type]
+    up = f.op(g.AddOp(f.op(g.MulOp(s, down)), x))  # type: ignore[arg-type]
+    both = f.op(g.AddOp(f.op(g.MulOp(up, u)), f.op(g.MulOp(y, s))))  # type: ignore[arg-type]
+    kept = f.op(g.MulOp(both, s))
+    literal = f.op(g.AddOp(f.op(g.MulOp(kept, f.constant(0.5))), kept))  # type: ignore[arg-type]
+    module = f.module(literal, f.op(g.AddOp(kept, y)))  # type: ignore[arg-type]
+    assert body_lines(compile_module(module)) == [
+        "t0 = torch.addcmul(arg, arg_1, arg_3, value=-1)",
+        "t1 = torch.addcmul(arg_1, t0, arg_3, out=t0); del t0",
+        "t2 = t1 * arg_4; del t1",  # of two products, the first is written on its own
+        "t3 = torch.addcmul(t2, arg_2, arg_3, out=t2); del t2",
+        "t4 = torch.mul(t3, arg_3, out=t3); del t3",
+        "t5 = t4 * 0.5",
+        "t6 = torch.add(t5, t4, out=t5); del t5",
+        "t7 = torch.add(t4, arg_2, out=t4); del t4",
+        "return (t6, t7)"]
+    inputs = [rand(2, 3), rand(2, 3, seed=1), rand(2, 3, seed=2), torch.tensor(0.25),
+              torch.tensor(-1.5)]
+    check_program(module, inputs)
 
 
 def test_unknown_op_is_named() -> None:
