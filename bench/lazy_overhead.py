@@ -172,7 +172,8 @@ def overlap_table(width: int, steps: int, rounds: int) -> None:
 def direct_step(width: int, steps: int, batch: int = 64) -> float:
     """Mean time of calling the last compiled step graph on new inputs, no tracing,
     giving up the buffers the lazy loop's worker gave up (the parameters' and momentum
-    buffers' previous values): each call writes into the last call's."""
+    buffers' previous values): each call writes into the last call's, and keeps the
+    last call's results alive while it runs, as the runtime's buffers are."""
     graph, compiled = lazy_runtime.runtime().last  # type: ignore[misc]
     args = [torch.tensor(x.value, dtype=x.dtype) if not isinstance(x, DeviceData)
             else x.tensor().clone() for x in graph.inputs]
@@ -183,13 +184,13 @@ def direct_step(width: int, steps: int, batch: int = 64) -> float:
     g = torch.Generator().manual_seed(1)
     data = [(torch.randn(batch, width, generator=g), torch.randint(0, 10, (batch,), generator=g))
             for _ in range(steps)]
-    compiled.run.donating(args, donated)  # warm up the allocator, as the lazy loop does
+    results = compiled.run.donating(args, donated)  # warm up, as the lazy loop does
     times = []
     for x, y in data:
         for i in batch_slots:
             args[i] = x if args[i].dim() == 2 else y
         start = time.perf_counter()
-        compiled.run.donating(args, donated)
+        results = compiled.run.donating(args, donated)  # noqa: F841 (kept for the next)
         times.append(time.perf_counter() - start)
     return statistics.mean(times)
 

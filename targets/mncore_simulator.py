@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +160,7 @@ class Decoded:
     """:func:`l2b_of`."""
     flops: int
     latency: int
+    execute: Execute
 
 
 def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
@@ -180,7 +181,7 @@ def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
                "l1": machine.l1_latency, "l2": machine.l2_latency}.get(op.SLOT, 0)
     return Decoded(op, op.at, op.SLOT, accesses, written[0] if written else None,
                    isinstance(op, m.AluOp) and op.mask is not None, l2b_of(op),
-                   op_flops(op, machine), latency)
+                   op_flops(op, machine), latency, executor(op, machine))
 
 
 def decode_program(program: m.ProgramOp) -> list[Decoded]:
@@ -206,7 +207,7 @@ def decode_program(program: m.ProgramOp) -> list[Decoded]:
                     ins.op, start + ins.step, ins.slot,
                     [(r, sp, _shift(w, i * st)) if st else (r, sp, w) for (r, sp, w), st in
                      zip(ins.reads, read_strides, strict=True)],
-                    write, ins.masked, ins.block, ins.flops, ins.latency))
+                    write, ins.masked, ins.block, ins.flops, ins.latency, ins.execute))
     if any(isinstance(unit, m.RepeatOp) for unit in program.units()):
         found.sort(key=lambda ins: ins.step)  # stable: program order within a step
     return found
@@ -306,7 +307,8 @@ class Simulator:
                 values = [read(state, ins, ref, space, words, step, fwd)
                           for ref, space, words in ins.reads]
                 mask = values.pop() if ins.masked else None
-                writes.append((ins, execute(op, values, machine), mask))
+                with np.errstate(all="ignore"):  # lanes no task uses hold anything
+                    writes.append((ins, ins.execute(values), mask))
                 flops += ins.flops
             fwd = {}
             for ins, result, mask in writes:
@@ -325,22 +327,23 @@ class Simulator:
     def values(self, state: State) -> None:
         """Run a program that a checked run found free of hazards: only the values
         (its timing, hence every check, does not depend on them)."""
-        machine = self.program.target
         memory = {space: state.array(space) for space in self.spaces}
         fwd: dict[int, np.ndarray] = {}
-        for step, bundle in self.bundles:
-            writes = []
-            for ins in bundle:
-                values = [fwd[step - 1] if space == "fwd" else fetch(memory[space], words, ins)
-                          for _, space, words in ins.reads]
-                mask = values.pop() if ins.masked else None
-                writes.append((ins, execute(ins.op, values, machine), mask))
-            fwd = {}
-            for ins, result, mask in writes:
-                _, space, words = ins.write  # type: ignore[misc]
-                store(memory[space], words, result, ins, space, mask)
-                if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
-                    fwd[step] = result
+        with np.errstate(all="ignore"):  # lanes no task uses hold anything
+            for step, bundle in self.bundles:
+                writes = []
+                for ins in bundle:
+                    values = [fwd[step - 1] if space == "fwd"
+                              else fetch(memory[space], words, ins)
+                              for _, space, words in ins.reads]
+                    mask = values.pop() if ins.masked else None
+                    writes.append((ins, ins.execute(values), mask))
+                fwd = {}
+                for ins, result, mask in writes:
+                    _, space, words = ins.write  # type: ignore[misc]
+                    store(memory[space], words, result, ins, space, mask)
+                    if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
+                        fwd[step] = result
 
 
 def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
@@ -495,7 +498,7 @@ def store(arr: np.ndarray, words: Words, value: np.ndarray, ins: Decoded, space:
     if mask is not None:
         value = np.where(mask != 0, value, arr[words].T)
     block = ins.block if space == "l2bm" else None
-    if block is None:
+    if block is None:  # (a DMA load's one row goes to every L2B's copy)
         arr[words] = value.T
     else:
         arr[words, block] = value[block]
@@ -532,43 +535,46 @@ def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
         state.track(dma, 1)
 
 
-def execute(op: m.InstructionOp, values: list[np.ndarray], machine: Machine) -> np.ndarray:
-    """The value the instruction writes (rows: PEs or blocks of its destination)."""
+Execute = Callable[[list[np.ndarray]], np.ndarray]
+
+
+def executor(op: m.InstructionOp, machine: Machine) -> Execute:
+    """The function from an instruction's source values to the value it writes (rows:
+    PEs or blocks of its destination), its kind resolved once when it is decoded. The
+    caller runs it under ``np.errstate(all="ignore")``: lanes no task uses hold
+    anything."""
     kind = op.kind.data
-    if isinstance(op, m.AluOp):
-        alu = ALU[kind]
-        if not alu.arity:
-            return np.full((machine.pes, 4), alu.semantics(), np.float32)
-        with np.errstate(all="ignore"):  # lanes no task uses hold anything
-            return alu.semantics(*values).astype(np.float32)
-    if isinstance(op, m.MauOp):
-        with np.errstate(all="ignore"):
-            return MAU[kind].semantics(*values).astype(np.float32)
-    (src,) = values
-    if isinstance(op, m.L1Op):
-        per = machine.pes_per_l1b
-        if kind == "bcast":  # block rows -> PE rows
-            return np.repeat(src, per, axis=0)
+    if isinstance(op, m.AluOp) and not ALU[kind].arity:
+        constant = np.full((machine.pes, 4), ALU[kind].semantics(), np.float32)
+        return lambda values: constant
+    if isinstance(op, m.AluOp | m.MauOp):  # a copy, never a source's view (a pass's),
+        # which a write of the same bundle could change before it is stored or forwarded
+        semantics = (ALU if isinstance(op, m.AluOp) else MAU)[kind].semantics
+        return lambda values: semantics(*values).astype(np.float32)
+    if isinstance(op, m.L1Op | m.L2Op):
+        if isinstance(op, m.L1Op):
+            blocks, per, n = machine.l1bs, machine.pes_per_l1b, 4
+        else:
+            blocks, per, n = machine.l2bs, machine.l1b_per_l2b, op.count
+        if kind == "bcast":  # block rows -> the rows below each
+            return lambda values: np.repeat(values[0], per, axis=0)
         if kind == "scatter":
-            return src.reshape(machine.l1bs, per, 4).reshape(machine.pes, 4)
+            return lambda values: values[0].reshape(blocks * per, n)
         if kind == "gather":
-            return src.reshape(machine.l1bs, per * 4)
-        return src.reshape(machine.l1bs, per, 4).sum(axis=1)
-    if isinstance(op, m.L2Op):
-        per, n = machine.l1b_per_l2b, op.count
-        if kind == "bcast":
-            return np.repeat(src, per, axis=0)
-        if kind == "scatter":
-            return src.reshape(machine.l2bs * per, n)
-        if kind == "gather":
-            return src.reshape(machine.l2bs, per * n)
-        return src.reshape(machine.l2bs, per, n).sum(axis=1)
+            return lambda values: values[0].reshape(blocks, per * n)
+        return lambda values: values[0].reshape(blocks, per, n).sum(axis=1)
     if isinstance(op, m.DmaOp):
+        if kind == "load" and l2b_of(op) is None:  # one row, stored into every L2B's copy
+            return lambda values: values[0]
         if kind == "load":
-            return np.repeat(src, machine.l2bs, axis=0)
+            return lambda values: np.repeat(values[0], machine.l2bs, axis=0)
         block = l2b_of(op) or 0
-        return src[block:block + 1]
-    raise AssertionError(op.name)
+        return lambda values: values[0][block:block + 1]
+    return _writes_nothing  # a wait
+
+
+def _writes_nothing(values: list[np.ndarray]) -> np.ndarray:
+    raise AssertionError("an instruction that writes nothing was executed")
 
 
 def op_flops(op: m.InstructionOp, machine: Machine) -> int:
