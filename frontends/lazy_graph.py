@@ -107,10 +107,11 @@ def unshared_inputs(graph: TraceGraph) -> frozenset[int]:
             elif type(v) is tuple or type(v) is list or type(v) is dict:
                 count(v)
 
-    for node in graph.nodes:
-        count(node.args)
-        count(node.kwargs)
-        count(node.operands)
+    for node in graph.nodes:  # operands are collected from args and kwargs: a node
+        if any(type(v) is DeviceData for v in node.operands):  # without one has none
+            count(node.args)
+            count(node.kwargs)
+            count(node.operands)
     inputs = graph.inputs
     count(inputs)
     # sys.getrefcount sees one more, its argument (no loop variable may hold the buffer)

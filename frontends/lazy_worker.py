@@ -302,15 +302,24 @@ class Worker:
 
 def unshared_tensors(args: list[torch.Tensor], candidates: frozenset[int]) -> frozenset[int]:
     """The indices among ``candidates`` whose tensor only its buffer holds, on memory
-    no other tensor sees: not one the user was given (``.numpy()`` shares it), nor a
-    view of it; contiguous (a host op's result may be a broadcast view, whose elements
+    nothing else sees: no other tensor or view, no array (``.numpy()`` shares it), no
+    storage object the user kept (``untyped_storage()`` hands back the one that
+    exists); contiguous (a host op's result may be a broadcast view, whose elements
     share memory). Such a tensor's contents may be overwritten."""
     use_count = torch._C._storage_Use_Count
-    # holders: the args list, the buffer and getrefcount's argument; of the memory:
-    # the tensor and the Python storage object asked for
-    return frozenset(i for i in candidates if sys.getrefcount(args[i]) == 3
-                     and args[i]._base is None and args[i].is_contiguous()
-                     and use_count(args[i].untyped_storage()._cdata) == 2)
+    found = []
+    for i in candidates:
+        # the tensor's holders: the args list, the buffer and getrefcount's argument
+        if sys.getrefcount(args[i]) != 3 or args[i]._base is not None or (
+                not args[i].is_contiguous()):
+            continue
+        storage = args[i].untyped_storage()
+        # a storage object made for this call (3: this name, the argument and the
+        # storage's own link to it), and the memory's users: the tensor and it
+        if sys.getrefcount(storage) == 3 and use_count(storage._cdata) == 2:
+            found.append(i)
+        del storage
+    return frozenset(found)
 
 
 def _profile_execution(profile: lazy_profile.Profile, job: Job, start: float, begin: float,

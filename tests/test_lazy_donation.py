@@ -73,11 +73,15 @@ def test_memory_an_array_or_tensor_of_the_user_shows_is_not_written(runtime: Non
     x.add_(1)
     torch_mncore.sync(wait=True)
     torch.testing.assert_close(held, 3 * torch.arange(16.0))
-    np.testing.assert_array_equal(x.cpu().numpy(), 3 * np.arange(16.0) + 1)
+    storage = x.materialize().untyped_storage()  # its memory, as a storage object
+    x.add_(1)
+    torch_mncore.sync(wait=True)
+    torch.testing.assert_close(torch.empty(0).set_(storage), 3 * torch.arange(16.0) + 1)
+    np.testing.assert_array_equal(x.cpu().numpy(), 3 * np.arange(16.0) + 2)
     assert donated() == 0
     x.add_(1)  # now nothing else shows x's buffer
     torch_mncore.sync(wait=True)
-    np.testing.assert_array_equal(x.cpu().numpy(), 3 * np.arange(16.0) + 2)
+    np.testing.assert_array_equal(x.cpu().numpy(), 3 * np.arange(16.0) + 3)
     assert donated() == 1
 
 
