@@ -307,6 +307,8 @@ def describe_location(where: str) -> str:
 
 # ---------------------------------------------------------------------- the tensor
 
+_DATA = torch._C.TensorBase.data  # torch's property, which LazyTensor.data extends
+
 
 class LazyTensor(torch.Tensor):
     """A tensor on the ``mncore`` device: its value is a storage seen through views."""
@@ -377,6 +379,23 @@ class LazyTensor(torch.Tensor):
                     (self.detach(), self.requires_grad, OrderedDict()))
         return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
                 (self.materialize(), self.dtype, str(self.device), self.requires_grad))
+
+    @property
+    def data(self) -> torch.Tensor:
+        return _DATA.__get__(self)
+
+    @data.setter
+    def data(self, value: torch.Tensor) -> None:
+        """``p.data = value``: ``p`` now sees ``value``'s storage (its shape, strides
+        and dtype too), as eager's ``set_data``; torch's own setter changes only the
+        metadata of a wrapper tensor, so it kept its old value without an error."""
+        if not isinstance(value, LazyTensor):
+            raise LazyError(f"`.data =` of a tensor on {value.device} to one on the "
+                            f"{DEVICE_NAME} device: move it first (.mncore()), at "
+                            f"{describe_location(user_location())}")
+        _DATA.__set__(self, value)
+        self._storage_, self._views, self._sig = value._storage_, value._views, value._sig
+        self._cache = None
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 

@@ -532,9 +532,13 @@ class Tracer(abc.ABC):
                 continue
             target, host = ((args[i], host_args[i]) if i < len(args)
                             else (kwargs.get(arg.name), host_kwargs.get(arg.name)))
-            if isinstance(target, LazyTensor):
-                self._assign(target, host, lt._meta_like(host))
-                written[id(host)] = target
+            # a list of tensors is written element by element (``_foreach_add_``)
+            pairs = zip(target, host, strict=True) if isinstance(target, list | tuple) \
+                else [(target, host)]
+            for device, written_host in pairs:
+                if isinstance(device, LazyTensor):
+                    self._assign(device, written_host, lt._meta_like(written_host))
+                    written[id(written_host)] = device
 
         def to_device(x: Any) -> Any:
             if not isinstance(x, torch.Tensor):

@@ -1,0 +1,73 @@
+"""Idioms of user code that lazy tensors used to ignore without an error (found by a
+probe of buffer donation; they failed with donation off too): in-place ops on lists of
+tensors (``torch._foreach_add_``, what ``foreach=True`` optimizers call), which run on
+the host, now write every tensor of the list back (``SGD(momentum, foreach=True)`` and
+``Adam(foreach=True)`` never changed a parameter); ``p.data = value`` now makes ``p``
+see ``value`` (it kept its old value, and ``module.double()`` left f32 parameters)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torch_mncore
+
+
+@pytest.fixture(autouse=True)
+def cpu_device() -> None:
+    torch_mncore.init("cpu", implicit_sync="silent")
+
+
+def test_a_foreach_in_place_op_writes_every_tensor_of_its_list() -> None:
+    p, q = torch.ones(3).mncore(), torch.full((2, 2), 4.0).mncore()
+    torch._foreach_add_([p, q], [torch.ones(3).mncore(), torch.ones(2, 2).mncore()],
+                        alpha=-0.5)
+    torch._foreach_mul_([p, q], 2.0)
+    torch_mncore.sync(wait=True)
+    torch.testing.assert_close(p.cpu(), torch.ones(3))
+    torch.testing.assert_close(q.cpu(), torch.full((2, 2), 7.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, foreach=True),
+    lambda ps: torch.optim.Adam(ps, lr=0.01, foreach=True),
+], ids=["sgd-momentum", "adam"])
+def test_foreach_optimizers_match_eager(make) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    eager, model = nn.Linear(4, 3), nn.Linear(4, 3)
+    model.load_state_dict(eager.state_dict())
+    model.mncore()
+    optimizers = [make(list(m.parameters())) for m in (eager, model)]
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        for m, opt, inputs in ((eager, optimizers[0], x), (model, optimizers[1], x.mncore())):
+            opt.zero_grad()
+            m(inputs).square().sum().backward()
+            opt.step()
+        torch_mncore.sync()
+    for ours, theirs in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(ours.cpu(), theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_assigning_data_makes_the_tensor_see_the_value() -> None:
+    p = nn.Parameter(torch.ones(3).mncore())
+    p.data = p.data * 0.5
+    torch.testing.assert_close(p.detach().cpu(), torch.full((3,), 0.5))
+    assert p.requires_grad
+    p.data = torch.arange(4.0).reshape(2, 2).mncore()  # another shape
+    assert p.shape == (2, 2)
+    torch.testing.assert_close(p.detach().cpu(), torch.arange(4.0).reshape(2, 2))
+    with pytest.raises(Exception, match="move it first"):
+        p.data = torch.ones(2)
+
+
+def test_a_module_cast_on_the_device_casts_its_parameters() -> None:
+    torch.manual_seed(0)
+    eager = nn.Linear(3, 2).double()
+    model = nn.Linear(3, 2)
+    model.load_state_dict(eager.state_dict())
+    model.mncore().double()  # nn.Module._apply assigns .data
+    assert model.weight.dtype == torch.float64
+    x = torch.randn(4, 3, dtype=torch.float64)
+    torch.testing.assert_close(model(x.mncore()).detach().cpu(), eager(x))
