@@ -12,6 +12,7 @@ the graph; it installs itself here (:func:`activate`), so this module does not i
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import sys
@@ -367,6 +368,23 @@ class LazyTensor(torch.Tensor):
 
     def numpy(self, *, force: bool = False) -> Any:
         return self.materialize().numpy(force=force)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LazyTensor:
+        """A new tensor of this one's current value (a traced copy, computed at the next
+        sync), with its ``requires_grad``, and its gradient or parameter mark; torch's own
+        deep copy copied the lazy state itself (a storage whose value no sync computes,
+        or a worker's lock)."""
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            copied = self.clone()
+        copied.requires_grad_(self.requires_grad)
+        memo[id(self)] = copied
+        if getattr(self, "_is_param", False):  # as Parameter.__deepcopy__: no gradient
+            copied._is_param = True  # type: ignore[attr-defined]
+        elif self.grad is not None:  # as Tensor.__deepcopy__
+            copied.grad = copy.deepcopy(self.grad, memo)
+        return copied
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         """Pickled (``torch.save``, ``copy.deepcopy`` through pickling) as torch pickles

@@ -3,9 +3,14 @@ probe of buffer donation; they failed with donation off too): in-place ops on li
 tensors (``torch._foreach_add_``, what ``foreach=True`` optimizers call), which run on
 the host, now write every tensor of the list back (``SGD(momentum, foreach=True)`` and
 ``Adam(foreach=True)`` never changed a parameter); ``p.data = value`` now makes ``p``
-see ``value`` (it kept its old value, and ``module.double()`` left f32 parameters)."""
+see ``value`` (it kept its old value, and ``module.double()`` left f32 parameters);
+``copy.deepcopy`` of a tensor with a pending value copies that value (it copied the
+lazy state: reading the copy failed with an assertion, or a lock could not be
+pickled)."""
 
 from __future__ import annotations
+
+import copy
 
 import pytest
 import torch
@@ -71,3 +76,31 @@ def test_a_module_cast_on_the_device_casts_its_parameters() -> None:
     assert model.weight.dtype == torch.float64
     x = torch.randn(4, 3, dtype=torch.float64)
     torch.testing.assert_close(model(x.mncore()).detach().cpu(), eager(x))
+
+
+def test_a_deep_copy_taken_mid_step_keeps_the_values_of_then() -> None:
+    """A model copied after backward, before the step and its sync: the copy holds the
+    weights and gradients of that moment, as eager's copy does, and later steps leave
+    it alone."""
+    torch.manual_seed(0)
+    eager, model = nn.Linear(4, 3), nn.Linear(4, 3)
+    model.load_state_dict(eager.state_dict())
+    model.mncore()
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.5) for m in (eager, model)]
+    copies: list[list[nn.Module]] = [[], []]
+    for _ in range(2):
+        x = torch.randn(5, 4)
+        for i, (m, opt, inputs) in enumerate(((eager, optimizers[0], x),
+                                              (model, optimizers[1], x.mncore()))):
+            opt.zero_grad()
+            m(inputs).square().sum().backward()
+            copies[i].append(copy.deepcopy(m))
+            opt.step()
+        torch_mncore.sync()
+    for theirs, ours in zip(*copies, strict=True):
+        for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+            assert a.requires_grad and a.grad is None and b.grad is None  # parameters'
+            torch.testing.assert_close(a.detach().cpu(), b.detach())
+    x = torch.ones(3).mncore().requires_grad_()  # a leaf: its gradient is copied
+    (x * 2).sum().backward()
+    torch.testing.assert_close(copy.deepcopy(x).grad.cpu(), torch.full((3,), 2.0))
