@@ -382,7 +382,7 @@ class LazyTensor(torch.Tensor):
         memo[id(self)] = copied
         if getattr(self, "_is_param", False):  # as Parameter.__deepcopy__: no gradient
             copied._is_param = True  # type: ignore[attr-defined]
-        elif self.grad is not None:  # as Tensor.__deepcopy__
+        elif self.is_leaf and self.grad is not None:  # as Tensor.__deepcopy__
             copied.grad = copy.deepcopy(self.grad, memo)
         return copied
 
