@@ -269,11 +269,13 @@ class Worker:
         try:
             args = [scalar_tensor(x) if isinstance(x, Scalar) else x.tensor()
                     for x in job.graph.inputs]
+            job.prepared.set()
             run = job.compiled.run
-            # buffers no one else holds: the executable may write into them
+            # buffers no one else holds: the executable may write into them. Checked
+            # after the gate opens (tracing need not wait for it): a buffer only its
+            # graph holds at any moment stays so, nothing else can reach it.
             donated = unshared_tensors(args, unshared_inputs(job.graph)) if hasattr(
                 run, "donating") else None
-            job.prepared.set()
             begin = time.perf_counter()
             try:
                 results = run.donating(args, donated) if donated else run(args)

@@ -303,9 +303,9 @@ class Generator:
     def body(self, params: set[str], donated: Sequence[str] = ()) -> list[str]:
         """The body lines; each intermediate is deleted after its last use, so that its
         memory can be reused by later ops, and an elementwise op whose operand dies
-        with it writes its result into that operand (no new tensor: a 4 MB result
-        costs an allocation, page faults and a cold write) where no other name reads
-        that memory later."""
+        with it writes its result into that operand (no new tensor, whose fresh
+        memory costs more than the op on it) where no other name reads that memory
+        later."""
         last: dict[str, int] = {}
         for i, line in enumerate(self.lines):
             for name in (*line.defines, *line.reads):
