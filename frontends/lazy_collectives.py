@@ -22,9 +22,8 @@ from mncore_ir.frontends.lazy_tensor import (
     LazyError,
     LazyTensor,
     _meta_like,
-    describe_location,
-    user_location,
 )
+from mncore_ir.frontends.lazy_where import describe_location, user_location
 
 
 class Tracer(Protocol):

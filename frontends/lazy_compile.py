@@ -63,10 +63,8 @@ from mncore_ir.frontends.lazy_partition import (
     split,
 )
 from mncore_ir.frontends.lazy_templates import Template
-from mncore_ir.frontends.lazy_tensor import (
-    LazyError,
-    describe_location,
-)
+from mncore_ir.frontends.lazy_tensor import LazyError
+from mncore_ir.frontends.lazy_where import describe_location
 from mncore_ir.pipeline import (
     CompileProgress,
     Device,

@@ -27,6 +27,7 @@ from mncore_ir.frontends.lazy_tensor import (
     Value,
     ViewStep,
 )
+from mncore_ir.frontends.lazy_where import describe_location, user_location
 
 aten = torch.ops.aten
 
@@ -51,6 +52,8 @@ def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOver
 RECORD, VIEW, INPLACE, DECOMPOSE, ALPHA, ADDC, FALLBACK, UNSUPPORTED, OUT = (
     "record", "view", "inplace", "decompose", "alpha", "addc", "fallback", "unsupported", "out")
 FACTORY, COPY = "factory", "copy"
+#: An op ``dispatch`` handles before any plan (reading a value, leaving the device).
+SPECIAL = "special"
 #: An in-place view op (``squeeze_``, ``t_``, ...): the tensor itself becomes the view.
 INPLACE_VIEW = "inplace_view"
 #: An op the importer lacks that one of torch's other decompositions (beyond core ATen)
@@ -62,7 +65,6 @@ CORE = "core"
 #: torch.distributed: a process-group (c10d) op, run through the group at once
 #: (``lazy_collectives``); an op that waits for or wraps a recorded collective's value.
 PROCESS_GROUP, COLLECTIVE_READY = "process_group", "collective_ready"
-PLANS: dict[torch._ops.OpOverload, str] = {}
 _COMPOSITE: dict[torch._ops.OpOverload, Callable[..., Any] | None] = {}
 
 
@@ -88,7 +90,28 @@ def importable(func: torch._ops.OpOverload) -> bool:
 
 
 def plan_of(func: torch._ops.OpOverload) -> str:
-    """How ``dispatch`` handles ``func``, decided once per op."""
+    """How ``dispatch`` handles ``func``, decided once per op (kept on its key)."""
+    key = lt.op_key(func)
+    if key.plan is None:
+        special = func in (aten._local_scalar_dense.default, aten._to_copy.default,
+                           aten.copy_.default, aten.equal.default, aten.allclose.default,
+                           aten._linalg_check_errors.default)
+        key.plan = SPECIAL if special else underlying_plan(func)
+    return key.plan
+
+
+_UNDERLYING: dict[torch._ops.OpOverload, str] = {}
+
+
+def underlying_plan(func: torch._ops.OpOverload) -> str:
+    """``func``'s plan, for a :data:`SPECIAL` op where its special case does not apply."""
+    plan = _UNDERLYING.get(func)
+    if plan is None:
+        plan = _UNDERLYING[func] = _decide_plan(func)
+    return plan
+
+
+def _decide_plan(func: torch._ops.OpOverload) -> str:
     if lazy_collectives.is_process_group_op(func):
         plan = PROCESS_GROUP
     elif lazy_collectives.is_ready_op(func):
@@ -124,18 +147,14 @@ def plan_of(func: torch._ops.OpOverload) -> str:
         plan = DECOMPOSE_OR_FALLBACK
     else:
         plan = FALLBACK
-    PLANS[func] = plan
     return plan
-
-
-_HOIST: dict[tuple[torch._ops.OpOverload, int], torch._ops.OpOverload | None] = {}
 
 
 def hoist_target(func: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:
     """The op to record when argument ``index`` becomes a tensor input, or None when
     the scalar must be baked into the graph (cached per op and position)."""
-    key = (func, index)
-    if key not in _HOIST:
+    hoist = lt.op_key(func).hoist
+    if index not in hoist:
         schema_args = func._schema.arguments
         target = None
         if index < len(schema_args):
@@ -144,8 +163,8 @@ def hoist_target(func: torch._ops.OpOverload, index: int) -> torch._ops.OpOverlo
                 target = func
             elif isinstance(typ, torch.NumberType):
                 target = _tensor_overload(func, index)
-        _HOIST[key] = target
-    return _HOIST[key]
+        hoist[index] = target
+    return hoist[index]
 
 
 SCALAR_DTYPES: dict[tuple[torch.dtype, type], torch.dtype] = {}
@@ -182,6 +201,25 @@ def functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | N
         return None
     packet = getattr(aten, name[:-1], None)
     return getattr(packet, func._overloadname, None) if packet is not None else None
+
+
+def inplace_form(func: torch._ops.OpOverload) -> tuple[Any, bool]:
+    """How an in-place op is traced (decided once per op, kept on its key): its
+    functional variant and whether that is decomposed, or ``(None, False)`` where it
+    runs on the host (it writes more than its first argument, or the compiler has no
+    functional form)."""
+    key = lt.op_key(func)
+    if key.inplace is None:
+        writes = [i for i, a in enumerate(func._schema.arguments)
+                  if a.alias_info is not None and a.alias_info.is_write]
+        functional = functional_variant(func)
+        if writes != [0] or functional is None or (
+                functional not in IMPORTABLE and functional not in DECOMPOSITIONS):
+            key.inplace = (None, False)
+        else:
+            key.inplace = (functional, func is not aten.copy_.default
+                           and core_decomposition(functional) is not None)
+    return key.inplace
 
 
 def view_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
@@ -254,11 +292,13 @@ def resize_out(tensor: LazyTensor, meta: torch.Tensor) -> None:
     """Give ``tensor`` the shape and strides of ``meta``, as eager resizes an out=
     argument of the wrong shape. A wrapper subclass cannot be resized through dispatch
     (its storage holds no data), so its metadata is set by ``set_``'s meta kernel on
-    its own storage; the old value is dropped with a fresh storage."""
-    if tensor._views:
-        raise LazyError(f"an out= tensor that is a view of another must have the result's "
-                        f"shape {list(meta.shape)}, not {list(tensor.shape)}, at "
-                        f"{lt.describe_location(lt.user_location())}")
+    its own storage; the old value is dropped with a fresh storage. Not for a tensor
+    that is a view or an alias (``detach()``'s, which shares its base's storage): eager
+    would resize the memory they share."""
+    if tensor._views or getattr(tensor, "_alias", False):
+        raise LazyError(f"an out= tensor that shares its memory with another must have "
+                        f"the result's shape {list(meta.shape)}, not {list(tensor.shape)}, "
+                        f"at {describe_location(user_location())}")
     aten.set_.source_Storage_storage_offset.redispatch(
         _META_KEYS, tensor, tensor.untyped_storage(), 0, meta.shape, meta.stride())
     tensor._sig = (tuple(meta.shape), meta.stride(), meta.dtype)
@@ -298,7 +338,7 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
         node_op, node_args = aten.as_strided_scatter.default, (base, new, *args)
     else:
         raise LazyError(f"an in-place update through a view made by {op} is not supported, "
-                        f"at {lt.describe_location(lt.user_location())}")
+                        f"at {describe_location(user_location())}")
     meta_args = tuple(_value_meta(a) for a in node_args)
     return Node(node_op, node_args, {}, lt.infer_meta(node_op, meta_args, {}))
 

@@ -20,11 +20,13 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
+from mncore_ir.frontends.lazy_backend import ensure_backend
 from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler
 from mncore_ir.frontends.lazy_graph import TraceGraph
 from mncore_ir.frontends.lazy_names import note_named_buffers
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, LazyStorage, LazyTensor
 from mncore_ir.frontends.lazy_trace import Tracer
+from mncore_ir.frontends.lazy_where import describe_location, user_location
 from mncore_ir.frontends.lazy_worker import Job, Metrics, Worker
 from mncore_ir.pipeline import DEVICES as DEVICE_TABLE
 from mncore_ir.pipeline import Device, device
@@ -44,7 +46,7 @@ class Runtime(Tracer):
     def __init__(self, device: Device, implicit_sync: str | None = None,
                  asynchronous: bool = True, gate: bool = True,
                  host_fallback: bool = True, device_threads: int = 1) -> None:
-        lt.ensure_backend()
+        ensure_backend()
         super().__init__(Metrics())
         self.device = device
         self.implicit_sync = implicit_sync or os.environ.get("MNCORE_IMPLICIT_SYNC", "warn")
@@ -78,7 +80,7 @@ class Runtime(Tracer):
         profile = lazy_profile.ACTIVE
         if outputs:
             if reason is None:
-                reason = f"sync() at {lt.describe_location(lt.user_location())}"
+                reason = f"sync() at {describe_location(user_location())}"
             if profile is not None:
                 profile.end_trace(start, self.metrics.traced_ops)
             try:
@@ -200,7 +202,7 @@ class Runtime(Tracer):
         return value
 
     def _implicit_sync(self) -> None:
-        where = lt.describe_location(lt.user_location())
+        where = describe_location(user_location())
         self.metrics.counters["ImplicitSyncs"] += 1
         if self.implicit_sync == "error":
             raise ImplicitSyncError(
@@ -256,7 +258,7 @@ def _finish(old: Runtime, caller: str) -> None:
     """Run what is traced on ``old``'s device, wait for it and end its worker. On an
     error ``old`` stays the runtime; the tensors of the failed step keep the error, so
     a second call goes ahead."""
-    where = lt.describe_location(lt.user_location())
+    where = describe_location(user_location())
     try:
         old.sync(wait=True, reason=f"{caller} at {where}")
     except Exception as error:

@@ -33,6 +33,7 @@ from mncore_ir.frontends.lazy_tensor import (
     Scalar,
     Value,
 )
+from mncore_ir.frontends.lazy_where import user_location
 
 #: Templates kept at most (each holds a decomposition's nodes): past it, decompositions
 #: run at every call, as they do with no template.
@@ -133,7 +134,7 @@ class Template:
         """The decomposition's outputs for inputs holding ``values``: one node at the
         user's current line."""
         args = (*values, *[Scalar(s.value, s.dtype) for s in self.scalars], *self.constants)
-        node = Node(self, args, {}, self.meta, lt.user_location(), self.key)
+        node = Node(self, args, {}, self.meta, user_location(), self.key)
         several = len(self.results) > 1
         storages: list[LazyStorage] = []
         leaves = []

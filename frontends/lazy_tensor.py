@@ -14,23 +14,28 @@ from __future__ import annotations
 
 import copy
 import itertools
-import os
-import sys
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any, Protocol
 
 import torch
 from torch.utils import _pytree as pytree
 
+from mncore_ir.frontends.lazy_where import describe_location, user_location
+
 aten = torch.ops.aten
 DEVICE_NAME = "mncore"
-_DEVICE: torch.device | None = None  # set by ensure_backend, after the rename
+_DEVICE: torch.device | None = None  # set by lazy_backend, after the rename
+
+
+def set_device(device: torch.device) -> None:
+    """The device lazy tensors are on (``lazy_backend`` renames PrivateUse1 first)."""
+    global _DEVICE
+    _DEVICE = device
 
 # ---------------------------------------------------------------------- graph values
 
@@ -90,7 +95,7 @@ class Scalar:
     serial: int = field(default_factory=_CREATED.__next__)
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, init=False)
 class Node:
     """One functional ATen op; ``meta`` is its output as meta tensor(s)."""
 
@@ -98,19 +103,25 @@ class Node:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     meta: Any
-    where: str = ""
-    key: Any = None
+    where: str
+    key: Any
     """The op with its inputs' signatures and constant arguments (see ``node_key``)."""
-    operands: tuple[Any, ...] = ()
+    operands: tuple[Any, ...]
     """The graph values among ``args`` and ``kwargs``, in order (what a cut walks)."""
 
-    def __post_init__(self) -> None:
-        if self.key is None:
-            self.key = node_key(self.op, self.args, self.kwargs)
-        operands: list[Any] = []
-        _collect_values(self.args, operands)
-        _collect_values(self.kwargs.values(), operands)
-        self.operands = tuple(operands)
+    def __init__(self, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], meta: Any,
+                 where: str = "", key: Any = None, operands: tuple[Any, ...] | None = None
+                 ) -> None:
+        """``key`` and ``operands`` are computed unless the caller (the tracer, per
+        op) already has them."""
+        self.op, self.args, self.kwargs, self.meta, self.where = op, args, kwargs, meta, where
+        self.key = node_key(op, args, kwargs) if key is None else key
+        if operands is None:
+            found: list[Any] = []
+            collect_values(args, found)
+            collect_values(kwargs.values(), found)
+            operands = tuple(found)
+        self.operands = operands
 
 
 @dataclass(eq=False, slots=True)
@@ -122,14 +133,14 @@ class Item:
     meta: Any = None
 
 
-def _collect_values(args: Any, into: list[Any]) -> None:
+def collect_values(args: Any, into: list[Any]) -> None:
     """Append the graph values (nodes, their items, buffers, hoisted scalars) in
     ``args``, looking into lists and tuples."""
     for a in args:
         if isinstance(a, _GRAPH_VALUES):
             into.append(a)
         elif isinstance(a, list | tuple):
-            _collect_values(a, into)
+            collect_values(a, into)
 
 
 _GRAPH_VALUES = (Node, Item, DeviceData, Scalar)
@@ -180,9 +191,42 @@ class ViewStep:
 
 # ---------------------------------------------------------------------- shape inference
 
+class OpKey:
+    """An op as part of a cache key, one per op: hashed and compared by identity where
+    an ``OpOverload``'s ``__hash__`` is Python code (about half a microsecond, and keys
+    are hashed for every recorded op and again for every step's compile-cache lookup);
+    printed as the op, since the on-disk cache digests the printed structure. ``plan``,
+    ``hoist`` and ``inplace`` are what the tracer decided about the op (``lazy_ops``)."""
+
+    __slots__ = ("hoist", "inplace", "op", "plan")
+
+    def __init__(self, op: Any) -> None:
+        self.op = op
+        self.plan: str | None = None
+        self.hoist: dict[int, Any] = {}
+        self.inplace: tuple[Any, bool] | None = None
+
+    def __repr__(self) -> str:
+        return repr(self.op)
+
+
+#: id(op) -> its key; the key holds the op, so the id is never reused while it lives.
+OP_KEYS: dict[int, OpKey] = {}
+
+
+def op_key(op: Any) -> OpKey:
+    """The one :class:`OpKey` of ``op``."""
+    key = OP_KEYS.get(id(op))
+    if key is None:
+        key = OP_KEYS[id(op)] = OpKey(op)
+    return key
+
+
 _META_CACHE: dict[tuple[Any, ...], Any] = {}
 #: Signatures of meta tensors (mostly the shape cache's, which live as long as it).
 _SIGS: dict[int, tuple[torch.Tensor, tuple[Any, ...]]] = {}
+#: A meta tensor per signature (``LazyTensor.meta``).
+_METAS: dict[tuple[Any, ...], torch.Tensor] = {}
 
 
 def meta_key(x: Any) -> Any:
@@ -209,7 +253,8 @@ def meta_key(x: Any) -> Any:
 def node_key(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A node's structure: the op, its constant arguments (positional and keyword) by
     type and value, and its graph values by signature."""
-    return (op, tuple(value_key(a) for a in args), meta_key(tuple(sorted(kwargs.items()))))
+    return (op_key(op), tuple(value_key(a) for a in args),
+            meta_key(tuple(sorted(kwargs.items()))))
 
 
 def value_key(v: Any) -> Any:
@@ -229,9 +274,7 @@ def value_key(v: Any) -> Any:
 
 
 def _to_meta(x: Any) -> Any:
-    if isinstance(x, LazyTensor):
-        return x.meta()
-    if isinstance(x, torch.Tensor) and x.device.type != "meta":
+    if isinstance(x, torch.Tensor) and x.device.type != "meta":  # a fresh one: ops write
         return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
     return x
 
@@ -246,7 +289,7 @@ def _run_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str
 def infer_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``op`` on meta tensors, cached on (op, input metadata): the meta kernels are
     slow (100-250 µs) and training steps repeat the same calls."""
-    key = (op, meta_key(args), meta_key(tuple(sorted(kwargs.items()))))
+    key = (op_key(op), meta_key(args), meta_key(tuple(sorted(kwargs.items()))))
     return infer_meta_cached(key, op, args, args, kwargs)
 
 
@@ -269,45 +312,9 @@ def infer_meta_cached(key: tuple[Any, ...], op: torch._ops.OpOverload,
     return out
 
 
-# ---------------------------------------------------------------------- source lines
-
-_TORCH_DIR = os.path.dirname(torch.__file__)
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
-_INTERNAL: dict[Any, bool] = {}
-
-
-def user_location() -> str:
-    """``file:line: code`` of the innermost frame outside torch and this package."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        internal = _INTERNAL.get(code)
-        if internal is None:
-            name = code.co_filename
-            module = frame.f_globals.get("__name__", "")
-            internal = name.startswith((_TORCH_DIR, _OWN_DIR, "<")) or module.startswith(
-                ("torch_mncore", "mncore_ir.frontends"))
-            _INTERNAL[code] = internal
-        if not internal:
-            return f'File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
-        frame = frame.f_back
-    return ""
-
-
-def describe_location(where: str) -> str:
-    """``path:line`` and the source line, for error messages."""
-    import linecache
-    import re
-
-    m = re.match(r'File "([^"]+)", line (\d+)', where)
-    if not m:
-        return "<unknown source line>"
-    path, line = m.group(1), int(m.group(2))
-    return f"{path}:{line}: {linecache.getline(path, line).strip()}"
-
-
 # ---------------------------------------------------------------------- the tensor
 
+_WRAPPER = torch.Tensor._make_wrapper_subclass
 _DATA = torch._C.TensorBase.data  # torch's property, which LazyTensor.data extends
 
 
@@ -322,18 +329,21 @@ class LazyTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, storage: LazyStorage, views: tuple[ViewStep, ...], meta: torch.Tensor,
                 requires_grad: bool = False) -> LazyTensor:
-        r = torch.Tensor._make_wrapper_subclass(
-            cls, meta.shape, strides=meta.stride(), dtype=meta.dtype,
-            device=_DEVICE, requires_grad=requires_grad)
+        known = _SIGS.get(id(meta))
+        if known is None or known[0] is not meta:
+            known = (meta, (tuple(meta.shape), meta.stride(), meta.dtype))
+            if len(_SIGS) < 100_000:
+                _SIGS[id(meta)] = known
+        sig = known[1]
+        if requires_grad:
+            r = _WRAPPER(cls, sig[0], strides=sig[1], dtype=sig[2], device=_DEVICE,
+                         requires_grad=True)
+        else:
+            r = _WRAPPER(cls, sig[0], strides=sig[1], dtype=sig[2], device=_DEVICE)
         r._storage_ = storage
         r._views = views
         r._cache = None
-        sig = _SIGS.get(id(meta))
-        if sig is None or sig[0] is not meta:
-            sig = (meta, (tuple(meta.shape), meta.stride(), meta.dtype))
-            if len(_SIGS) < 100_000:
-                _SIGS[id(meta)] = sig
-        r._sig = sig[1]
+        r._sig = sig
         return r
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
@@ -357,7 +367,7 @@ class LazyTensor(torch.Tensor):
         return value
 
     def meta(self) -> torch.Tensor:
-        return torch.empty_strided(self.shape, self.stride(), dtype=self.dtype, device="meta")
+        return meta_of(self._sig)
 
     def materialize(self) -> torch.Tensor:
         """The value on the host (a CPU tensor), syncing first if it is pending."""
@@ -500,97 +510,16 @@ def scalar_meta(dtype: torch.dtype) -> torch.Tensor:
     return meta
 
 
+def meta_of(sig: tuple[tuple[int, ...], tuple[int, ...], torch.dtype]) -> torch.Tensor:
+    """The meta tensor of a signature (shape, strides, dtype), one per signature: meta
+    tensors are read, never written (an op's meta kernel gets fresh ones)."""
+    meta = _METAS.get(sig)
+    if meta is None:
+        meta = torch.empty_strided(sig[0], sig[1], dtype=sig[2], device="meta")
+        if len(_METAS) < 100_000:
+            _METAS[sig] = meta
+    return meta
+
+
 def _meta_like(t: torch.Tensor) -> torch.Tensor:
-    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
-
-
-# ---------------------------------------------------------------------- backend setup
-
-_SETUP_LOCK = threading.Lock()
-_SET_UP = False
-
-
-def ensure_backend() -> None:
-    """Rename PrivateUse1 to ``mncore`` (once per process) and route its factories here,
-    so ``.mncore()``, ``.to("mncore")`` and ``torch.zeros(..., device="mncore")`` work."""
-    global _SET_UP
-    with _SETUP_LOCK:
-        if _SET_UP:
-            return
-        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
-
-        if torch._C._get_privateuse1_backend_name() == "privateuseone":
-            _setup_privateuseone_for_python_backend(DEVICE_NAME)
-        elif torch._C._get_privateuse1_backend_name() != DEVICE_NAME:
-            raise RuntimeError("PrivateUse1 is already renamed to "
-                               f"{torch._C._get_privateuse1_backend_name()!r}")
-        global _DEVICE
-        _DEVICE = torch.device(DEVICE_NAME, 0)
-        lib = torch.library.Library("aten", "IMPL")
-        lib.impl("empty.memory_format", _empty, "PrivateUse1")
-        lib.impl("empty_strided", _empty_strided, "PrivateUse1")
-        # torch.tensor(..., device=), indexing with lists and other C++ paths copy to
-        # the device with Python dispatch excluded: they reach the backend's kernels.
-        # Every other factory (arange, eye, the windows, tril_indices, ...) is the
-        # runtime's to record or make on the host, not a composite kernel's that
-        # writes through an out= kernel or calls a CPU-only stub with device tensors.
-        for name in ("_copy_from", "_copy_from_and_resize", *_factory_names()):
-            lib.impl(name, _runtime_kernel(name), "PrivateUse1")
-        # above autograd: the composite kernel would refuse a device tensor first
-        lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
-                 "AutogradPrivateUse1")
-        _LIBRARIES.append(lib)
-        from mncore_ir.frontends import lazy_autocast
-
-        lazy_autocast.register(getattr(torch, DEVICE_NAME))
-        _SET_UP = True
-
-
-_LIBRARIES: list[Any] = []
-
-
-def _tensor_split(x: torch.Tensor, split: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:
-    """``tensor_split`` at split points held by a tensor: its values read to the host
-    (as ``.tolist()`` would; CUDA refuses a device tensor here), the split traced."""
-    points = split.cpu()
-    if points.dim() == 0:
-        return torch.ops.aten.tensor_split.sections(x, int(points.item()), dim)
-    return torch.ops.aten.tensor_split.indices(x, points.tolist(), dim)
-
-
-def _empty(size: Sequence[int], dtype: torch.dtype | None = None, layout: Any = None,
-           device: Any = None, pin_memory: Any = None, memory_format: Any = None
-           ) -> LazyTensor:
-    return from_cpu(torch.zeros(size, dtype=dtype or torch.get_default_dtype()))
-
-
-def _empty_strided(size: Sequence[int], stride: Sequence[int], dtype: torch.dtype | None = None,
-                   layout: Any = None, device: Any = None, pin_memory: Any = None) -> LazyTensor:
-    return _empty(size, dtype)
-
-
-def _factory_names() -> list[str]:
-    """ATen's factories the dispatcher has: overloads with a keyword-only ``device``,
-    no tensor inputs and one tensor result (less the two device allocators above)."""
-    names = []
-    for schema in torch._C._jit_get_all_schemas():
-        qualified = f"{schema.name}.{schema.overload_name}".rstrip(".")
-        namespace, name = qualified.split("::")
-        if (namespace == "aten" and name not in ("empty.memory_format", "empty_strided")
-                and [str(r.type) for r in schema.returns] == ["Tensor"]
-                and any(a.name == "device" and a.kwarg_only for a in schema.arguments)
-                and not any("Tensor" in str(a.type) for a in schema.arguments)
-                and torch._C._dispatch_has_kernel(qualified)):
-            names.append(name)
-    return names
-
-
-def _runtime_kernel(name: str) -> Any:
-    """The backend's kernel of the ATen op ``name``: the runtime's dispatch."""
-    packet, _, overload = name.partition(".")
-    op = getattr(getattr(aten, packet), overload or "default")
-
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        return LazyTensor.__torch_dispatch__(op, (), args, kwargs)
-
-    return kernel
+    return meta_of((tuple(t.shape), t.stride(), t.dtype))

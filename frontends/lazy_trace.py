@@ -17,8 +17,6 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.fx import DECOMPOSITIONS
-from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
 from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
 from mncore_ir.frontends.lazy_ops import (
     ADDC,
@@ -33,15 +31,15 @@ from mncore_ir.frontends.lazy_ops import (
     INPLACE,
     INPLACE_VIEW,
     OUT,
-    PLANS,
     PROCESS_GROUP,
     RECORD,
     SCALAR_DTYPES,
+    SPECIAL,
     UNSUPPORTED,
     VIEW,
     core_decomposition,
-    functional_variant,
     hoist_target,
+    inplace_form,
     leaves_device,
     on_device,
     out_functional,
@@ -50,6 +48,7 @@ from mncore_ir.frontends.lazy_ops import (
     resize_out,
     scalar_dtype,
     scatter_view,
+    underlying_plan,
     view_variant,
 )
 from mncore_ir.frontends.lazy_templates import LIMIT as TEMPLATE_LIMIT
@@ -64,7 +63,9 @@ from mncore_ir.frontends.lazy_tensor import (
     Scalar,
     Value,
     ViewStep,
+    collect_values,
 )
+from mncore_ir.frontends.lazy_where import describe_location, user_location
 from mncore_ir.frontends.lazy_worker import Metrics
 
 aten = torch.ops.aten
@@ -94,19 +95,14 @@ class Tracer(abc.ABC):
 
     def dispatch(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
-        if func is aten._local_scalar_dense.default:
-            return self.read(args[0]).item()
-        if func is aten._to_copy.default and leaves_device(kwargs):
-            return func(self.read(args[0]), **kwargs)
-        if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
-            return args[0].copy_(self.read(args[1]))
-        if func in (aten.equal.default, aten.allclose.default):
-            return self._truth(func, *args, **kwargs)
-        if func is aten._linalg_check_errors.default:  # torch's check, of the read info
-            self._pure(f"{func} reads a value")
-            return func(self.read(args[0]), *args[1:], **kwargs)
+        key = lt.OP_KEYS.get(id(func))
+        plan = key.plan if key is not None and key.plan is not None else plan_of(func)
+        if plan is SPECIAL:
+            done = self._special(func, args, kwargs)
+            if done is not _MISSING:
+                return done
+            plan = underlying_plan(func)
         self.metrics.traced_ops += 1
-        plan = PLANS.get(func) or plan_of(func)
         if plan is RECORD:
             return self._record(func, args, kwargs)
         if plan is PROCESS_GROUP:  # dist.all_reduce and friends
@@ -142,19 +138,29 @@ class Tracer(abc.ABC):
             return self._decompose_or_fallback(func, args, kwargs)
         if plan is UNSUPPORTED:
             raise LazyError(f"{func} is not supported on lazy tensors, at "
-                            f"{lt.describe_location(lt.user_location())}")
+                            f"{describe_location(user_location())}")
         return self._fallback(func, args, kwargs)
 
-    def _truth(self, func: torch._ops.OpOverload, a: torch.Tensor, b: torch.Tensor,
-               *args: Any, **kwargs: Any) -> bool:
-        """``torch.equal``/``allclose``: the comparison traced, its one bool read back
-        (as ``.item()`` would)."""
-        self._pure(f"{func} reads a value")
-        if func is aten.equal.default:
-            if a.shape != b.shape:
-                return False
-            return bool(torch.eq(a, b).all().item())
-        return bool(torch.isclose(a, b, *args, **kwargs).all().item())
+    def _special(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Any:
+        """A :data:`SPECIAL` op's special case (a value read, a copy off the device),
+        or ``_MISSING`` where it does not apply."""
+        if func is aten._local_scalar_dense.default:
+            return self.read(args[0]).item()
+        if func is aten._to_copy.default and leaves_device(kwargs):
+            return func(self.read(args[0]), **kwargs)
+        if func is aten.copy_.default and not isinstance(args[0], LazyTensor):
+            return args[0].copy_(self.read(args[1]))
+        if func in (aten.equal.default, aten.allclose.default):  # traced, one bool read
+            self._pure(f"{func} reads a value")
+            a, b = args[:2]
+            if func is aten.equal.default:
+                return a.shape == b.shape and bool(torch.eq(a, b).all().item())
+            return bool(torch.isclose(a, b, *args[2:], **kwargs).all().item())
+        if func is aten._linalg_check_errors.default:  # torch's check, of the read info
+            self._pure(f"{func} reads a value")
+            return func(self.read(args[0]), *args[1:], **kwargs)
+        return _MISSING
 
     def _addc(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:
@@ -269,53 +275,67 @@ class Tracer(abc.ABC):
         the shape cache, keyed on the inputs' signatures."""
         graph_args: list[Any] = []
         keys: list[Any] = []
+        operands: list[Any] = []  # the graph values, as ``Node`` would collect them
         first_dtype = None
         for i, a in enumerate(args):
-            if isinstance(a, LazyTensor):
-                graph_args.append(a.value() if a._views else a._storage_.value)
+            kind = type(a)
+            if kind is LazyTensor or isinstance(a, LazyTensor):
+                value = a.value() if a._views else a._storage_.value
+                graph_args.append(value)
+                operands.append(value)
                 sig = a._sig
                 keys.append(sig)
                 if first_dtype is None:
                     first_dtype = sig[2]
             elif isinstance(a, torch.Tensor):  # a host tensor used on the device
                 data = lt.from_cpu(a)
-                graph_args.append(data.value())
+                value = data.value()
+                graph_args.append(value)
+                operands.append(value)
                 keys.append(data._sig)
                 if first_dtype is None:
                     first_dtype = a.dtype
-            elif type(a) is float or type(a) is int:
-                target = hoist_target(func, i) if first_dtype is not None and (
-                    a not in BAKED) else None
+            elif kind is float or kind is int:
+                target = None
+                if first_dtype is not None and a not in BAKED:
+                    hoist = lt.op_key(func).hoist
+                    target = hoist[i] if i in hoist else hoist_target(func, i)
                 if target is None:  # baked into the graph: part of its structure
                     graph_args.append(a)
                     keys.append(lt.meta_key(a))
                     continue
                 func = target
-                dtype = SCALAR_DTYPES.get((first_dtype, type(a))) or scalar_dtype(
-                    first_dtype, type(a))
-                graph_args.append(Scalar(a, dtype))
+                dtype = SCALAR_DTYPES.get((first_dtype, kind)) or scalar_dtype(first_dtype, kind)
+                scalar = Scalar(a, dtype)
+                graph_args.append(scalar)
+                operands.append(scalar)
                 keys.append(("S", dtype))
             elif isinstance(a, list | tuple) and any(isinstance(x, torch.Tensor) for x in a):
                 values = [x if isinstance(x, LazyTensor) or not isinstance(x, torch.Tensor)
                           else lt.from_cpu(x) for x in a]
-                graph_args.append(type(a)(x.value() if isinstance(x, LazyTensor) else x
-                                          for x in values))
+                listed = type(a)(x.value() if isinstance(x, LazyTensor) else x for x in values)
+                graph_args.append(listed)
+                collect_values(listed, operands)
                 keys.append(lt.meta_key(values))
                 args = (*args[:i], type(a)(values), *args[i + 1:])
             else:
                 graph_args.append(a)
+                if isinstance(a, list | tuple):
+                    collect_values(a, operands)
                 keys.append(lt.meta_key(a))
         if kwargs:
             graph_kwargs = {k: self._graph_tensor(v) if isinstance(v, torch.Tensor) else v
                             for k, v in kwargs.items()}
             if "device" in kwargs:
                 graph_kwargs["device"] = torch.device("cpu")
-            key = (func, tuple(keys), lt.meta_key(tuple(sorted(kwargs.items()))))
+            collect_values(graph_kwargs.values(), operands)
+            key = (lt.op_key(func), tuple(keys), lt.meta_key(tuple(sorted(kwargs.items()))))
         else:
             graph_kwargs = kwargs
-            key = (func, tuple(keys), ())
+            key = (lt.op_key(func), tuple(keys), ())
         meta = lt.infer_meta_cached(key, func, graph_args, args, kwargs)
-        return Node(func, tuple(graph_args), graph_kwargs, meta, lt.user_location(), key)
+        return Node(func, tuple(graph_args), graph_kwargs, meta, user_location(), key,
+                    tuple(operands))
 
     @staticmethod
     def _graph_tensor(tensor: torch.Tensor) -> Any:
@@ -354,8 +374,19 @@ class Tracer(abc.ABC):
         base = args[0]
         if not isinstance(base, LazyTensor):
             return self._record_core(func, args, kwargs)
-        meta = lt.infer_meta(func, (base.meta(), *args[1:]), kwargs)
-        step = ViewStep(func, tuple(args[1:]), tuple(sorted(kwargs.items())), base.meta())
+        base_meta = base.meta()
+        if func is aten.detach.default or func is aten.alias.default:
+            # the same value: the alias shares its base's storage and view chain (a
+            # write through it is a write to the base, as scatter_view's identity)
+            alias = LazyTensor(base._storage_, base._views, base_meta)
+            alias._cache = base._cache
+            alias._alias = True  # type: ignore[attr-defined]  # (resize_out refuses it)
+            return alias
+        items = tuple(sorted(kwargs.items())) if kwargs else ()
+        key = (lt.op_key(func), (base._sig, *map(lt.meta_key, args[1:])), lt.meta_key(items))
+        meta = lt.infer_meta_cached(key, func, (base_meta, *args[1:]),
+                                    (base_meta, *args[1:]), kwargs)
+        step = ViewStep(func, tuple(args[1:]), items, base_meta)
         views = (*base._views, step)
         if isinstance(meta, torch.Tensor):
             return LazyTensor(base._storage_, views, meta)
@@ -408,7 +439,7 @@ class Tracer(abc.ABC):
             target, LazyTensor) else None
         if not isinstance(view, LazyTensor) or view._storage_ is not target._storage_:
             raise LazyError(f"{func} is not supported on this tensor, at "
-                            f"{lt.describe_location(lt.user_location())}")
+                            f"{describe_location(user_location())}")
         aten.set_.source_Storage_storage_offset.redispatch(
             _META_KEYS, target, target.untyped_storage(), 0, view.shape, view.stride())
         target._views, target._sig, target._cache = view._views, view._sig, None
@@ -471,12 +502,8 @@ class Tracer(abc.ABC):
     def _inplace(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Any:
         target = args[0]
-        schema = func._schema
-        writes = [i for i, a in enumerate(schema.arguments)
-                  if a.alias_info is not None and a.alias_info.is_write]
-        functional = functional_variant(func)
-        if writes != [0] or functional is None or not isinstance(target, LazyTensor) or (
-                functional not in IMPORTABLE and functional not in DECOMPOSITIONS):
+        functional, decomposed = inplace_form(func)
+        if functional is None or not isinstance(target, LazyTensor):
             return self._fallback(func, args, kwargs)
         if func is aten.copy_.default:
             src = args[1]
@@ -486,7 +513,7 @@ class Tracer(abc.ABC):
                     return target
                 src = lt.from_cpu(src)
             node = self._new_node(aten.copy.default, (target, src), {})
-        elif core_decomposition(functional) is not None:  # decomposed: the new value
+        elif decomposed:  # the new value
             result = self.dispatch(functional, args, kwargs)
             self._write(target, (result if isinstance(result, LazyTensor)
                                  else lt.from_cpu(result)).value())

@@ -17,10 +17,10 @@ from typing import Any
 import torch
 
 from mncore_ir.frontends import lazy_profile
-from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.lazy_compile import CompiledGraph
 from mncore_ir.frontends.lazy_graph import TraceGraph, replay, unshared_inputs
 from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, Node, Scalar
+from mncore_ir.frontends.lazy_where import describe_location
 
 # ---------------------------------------------------------------------- metrics
 
@@ -200,7 +200,7 @@ def diagnose(graph: TraceGraph, args: list[torch.Tensor], error: BaseException) 
     try:
         replay(graph, args, call, lambda value, i: value[i])
     except _Failed as failed:
-        return f"{failed.cause} (at {lt.describe_location(failed.node.where)})"
+        return f"{failed.cause} (at {describe_location(failed.node.where)})"
     return str(error)
 
 

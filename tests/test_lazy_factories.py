@@ -275,9 +275,26 @@ def test_out_that_is_a_view_writes_its_base() -> None:
 def test_out_that_is_a_view_of_the_wrong_size_is_refused() -> None:
     a, b = common_inputs()
     base = torch.zeros(2, 5, device="mncore")
-    with pytest.raises(LazyError, match=r"a view of another must have the result's shape "
-                                        r"\[3, 4\], not \[5\], at .*test_lazy_factories.py"):
+    with pytest.raises(LazyError, match=r"shares its memory with another must have the "
+                                        r"result's shape \[3, 4\], not \[5\], at "
+                                        r".*test_lazy_factories.py"):
         torch.add(a.to("mncore"), b.to("mncore"), out=base[1])
+
+
+def test_out_that_is_an_alias_writes_its_base_and_is_not_resized() -> None:
+    """``detach()`` shares its base's storage (no view step): a write through it is a
+    write to the base, and resizing it, which eager does to the memory both see, is
+    refused as for a view."""
+    a, b = common_inputs()
+    base = torch.zeros(3, 4, device="mncore")
+    torch.add(a.to("mncore"), b.to("mncore"), out=base.detach())
+    torch.testing.assert_close(base.cpu(), a + b)
+    wrong = torch.zeros(5, device="mncore")
+    with pytest.raises(LazyError, match=r"shares its memory with another"):
+        torch.add(a.to("mncore"), b.to("mncore"), out=wrong.detach())
+    alone = torch.zeros(5, device="mncore")
+    torch.add(a.to("mncore"), b.to("mncore"), out=alone)
+    torch.testing.assert_close(alone.cpu(), a + b)
 
 
 def test_out_dtype_eager_cannot_cast_to_is_refused_as_eager_does() -> None:

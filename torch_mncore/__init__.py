@@ -24,6 +24,7 @@ from torch import nn
 
 from mncore_ir.frontends import lazy_profile as _profile
 from mncore_ir.frontends import lazy_runtime as _rt
+from mncore_ir.frontends.lazy_backend import ensure_backend as _ensure_backend
 from mncore_ir.frontends.lazy_loader import DeviceLoader
 from mncore_ir.frontends.lazy_names import name_inputs as _name_inputs
 from mncore_ir.frontends.lazy_pure import assume_pure
@@ -35,7 +36,6 @@ from mncore_ir.frontends.lazy_runtime import (
 from mncore_ir.frontends.lazy_tensor import DEVICE_NAME as _DEVICE_NAME
 from mncore_ir.frontends.lazy_tensor import LazyTensor as _LazyTensor
 from mncore_ir.frontends.lazy_tensor import current as _current_runtime
-from mncore_ir.frontends.lazy_tensor import ensure_backend as _ensure_backend
 
 # The device must exist before autograd's engine first runs: it sizes its per-device
 # queues once. So importing torch_mncore registers it.

@@ -1,0 +1,111 @@
+"""The ``mncore`` backend in PyTorch: PrivateUse1 renamed, and the kernels the
+dispatcher reaches without Python dispatch (device allocation, copies to the device,
+factories) routed to the lazy runtime."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from mncore_ir.frontends.lazy_tensor import (
+    DEVICE_NAME,
+    DeviceData,
+    LazyTensor,
+    _meta_like,
+    set_device,
+    wrap,
+)
+
+aten = torch.ops.aten
+
+_SETUP_LOCK = threading.Lock()
+_SET_UP = False
+
+
+def ensure_backend() -> None:
+    """Rename PrivateUse1 to ``mncore`` (once per process) and route its factories here,
+    so ``.mncore()``, ``.to("mncore")`` and ``torch.zeros(..., device="mncore")`` work."""
+    global _SET_UP
+    with _SETUP_LOCK:
+        if _SET_UP:
+            return
+        from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+        if torch._C._get_privateuse1_backend_name() == "privateuseone":
+            _setup_privateuseone_for_python_backend(DEVICE_NAME)
+        elif torch._C._get_privateuse1_backend_name() != DEVICE_NAME:
+            raise RuntimeError("PrivateUse1 is already renamed to "
+                               f"{torch._C._get_privateuse1_backend_name()!r}")
+        set_device(torch.device(DEVICE_NAME, 0))
+        lib = torch.library.Library("aten", "IMPL")
+        lib.impl("empty.memory_format", _empty, "PrivateUse1")
+        lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+        # torch.tensor(..., device=), indexing with lists and other C++ paths copy to
+        # the device with Python dispatch excluded: they reach the backend's kernels.
+        # Every other factory (arange, eye, the windows, tril_indices, ...) is the
+        # runtime's to record or make on the host, not a composite kernel's that
+        # writes through an out= kernel or calls a CPU-only stub with device tensors.
+        for name in ("_copy_from", "_copy_from_and_resize", *_factory_names()):
+            lib.impl(name, _runtime_kernel(name), "PrivateUse1")
+        # above autograd: the composite kernel would refuse a device tensor first
+        lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
+                 "AutogradPrivateUse1")
+        _LIBRARIES.append(lib)
+        from mncore_ir.frontends import lazy_autocast
+
+        lazy_autocast.register(getattr(torch, DEVICE_NAME))
+        _SET_UP = True
+
+
+_LIBRARIES: list[Any] = []
+
+
+def _tensor_split(x: torch.Tensor, split: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:
+    """``tensor_split`` at split points held by a tensor: its values read to the host
+    (as ``.tolist()`` would; CUDA refuses a device tensor here), the split traced."""
+    points = split.cpu()
+    if points.dim() == 0:
+        return torch.ops.aten.tensor_split.sections(x, int(points.item()), dim)
+    return torch.ops.aten.tensor_split.indices(x, points.tolist(), dim)
+
+
+def _empty(size: Sequence[int], dtype: torch.dtype | None = None, layout: Any = None,
+           device: Any = None, pin_memory: Any = None, memory_format: Any = None
+           ) -> LazyTensor:
+    data = torch.zeros(size, dtype=dtype or torch.get_default_dtype())  # no copy: it is new
+    return wrap(DeviceData(data.shape, data.dtype, data), _meta_like(data))
+
+
+def _empty_strided(size: Sequence[int], stride: Sequence[int], dtype: torch.dtype | None = None,
+                   layout: Any = None, device: Any = None, pin_memory: Any = None) -> LazyTensor:
+    return _empty(size, dtype)
+
+
+def _factory_names() -> list[str]:
+    """ATen's factories the dispatcher has: overloads with a keyword-only ``device``,
+    no tensor inputs and one tensor result (less the two device allocators above)."""
+    names = []
+    for schema in torch._C._jit_get_all_schemas():
+        qualified = f"{schema.name}.{schema.overload_name}".rstrip(".")
+        namespace, name = qualified.split("::")
+        if (namespace == "aten" and name not in ("empty.memory_format", "empty_strided")
+                and [str(r.type) for r in schema.returns] == ["Tensor"]
+                and any(a.name == "device" and a.kwarg_only for a in schema.arguments)
+                and not any("Tensor" in str(a.type) for a in schema.arguments)
+                and torch._C._dispatch_has_kernel(qualified)):
+            names.append(name)
+    return names
+
+
+def _runtime_kernel(name: str) -> Any:
+    """The backend's kernel of the ATen op ``name``: the runtime's dispatch."""
+    packet, _, overload = name.partition(".")
+    op = getattr(getattr(aten, packet), overload or "default")
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return LazyTensor.__torch_dispatch__(op, (), args, kwargs)
+
+    return kernel
