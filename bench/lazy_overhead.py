@@ -131,8 +131,11 @@ def training(width: int, count: int, batch: int, lazy: bool
     return step, data
 
 
-def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float]:
-    """Mean step time of the lazy training loop, and the device's idle fraction."""
+def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float, float]:
+    """Mean step time of the lazy training loop, the device's idle fraction over the
+    loop, and over its steady state (from the first execution's start to the last's
+    end: without the pipeline's fill, the first step's tracing, which no device work
+    can overlap)."""
     train, data = training(width, steps + 3, batch, lazy=True)
 
     def step(x: torch.Tensor, y: torch.Tensor) -> None:
@@ -149,8 +152,11 @@ def lazy_loop(width: int, steps: int, batch: int = 64) -> tuple[float, float]:
         step(x, y)
     torch_mncore.wait_device_ops()
     elapsed = time.perf_counter() - start
-    busy = sum(min(e, start + elapsed) - max(b, start) for b, e in worker.busy if e > start)
-    return elapsed / steps, max(0.0, 1 - busy / elapsed)
+    runs = [(b, e) for b, e in worker.busy if e > start]
+    busy = sum(min(e, start + elapsed) - max(b, start) for b, e in runs)
+    steady = runs[-1][1] - runs[0][0]
+    return (elapsed / steps, max(0.0, 1 - busy / elapsed),
+            max(0.0, 1 - sum(e - b for b, e in runs) / steady))
 
 
 def overlap_table(width: int, steps: int, rounds: int) -> None:
@@ -158,7 +164,7 @@ def overlap_table(width: int, steps: int, rounds: int) -> None:
           f"median of {rounds} interleaved rounds")
     rows = [("Sync", dict(asynchronous=False)), ("Async (naive)", dict(gate=False)),
             ("Async (gated)", dict(gate=True))]
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in rows}
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in rows}
     for _ in range(rounds):  # interleaved, so machine noise hits every mode alike
         for name, options in rows:
             torch_mncore.init("cpu", implicit_sync="error", **options)  # type: ignore[arg-type]
@@ -166,7 +172,9 @@ def overlap_table(width: int, steps: int, rounds: int) -> None:
     for name, _ in rows:
         step = statistics.median(r[0] for r in results[name])
         idle = statistics.median(r[1] for r in results[name])
-        print(f"    {name:14s} step {1e3 * step:8.2f} ms   device idle {100 * idle:5.1f} %")
+        steady = statistics.median(r[2] for r in results[name])
+        print(f"    {name:14s} step {1e3 * step:8.2f} ms   device idle {100 * idle:5.1f} %"
+              f"   (steady state {100 * steady:5.1f} %)")
 
 
 def direct_step(width: int, steps: int, batch: int = 64) -> float:

@@ -19,7 +19,7 @@ import torch
 from mncore_ir.frontends import lazy_profile
 from mncore_ir.frontends.lazy_compile import CompiledGraph
 from mncore_ir.frontends.lazy_graph import TraceGraph, replay, unshared_inputs
-from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, Node, Scalar
+from mncore_ir.frontends.lazy_tensor import DeviceData, LazyError, Node, Scalar, meta_key
 from mncore_ir.frontends.lazy_where import describe_location
 
 # ---------------------------------------------------------------------- metrics
@@ -339,5 +339,18 @@ def _profile_execution(profile: lazy_profile.Profile, job: Job, start: float, be
     profile.complete("execute", "device", start, now, **args)
 
 
+#: A hoisted scalar's tensor by its exact value and dtype: the same learning rates and
+#: momenta come back every step. An executable never writes into a Scalar input (it
+#: writes into donated buffers only, and the cache's reference keeps a tensor returned
+#: as an output from being donated later).
+_SCALARS: dict[tuple[Any, torch.dtype], torch.Tensor] = {}
+
+
 def scalar_tensor(s: Scalar) -> torch.Tensor:
-    return torch.tensor(s.value, dtype=s.dtype)
+    key = (meta_key(s.value), s.dtype)
+    tensor = _SCALARS.get(key)
+    if tensor is None:
+        if len(_SCALARS) >= 4096:
+            _SCALARS.clear()
+        tensor = _SCALARS[key] = torch.tensor(s.value, dtype=s.dtype)  # 1e300 in f32: inf
+    return tensor
