@@ -217,8 +217,8 @@ OP_KEYS: dict[int, OpKey] = {}
 def op_key(op: Any) -> OpKey:
     """The one :class:`OpKey` of ``op``."""
     key = OP_KEYS.get(id(op))
-    if key is None:
-        key = OP_KEYS[id(op)] = OpKey(op)
+    if key is None:  # setdefault: one key even if autograd's thread asks at once
+        key = OP_KEYS.setdefault(id(op), OpKey(op))
     return key
 
 
