@@ -1,0 +1,87 @@
+"""``detach()`` and ``alias()`` give a tensor that shares its base's storage and view
+chain, with no view step of its own: whatever writes through one must show through the
+other, as in eager, whether the base is a plain tensor, a view or a pending result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import torch_mncore
+
+Program = Callable[[torch.Tensor], tuple[torch.Tensor, ...]]
+
+
+def _alias_then_write(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    d = x.detach()
+    d.add_(1)
+    x.mul_(2)
+    return x, d
+
+
+def _alias_of_a_slice(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    d = x[1:].detach()
+    d.mul_(3)
+    return x, d
+
+
+def _alias_of_a_transpose(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    d = x.t().detach()
+    d.add_(1)
+    x[0, 1] = -5.0
+    return x, d
+
+
+def _alias_of_an_alias(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    d = x.detach().detach()
+    d[0].zero_()
+    return x, d
+
+
+def _inplace_view_on_an_alias(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    d = x.detach()
+    d.t_()  # changes d's own shape only
+    d.add_(torch.arange(3.0).unsqueeze(1).to(d.device))
+    return x, d
+
+
+def _aten_alias(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    d = torch.ops.aten.alias(x)
+    d.sub_(1)
+    return x, d
+
+
+def _alias_of_a_pending_result(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    y = x * 2
+    d = y.detach()
+    y.add_(1)
+    return y, d
+
+
+def _update_through_an_alias_in_no_grad(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    p = x.clone().requires_grad_()
+    (p * p).sum().backward()
+    with torch.no_grad():
+        p.detach().add_(p.grad, alpha=-0.1)
+    return p.detach(), p.grad
+
+
+PROGRAMS: dict[str, Program] = {f.__name__.lstrip("_"): f for f in (
+    _alias_then_write, _alias_of_a_slice, _alias_of_a_transpose, _alias_of_an_alias,
+    _inplace_view_on_an_alias, _aten_alias, _alias_of_a_pending_result,
+    _update_through_an_alias_in_no_grad)}
+
+
+@pytest.mark.parametrize("asynchronous", [True, False], ids=["async", "sync"])
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_writes_through_an_alias_match_eager(name: str, asynchronous: bool) -> None:
+    torch_mncore.init("cpu", asynchronous=asynchronous)
+    x = torch.arange(12.0).reshape(2, 6)[:, :3].contiguous() + 0.5
+    expected = PROGRAMS[name](x.clone())
+    got = PROGRAMS[name](x.clone().mncore())
+    torch_mncore.sync()
+    for ours, theirs in zip(got, expected, strict=True):
+        assert (ours.shape, ours.stride()) == (theirs.shape, theirs.stride())
+        assert torch.equal(ours.cpu(), theirs)
