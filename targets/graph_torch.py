@@ -243,7 +243,20 @@ def _logical(gen: Generator, op: g.BinaryOp) -> None:
 def _where(gen: Generator, op: g.WhereOp) -> None:
     cond = gen.t(op.cond)
     a = gen.t(op.lhs) if gen.is_literal(op.lhs) and gen.is_literal(op.rhs) else gen.s(op.lhs)
-    gen.emit(op.results, _spell(gen, op, [cond, a, gen.s(op.rhs)]))
+    b = gen.s(op.rhs)
+    expr = _spell(gen, op, [cond, a, b])
+    # a new tensor, or written into a branch of the result's type that dies with it
+    # (relu's gradient): where's out= takes tensors only, masked_fill_ a number
+    inplace: list[tuple[SSAValue, str]] = []
+    if not gen.is_literal(op.lhs) and not gen.is_literal(op.rhs):
+        inplace = [(op.lhs, f"{expr[:-1]}, out={a})"), (op.rhs, f"{expr[:-1]}, out={b})")]
+    elif (not gen.is_literal(op.rhs) and op.cond is not op.rhs
+          and g.element_type_of(op.lhs) == g.element_type_of(op.result)
+          and isinstance(g.element_type_of(op.result), Float32Type | Float64Type)):
+        # a number of the result's own type (masked_fill_ refuses one it would round
+        # to infinity, where where() rounds it)
+        inplace = [(op.rhs, f"{b}.masked_fill_({cond}, {a})")]
+    gen.emit(op.results, expr, fresh=True, inplace=inplace)
 
 
 @_emits(g.ConvertOp)

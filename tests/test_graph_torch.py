@@ -414,6 +414,28 @@ def test_an_elementwise_op_writes_into_an_operand_that_dies_with_it() -> None:
         "t4 = torch.sub(arg, t3, out=arg); del t3"]
 
 
+def test_a_where_writes_into_a_branch_that_dies_with_it() -> None:
+    """``where(c, 0.0, x)`` with ``x`` dead after it (relu's gradient) is ``x``'s
+    ``masked_fill_``; with two tensor branches, ``where``'s ``out=`` into a dead one
+    (also when it is the mask: each element is read before it is written)."""
+    t = g.tensor((2, 3))
+    f = FunctionBuilder(t, t)
+    x, y = f.args
+    prod = f.op(g.MulOp(x, y))
+    negative = f.op(g.LtOp(x, f.constant(0.0)))  # type: ignore[arg-type]
+    masked = f.op(g.WhereOp(negative, f.constant(0.0), prod))  # type: ignore[arg-type]
+    summed = f.op(g.AddOp(x, y))
+    mixed = f.op(g.WhereOp(negative, masked, summed))  # type: ignore[arg-type]
+    flags = f.op(g.GtOp(mixed, f.constant(0.5)))  # type: ignore[arg-type]
+    kept = f.op(g.WhereOp(flags, f.constant(True, element=g.i1), flags))  # type: ignore[arg-type]
+    module = f.module(mixed, kept)  # type: ignore[arg-type]
+    lines = body_lines(compile_module(module))
+    assert lines[2] == "t2 = t0.masked_fill_(t1, 0.0); del t0"
+    assert lines[4] == "t4 = torch.where(t1, t2, t3, out=t2); del t1, t2, t3"
+    assert lines[6] == "t6 = torch.where(t5, _c0, t5, out=t5); del t5"  # read as written
+    check_program(module, [rand(2, 3), rand(2, 3, seed=1)])
+
+
 def test_a_sum_with_a_scaled_product_is_one_addcmul() -> None:
     """``a - x * s``, ``x * s + a`` and ``x * s + y * t`` (``s``, ``t`` 0-d tensors: an
     optimizer's hoisted learning rate and momentum) make no temporary of ``x``'s size:
