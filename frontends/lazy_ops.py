@@ -222,6 +222,18 @@ def inplace_form(func: torch._ops.OpOverload) -> tuple[Any, bool]:
     return key.inplace
 
 
+def check_cast(result: torch.dtype, target: torch.dtype) -> None:
+    """Refuse, with eager's message, an in-place op whose result ``target`` cannot hold
+    (``int_tensor.mul_(0.5)``): written, it would be cast without an error."""
+    if not torch.can_cast(result, target):
+        def name(dtype: torch.dtype) -> str:  # torch.float32 -> Float, as c10 names it
+            return torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix(
+                "Tensor")
+
+        raise RuntimeError(f"result type {name(result)} can't be cast to the desired "
+                           f"output type {name(target)}")
+
+
 def view_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     """The view op an in-place view op (``transpose_``) applies to its tensor: the
     overload of the op without ``_`` that takes the same arguments."""

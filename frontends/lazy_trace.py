@@ -18,6 +18,7 @@ from torch.utils import _pytree as pytree
 from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
+from mncore_ir.frontends.lazy_host import run_on_host
 from mncore_ir.frontends.lazy_ops import (
     ADDC,
     ALPHA,
@@ -37,6 +38,7 @@ from mncore_ir.frontends.lazy_ops import (
     SPECIAL,
     UNSUPPORTED,
     VIEW,
+    check_cast,
     core_decomposition,
     hoist_target,
     inplace_form,
@@ -70,6 +72,9 @@ from mncore_ir.frontends.lazy_worker import Metrics
 
 aten = torch.ops.aten
 _MISSING = object()
+#: View ops that return their input as it is (``torch.tensor(..., device=)`` lifts its
+#: result with ``lift_fresh``): the result shares the storage, with no view step.
+_ALIASES = (aten.detach.default, aten.alias.default, aten.lift_fresh.default)
 _META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 
 
@@ -119,6 +124,11 @@ class Tracer(abc.ABC):
             return TRACE_DECOMPOSITIONS[func](*args, **kwargs)
         if plan is ALPHA:
             alpha = kwargs.get("alpha", 1)
+            if isinstance(alpha, float) and not any(  # eager's check, before the split
+                    isinstance(a, float) or (isinstance(a, torch.Tensor) and (
+                        a.is_floating_point() or a.is_complex())) for a in args[:2]):
+                raise RuntimeError("For integral input tensors, argument alpha must not "
+                                   "be a floating point number.")
             if alpha == 1:
                 return (self._inplace if func._schema.is_mutable else self._record)(
                     func, args, kwargs)
@@ -375,7 +385,7 @@ class Tracer(abc.ABC):
         if not isinstance(base, LazyTensor):
             return self._record_core(func, args, kwargs)
         base_meta = base.meta()
-        if func is aten.detach.default or func is aten.alias.default:
+        if func in _ALIASES:
             # the same value: the alias shares its base's storage and view chain (a
             # write through it is a write to the base, as scatter_view's identity)
             alias = LazyTensor(base._storage_, base._views, base_meta)
@@ -515,11 +525,14 @@ class Tracer(abc.ABC):
             node = self._new_node(aten.copy.default, (target, src), {})
         elif decomposed:  # the new value
             result = self.dispatch(functional, args, kwargs)
+            check_cast(result.dtype, target.dtype)
             self._write(target, (result if isinstance(result, LazyTensor)
                                  else lt.from_cpu(result)).value())
             return target
         else:
             node = self._new_node(functional, args, kwargs)
+            if type(node.meta) is torch.Tensor:
+                check_cast(node.meta.dtype, target.dtype)
         self._write(target, node)
         return target
 
@@ -544,36 +557,7 @@ class Tracer(abc.ABC):
 
     def _fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
-        """Run an op the compiler cannot take eagerly on the host, counted."""
-        self._pure(f"{func} runs on the host")
-        self.metrics.counters[f"CpuFallback::{func}"] += 1
-        host_args, host_kwargs = pytree.tree_map(
-            lambda x: self.read(x, fallback=True).clone() if isinstance(x, LazyTensor) else x,
-            (args, kwargs))
-        out = func(*host_args, **host_kwargs)
-        if func.namespace == "_c10d_functional":
-            out = lazy_collectives.waited(out)
-        written: dict[int, LazyTensor] = {}  # host tensor's id -> the device tensor
-        for i, arg in enumerate(func._schema.arguments):
-            if arg.alias_info is None or not arg.alias_info.is_write:
-                continue
-            target, host = ((args[i], host_args[i]) if i < len(args)
-                            else (kwargs.get(arg.name), host_kwargs.get(arg.name)))
-            # a list of tensors is written element by element (``_foreach_add_``)
-            pairs = zip(target, host, strict=True) if isinstance(target, list | tuple) \
-                else [(target, host)]
-            for device, written_host in pairs:
-                if isinstance(device, LazyTensor):
-                    self._assign(device, written_host, lt._meta_like(written_host))
-                    written[id(written_host)] = device
-
-        def to_device(x: Any) -> Any:
-            if not isinstance(x, torch.Tensor):
-                return x
-            target = written.get(id(x))  # a returned out or self: the device tensor
-            return lt.from_cpu(x) if target is None else target
-
-        return pytree.tree_map(to_device, out)
+        return run_on_host(self, func, args, kwargs)
 
     def defer(self, error: Exception, func: torch._ops.OpOverload, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Any:

@@ -6,7 +6,9 @@ the host, now write every tensor of the list back (``SGD(momentum, foreach=True)
 see ``value`` (it kept its old value, and ``module.double()`` left f32 parameters);
 ``copy.deepcopy`` of a tensor with a pending value copies that value (it copied the
 lazy state: reading the copy failed with an assertion, or a lock could not be
-pickled)."""
+pickled). Found by a later probe: a tensor made by ``torch.tensor(..., device=)``
+could not be written in place, and an integer tensor written with a float result was
+cast where eager refuses."""
 
 from __future__ import annotations
 
@@ -104,3 +106,37 @@ def test_a_deep_copy_taken_mid_step_keeps_the_values_of_then() -> None:
     x = torch.ones(3).mncore().requires_grad_()  # a leaf: its gradient is copied
     (x * 2).sum().backward()
     torch.testing.assert_close(copy.deepcopy(x).grad.cpu(), torch.full((3,), 2.0))
+
+
+def test_a_tensor_made_on_the_device_can_be_written_in_place() -> None:
+    """``torch.tensor(data, device=)`` returns ``lift_fresh`` of the copy, an alias: an
+    in-place op on it failed ("an in-place update through a view made by
+    aten.lift_fresh.default is not supported")."""
+    x = torch.tensor([1.0, 2.0], dtype=torch.float16, device="mncore")
+    x.add_(torch.tensor([0.1, 0.2], device="mncore"))
+    expected = torch.tensor([1.0, 2.0], dtype=torch.float16).add_(torch.tensor([0.1, 0.2]))
+    assert torch.equal(x.cpu(), expected)
+
+
+WRITES_EAGER_REFUSES = {
+    "int mul_ float": lambda d: torch.tensor([1, 2, 3], device=d).mul_(0.5),
+    "int add_ float": lambda d: torch.tensor([1, 2, 3], device=d).add_(0.5),
+    "bool mul_ int": lambda d: torch.tensor([True, False], device=d).mul_(2),
+    "int div_": lambda d: torch.tensor([1, 2], device=d).div_(2),
+    "int sub_ float tensor": lambda d: torch.tensor([1, 2], device=d).sub_(
+        torch.tensor(0.5, device=d)),
+    "int add float alpha": lambda d: torch.add(torch.tensor([1, 2], device=d),
+                                               torch.tensor([1, 2], device=d), alpha=0.5),
+}
+
+
+@pytest.mark.parametrize("name", WRITES_EAGER_REFUSES)
+def test_an_in_place_result_the_tensor_cannot_hold_is_refused_as_eager_does(name: str
+                                                                            ) -> None:
+    """An integer or bool tensor written with a float result (or a float ``alpha``):
+    eager raises; the device cast the result and went on (``[1, 2, 3].add_(0.5)`` gave
+    ``[1, 2, 3]``)."""
+    with pytest.raises(RuntimeError) as eager:
+        WRITES_EAGER_REFUSES[name]("cpu")
+    with pytest.raises(RuntimeError, match=str(eager.value).splitlines()[0]):
+        WRITES_EAGER_REFUSES[name]("mncore")
