@@ -6,6 +6,7 @@ view op for writing through views."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import torch
@@ -315,7 +316,19 @@ def resize_out(tensor: LazyTensor, meta: torch.Tensor) -> None:
         _META_KEYS, tensor, tensor.untyped_storage(), 0, meta.shape, meta.stride())
     tensor._sig = (tuple(meta.shape), meta.stride(), meta.dtype)
     tensor._cache = None
-    tensor._storage_ = LazyStorage(tensor._storage_.value)
+    old = tensor._storage_
+    tensor._storage_ = LazyStorage(old.value)
+    # a view or alias of the tensor still on the old storage would see the resized
+    # memory in eager, which the device does not model: reading it fails, naming why
+    value = old.value
+    shape, dtype = ((value.shape, value.dtype) if isinstance(value, DeviceData)
+                    else (tuple(value.meta.shape), value.meta.dtype))
+    resized: Future[None] = Future()
+    resized.set_exception(LazyError(
+        f"this tensor shares its memory with one that was resized (an out= of another "
+        f"shape, or resize_) at {describe_location(user_location())}: eager would show "
+        "it the resized memory, which the device does not model; copy it before"))
+    old.set(DeviceData(shape, dtype, future=resized))
 
 
 _META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)

@@ -85,3 +85,29 @@ def test_writes_through_an_alias_match_eager(name: str, asynchronous: bool) -> N
     for ours, theirs in zip(got, expected, strict=True):
         assert (ours.shape, ours.stride()) == (theirs.shape, theirs.stride())
         assert torch.equal(ours.cpu(), theirs)
+
+
+RESIZES: dict[str, Callable[[torch.Tensor], object]] = {
+    "out= of another shape": lambda x: torch.add(torch.ones(2, device=x.device), 1, out=x),
+    "resize_": lambda x: x.resize_(2).fill_(1),
+}
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("name", RESIZES)
+@pytest.mark.parametrize("share", ["detach", "view"])
+def test_a_tensor_sharing_memory_with_a_resized_one_is_not_read_silently(
+        name: str, share: str) -> None:
+    """Eager resizes the memory a base shares with its views and aliases, which then
+    show the new contents; the device gives the resized tensor new memory, so reading a
+    view or alias kept from before is an error naming the resize (it returned the old
+    values without one); the resized tensor itself is eager's."""
+    torch_mncore.init("cpu", implicit_sync="silent")
+    expected, x = torch.zeros(3, 4), torch.zeros(3, 4).mncore()
+    kept = x.detach() if share == "detach" else x[0]
+    RESIZES[name](expected)
+    RESIZES[name](x)
+    assert torch.equal(x.cpu(), expected)
+    with pytest.raises(torch_mncore.LazyError, match=r"shares its memory with one that "
+                                                     r"was resized .* at .*test_lazy_aliases"):
+        kept.cpu()
