@@ -525,7 +525,8 @@ class Tracer(abc.ABC):
             node = self._new_node(aten.copy.default, (target, src), {})
         elif decomposed:  # the new value
             result = self.dispatch(functional, args, kwargs)
-            check_cast(result.dtype, target.dtype)
+            if isinstance(result, torch.Tensor):
+                check_cast(result.dtype, target.dtype)
             self._write(target, (result if isinstance(result, LazyTensor)
                                  else lt.from_cpu(result)).value())
             return target
