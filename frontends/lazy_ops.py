@@ -171,6 +171,31 @@ def hoist_target(func: torch._ops.OpOverload, index: int) -> torch._ops.OpOverlo
 SCALAR_DTYPES: dict[tuple[torch.dtype, type], torch.dtype] = {}
 
 
+_INT_RANGES: dict[torch.dtype, tuple[int, int]] = {
+    d: (torch.iinfo(d).min, torch.iinfo(d).max)
+    for d in (torch.int8, torch.uint8, torch.int16, torch.int32)}
+
+
+#: Ops whose Scalar overload runs the Tensor one on the number as a 0-d tensor: eager
+#: casts it unchecked (``int8_tensor < 1000`` compares with -24).
+_WRAPPING = {aten.add, aten.sub, aten.mul, aten.div, aten.eq, aten.ne, aten.lt, aten.le,
+             aten.gt, aten.ge, aten.remainder, aten.fmod, aten.bitwise_and,
+             aten.bitwise_or, aten.bitwise_xor}
+
+
+def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload,
+                target: torch._ops.OpOverload) -> int:
+    """A Python int that eager makes a wrapped number of ``dtype`` (``func`` takes a
+    tensor there, or is an op of :data:`_WRAPPING`): wrapped around (``uint8 + 300``
+    adds 44); an op taking it as a Scalar otherwise range-checks it, which the hoisted
+    tensor's conversion does."""
+    bounds = _INT_RANGES.get(dtype)
+    if bounds is None or bounds[0] <= value <= bounds[1] or (
+            target is not func and func.overloadpacket not in _WRAPPING):
+        return value
+    return int(torch.tensor(value, dtype=torch.int64).to(dtype))
+
+
 def scalar_dtype(tensor_dtype: torch.dtype, scalar_type: type) -> torch.dtype:
     """The dtype a Python scalar takes next to a tensor (it never widens a float tensor)."""
     key = (tensor_dtype, scalar_type)

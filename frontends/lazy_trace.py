@@ -52,6 +52,7 @@ from mncore_ir.frontends.lazy_ops import (
     scatter_view,
     underlying_plan,
     view_variant,
+    wrapped_int,
 )
 from mncore_ir.frontends.lazy_templates import LIMIT as TEMPLATE_LIMIT
 from mncore_ir.frontends.lazy_templates import NotPure, Template, capture, signature
@@ -314,8 +315,10 @@ class Tracer(abc.ABC):
                     graph_args.append(a)
                     keys.append(lt.meta_key(a))
                     continue
-                func = target
                 dtype = SCALAR_DTYPES.get((first_dtype, kind)) or scalar_dtype(first_dtype, kind)
+                if kind is int:
+                    a = wrapped_int(a, dtype, func, target)
+                func = target
                 scalar = Scalar(a, dtype)
                 graph_args.append(scalar)
                 operands.append(scalar)
@@ -497,9 +500,11 @@ class Tracer(abc.ABC):
             target = hoist_target(func, i)
             if target is None:
                 continue
-            func, hoisted = target, hoisted or list(args)
             dtype = SCALAR_DTYPES.get((first.dtype, type(a))) or scalar_dtype(
                 first.dtype, type(a))
+            if type(a) is int:
+                a = wrapped_int(a, dtype, func, target)
+            func, hoisted = target, hoisted or list(args)
             hoisted[i] = lt.wrap(DeviceData((), dtype, torch.tensor(a, dtype=dtype)),
                                  lt.scalar_meta(dtype))
         return None if hoisted is None else (func, tuple(hoisted))

@@ -140,3 +140,25 @@ def test_an_in_place_result_the_tensor_cannot_hold_is_refused_as_eager_does(name
         WRITES_EAGER_REFUSES[name]("cpu")
     with pytest.raises(RuntimeError, match=str(eager.value).splitlines()[0]):
         WRITES_EAGER_REFUSES[name]("mncore")
+
+
+WRAPPED_NUMBERS = {
+    "int32 + 2**40": lambda d: torch.tensor([1, 2], dtype=torch.int32, device=d) + 2**40,
+    "uint8 + 300": lambda d: torch.tensor([1, 2], dtype=torch.uint8, device=d) + 300,
+    "int8 * 1000": lambda d: torch.tensor([1, 2], dtype=torch.int8, device=d) * 1000,
+    "int8 < 1000": lambda d: torch.tensor([1, 2], dtype=torch.int8, device=d) < 1000,
+    "int8 == 257": lambda d: torch.tensor([1, 2], dtype=torch.int8, device=d) == 257,
+    "int16 add_ 70000": lambda d: torch.tensor([1, 2], dtype=torch.int16,
+                                               device=d).add_(70000),
+}
+
+
+@pytest.mark.parametrize("name", WRAPPED_NUMBERS)
+def test_a_python_int_beyond_a_narrow_int_tensor_wraps_as_in_eager(name: str) -> None:
+    """Eager makes the int a wrapped number of the tensor's type, cast without a check;
+    the hoisted scalar's conversion refused it at execution, and the whole step failed
+    with an error naming no op."""
+    expected = WRAPPED_NUMBERS[name]("cpu")
+    got = WRAPPED_NUMBERS[name]("mncore")
+    torch_mncore.sync()
+    assert got.dtype == expected.dtype and torch.equal(got.cpu(), expected)
