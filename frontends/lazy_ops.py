@@ -176,22 +176,21 @@ _INT_RANGES: dict[torch.dtype, tuple[int, int]] = {
     for d in (torch.int8, torch.uint8, torch.int16, torch.int32)}
 
 
-#: Ops whose Scalar overload runs the Tensor one on the number as a 0-d tensor: eager
-#: casts it unchecked (``int8_tensor < 1000`` compares with -24).
-_WRAPPING = {aten.add, aten.sub, aten.mul, aten.div, aten.eq, aten.ne, aten.lt, aten.le,
-             aten.gt, aten.ge, aten.remainder, aten.fmod, aten.bitwise_and,
-             aten.bitwise_or, aten.bitwise_xor}
+#: Ops that compute in their tensor's own integer type, a Python number as a wrapped
+#: 0-d tensor of it, cast unchecked (``int8_tensor < 1000`` compares with -24). Not
+#: ``div``, which computes in float (``int8_tensor / 1000`` divides by 1000.0).
+_WRAPPING = {aten.add, aten.sub, aten.mul, aten.eq, aten.ne, aten.lt, aten.le, aten.gt,
+             aten.ge, aten.remainder, aten.fmod, aten.bitwise_and, aten.bitwise_or,
+             aten.bitwise_xor}
 
 
-def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload,
-                target: torch._ops.OpOverload) -> int:
-    """A Python int that eager makes a wrapped number of ``dtype`` (``func`` takes a
-    tensor there, or is an op of :data:`_WRAPPING`): wrapped around (``uint8 + 300``
-    adds 44); an op taking it as a Scalar otherwise range-checks it, which the hoisted
-    tensor's conversion does."""
+def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload) -> int:
+    """A Python int argument of ``func`` as eager makes it a number of ``dtype``, a
+    narrow integer type: wrapped around for an op of :data:`_WRAPPING` (``uint8 + 300``
+    adds 44); other ops keep it, and the hoisted tensor's conversion refuses it."""
     bounds = _INT_RANGES.get(dtype)
     if bounds is None or bounds[0] <= value <= bounds[1] or (
-            target is not func and func.overloadpacket not in _WRAPPING):
+            func.overloadpacket not in _WRAPPING):
         return value
     return int(torch.tensor(value, dtype=torch.int64).to(dtype))
 

@@ -317,7 +317,7 @@ class Tracer(abc.ABC):
                     continue
                 dtype = SCALAR_DTYPES.get((first_dtype, kind)) or scalar_dtype(first_dtype, kind)
                 if kind is int:
-                    a = wrapped_int(a, dtype, func, target)
+                    a = wrapped_int(a, dtype, func)
                 func = target
                 scalar = Scalar(a, dtype)
                 graph_args.append(scalar)
@@ -503,7 +503,7 @@ class Tracer(abc.ABC):
             dtype = SCALAR_DTYPES.get((first.dtype, type(a))) or scalar_dtype(
                 first.dtype, type(a))
             if type(a) is int:
-                a = wrapped_int(a, dtype, func, target)
+                a = wrapped_int(a, dtype, func)
             func, hoisted = target, hoisted or list(args)
             hoisted[i] = lt.wrap(DeviceData((), dtype, torch.tensor(a, dtype=dtype)),
                                  lt.scalar_meta(dtype))

@@ -150,6 +150,8 @@ WRAPPED_NUMBERS = {
     "int8 == 257": lambda d: torch.tensor([1, 2], dtype=torch.int8, device=d) == 257,
     "int16 add_ 70000": lambda d: torch.tensor([1, 2], dtype=torch.int16,
                                                device=d).add_(70000),
+    "int8 remainder 1000": lambda d: torch.tensor([1, 2], dtype=torch.int8,
+                                                  device=d) % 1000,
 }
 
 
