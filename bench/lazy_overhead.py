@@ -12,7 +12,10 @@
     compiled executable directly on new inputs (no tracing, giving up the buffers the
     worker gives up), every thread with one intra-op thread, so that the ratios
     measure tracing and dispatch rather than thread counts; and that executable
-    against eager PyTorch's step;
+    against eager PyTorch's step. ``aot_eager`` is PyTorch's own Dynamo + AOTAutograd
+    backend running the same graphs eagerly: the floor of what any backend's
+    ``torch.compile`` step costs on top of its graphs (guards, graph breaks around
+    ``backward()`` and the optimizer, AOTAutograd's runtime wrappers);
 (d) the host's own small parallel op (a 64x64 matmul, two intra-op threads) while the
     device's worker thread lives, with one intra-op thread (the default) and with two.
 """
@@ -216,14 +219,14 @@ def eager_step(width: int, steps: int, batch: int = 64) -> float:
 
 
 def compiled_loop(width: int, steps: int, batch: int = 64,
-                  trace_autograd_ops: bool = False) -> float:
+                  trace_autograd_ops: bool = False, backend: str = "mncore") -> float:
     """Mean step time of ``torch.compile(step, backend="mncore")`` on host tensors (the
     same model and optimizer): Dynamo's guards, then the device's graphs (forward,
     backward, the optimizer's step; with Dynamo's ``trace_autograd_ops``, forward and
     backward in one graph)."""
     torch._dynamo.reset()
     step, data = training(width, steps + 3, batch, lazy=False)
-    compiled = torch.compile(step, backend="mncore")
+    compiled = torch.compile(step, backend=backend)
     with torch._dynamo.config.patch(trace_autograd_ops=trace_autograd_ops):
         for x, y in data[:3]:  # capture, compile (the optimizer's second step recompiles)
             compiled(x, y)
@@ -243,22 +246,24 @@ def width_sweep(widths: list[int], steps: int, rounds: int) -> None:
     for width in widths:
         n = steps if width < 2048 else max(3, steps // 10)
         lazy_times, direct_times, compiled_times, one_graph_times = [], [], [], []
-        eager_times = []
+        eager_times, floor_times = [], []
         for _ in range(rounds):
             lazy_times.append(lazy_loop(width, n)[0])
             direct_times.append(direct_step(width, n))
             compiled_times.append(compiled_loop(width, n))
             one_graph_times.append(compiled_loop(width, n, trace_autograd_ops=True))
             eager_times.append(eager_step(width, n))
+            floor_times.append(compiled_loop(width, n, backend="aot_eager"))
         lazy, direct = statistics.median(lazy_times), statistics.median(direct_times)
         compiled = statistics.median(compiled_times)
         one_graph = statistics.median(one_graph_times)
-        eager = statistics.median(eager_times)
+        eager, floor = statistics.median(eager_times), statistics.median(floor_times)
         print(f"    w={width:5d}  lazy {1e3 * lazy:8.2f} ms  torch.compile "
               f"{1e3 * compiled:8.2f} ms  (one fw+bw graph {1e3 * one_graph:8.2f} ms)  "
-              f"direct {1e3 * direct:8.2f} ms  eager {1e3 * eager:8.2f} ms  "
-              f"lazy/direct {lazy / direct:5.2f}x  compile/direct {compiled / direct:5.2f}x "
-              f"({one_graph / direct:5.2f}x)  direct/eager {direct / eager:5.2f}x")
+              f"direct {1e3 * direct:8.2f} ms  eager {1e3 * eager:8.2f} ms  aot_eager "
+              f"{1e3 * floor:8.2f} ms  lazy/direct {lazy / direct:5.2f}x  compile/direct "
+              f"{compiled / direct:5.2f}x ({one_graph / direct:5.2f}x)  compile/aot_eager "
+              f"{compiled / floor:5.2f}x  direct/eager {direct / eager:5.2f}x")
     torch.set_num_threads(host_threads)
 
 

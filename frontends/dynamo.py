@@ -13,7 +13,9 @@ enough for ``backend="mncore"``."""
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,8 +44,12 @@ _skip_the_lazy_runtime()
 
 def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Any:
     """The Dynamo backend: AOTAutograd with core-ATen decompositions, its forward,
-    backward and inference graphs compiled for the runtime's device."""
+    backward and inference graphs compiled for the runtime's device. The partitioner
+    is the min-cut one (as inductor's): the forward saves parameters, not their
+    transposes, which the backward recomputes as free views; an inference graph keeps
+    its input mutations (an optimizer's updates), which run in the device's step."""
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     active = runtime()  # a LazyError naming torch_mncore.init() when there is none
     _count_guard_failures(active)
@@ -51,7 +57,9 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
     backend = aot_autograd(fw_compiler=_compiler(active, "forward"),
                            bw_compiler=_compiler(active, "backward"),
                            inference_compiler=_compiler(active, "inference"),
-                           decompositions=_decompositions())
+                           decompositions=_decompositions(),
+                           partition_fn=min_cut_rematerialization_partition,
+                           keep_inference_input_mutations=True)
     return backend(gm, example_inputs, **kwargs)
 
 
@@ -87,7 +95,8 @@ def _compiler(active: Runtime, kind: str) -> Callable[[fx.GraphModule, Sequence[
             isinstance(x, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in x.shape))]
         if symbolic:
             return _eager(active, gm, "symbolic shapes (use torch.compile(dynamic=False))")
-        kept, count = _without_none_outputs(gm)
+        _rewrite_gradient_copies(gm)
+        plan = _plan_outputs(gm, _saved_from(kind))
         try:
             # AOTAutograd calls the backend with its fake mode on: the executable's
             # constant tensors must be real ones
@@ -95,52 +104,170 @@ def _compiler(active: Runtime, kind: str) -> Callable[[fx.GraphModule, Sequence[
                 compiled = active.compiler.compile_fx(gm, example_inputs, f"dynamo_{kind}")
         except Exception as error:
             why = str(error).splitlines()[0] if str(error) else type(error).__name__
-            return _eager(active, gm, why, kept, count)
+            return _eager(active, gm, why, plan)
         active.metrics.counters["DynamoCompiles"] += 1
-        run_graph = compiled.run
-
-        def run(args: list[Any]) -> list[Any]:
-            inputs = list(args)
-            args.clear()  # AOTAutograd's boxed convention: the inputs die early
-            results: list[Any] = [None] * count
-            memory = {a.untyped_storage().data_ptr() for a in inputs
-                      if isinstance(a, torch.Tensor)}
-            for i, r in zip(kept, run_graph(inputs), strict=True):
-                if r.untyped_storage().data_ptr() in memory or r._base is not None:
-                    r = r.clone()  # a pass returned an input, or a view: a new tensor
-                results[i] = r
-            return results
-
-        run._boxed_call = True  # type: ignore[attr-defined]
-        return run
+        return _runner(compiled.run, plan, active.metrics.counters)
 
     return compile_graph
 
 
-def _eager(active: Runtime, gm: fx.GraphModule, why: str, kept: Sequence[int] | None = None,
-           count: int = 0) -> Any:
-    """``gm`` run eagerly (counted, with a warning); with ``kept``, its outputs are those
-    at these positions of ``count`` (the ``None`` outputs put back)."""
+@dataclass(frozen=True)
+class _Outputs:
+    """Where a rewritten graph's results go: ``layout`` gives, for each output
+    AOTAutograd expects, ``None`` (a ``None`` output), ``("result", k)`` (the graph's
+    ``k``-th result) or ``("input", i)`` (input ``i`` itself: a saved tensor);
+    ``mutations`` pairs each mutated input with the result holding its new value."""
+
+    layout: tuple[tuple[str, int] | None, ...]
+    mutations: tuple[tuple[int, int], ...]
+
+
+def _saved_from(kind: str) -> int | None:
+    """The first output of a forward graph that is a tensor saved for the backward
+    (AOTAutograd's metadata of the graph being compiled): those are never the user's,
+    so they may be inputs themselves."""
+    if kind != "forward":
+        return None
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    meta = getattr(context, "fw_metadata", None)
+    return getattr(meta, "num_forward", None)
+
+
+def _plan_outputs(gm: fx.GraphModule, saved_from: int | None) -> _Outputs:
+    """Rewrite ``gm``'s outputs into what the importer takes, and say how to put back
+    AOTAutograd's: ``None`` outputs (gradients of inputs that need none), which the
+    importer cannot type, are dropped; a saved tensor that is an input (a forward
+    saving a parameter) is not returned but passed through (the executable would
+    clone it: its results own their memory); ``copy_`` into an input (an inference
+    graph's kept mutation, after the input's last read) becomes a result that the
+    runner writes into the input."""
+    graph = gm.graph
+    places = {node: i for i, node in enumerate(n for n in graph.nodes if n.op == "placeholder")}
+    mutated: dict[fx.Node, fx.Node] = {}
+    for node in list(graph.nodes):
+        if node.target is aten.copy_.default and node.args[0] in places:
+            target, value = node.args[0], node.args[1]
+            if any(user is not node and _after(user, node) for user in target.users):
+                continue  # read after its update: the importer says what it cannot do
+            value = _like(graph, node, value, target)
+            mutated[target] = value
+            node.replace_all_uses_with(value)  # an output: AOTAutograd returns the input
+            graph.erase_node(node)
+    output = graph.output_node()
+    layout: list[tuple[str, int] | None] = []
+    results: list[Any] = []
+    for position, out in enumerate(output.args[0]):
+        if out is None:
+            layout.append(None)
+        elif saved_from is not None and position >= saved_from and out in places:
+            layout.append(("input", places[out]))
+        else:
+            layout.append(("result", len(results)))
+            results.append(out)
+    mutations = []
+    for target, value in mutated.items():
+        mutations.append((places[target], len(results)))
+        results.append(value)
+    output.args = (tuple(results),)
+    graph.eliminate_dead_code()
+    gm.recompile()
+    return _Outputs(tuple(layout), tuple(mutations))
+
+
+def _after(user: fx.Node, node: fx.Node) -> bool:
+    """Whether ``user`` comes after ``node`` in their graph."""
+    current = node.next
+    while current.op != "root":
+        if current is user:
+            return True
+        current = current.next
+    return False
+
+
+def _like(graph: fx.Graph, at: fx.Node, value: fx.Node, target: fx.Node) -> fx.Node:
+    """``value`` as ``copy_`` would write it into ``target``: cast to its dtype and
+    broadcast to its shape, where they differ."""
+    want, have = target.meta.get("val"), value.meta.get("val")
+    if not isinstance(want, torch.Tensor) or not isinstance(have, torch.Tensor):
+        return value
+    with graph.inserting_before(at):
+        if have.dtype != want.dtype:
+            value = graph.call_function(aten._to_copy.default, (value,), {"dtype": want.dtype})
+            value.meta["val"] = have.to(want.dtype)
+        if tuple(have.shape) != tuple(want.shape):
+            value = graph.call_function(aten.expand.default, (value, list(want.shape)))
+            value = graph.call_function(aten.clone.default, (value,))
+            value.meta["val"] = want
+    return value
+
+
+def _runner(run_graph: Any, plan: _Outputs, counters: Counter[str]) -> Any:
+    """A boxed call of the executable that puts AOTAutograd's outputs back (see
+    :class:`_Outputs`). A mutated input that no other input shares memory with is
+    donated to the cpu executable, which then updates it in place (an optimizer step
+    writes each parameter once, with no copy); otherwise its new value is copied in.
+    Counted as ``DynamoInPlaceUpdates`` and ``DynamoCopiedUpdates``."""
+    donating = getattr(run_graph, "donating", None)
+    owner = {k: i for i, k in plan.mutations}  # result -> the input it updates
+
+    def run(args: list[Any]) -> list[Any]:
+        inputs = list(args)
+        args.clear()  # AOTAutograd's boxed convention: the inputs die early
+        memory = [a.untyped_storage().data_ptr() if isinstance(a, torch.Tensor) else None
+                  for a in inputs]
+        donated = frozenset(i for i, _ in plan.mutations if memory.count(memory[i]) == 1
+                            and inputs[i].is_contiguous() and inputs[i]._base is None)
+        results = list(donating(inputs, donated) if donating and donated else
+                       run_graph(inputs))
+        shared = set(memory)
+        in_place = 0
+        for k, r in enumerate(results):
+            place, own = r.untyped_storage().data_ptr(), owner.get(k)
+            if own is not None and place == memory[own] and _same_place(r, inputs[own]):
+                in_place += 1  # written where it belongs
+                results[k] = None
+            elif place in shared or (own is None and r._base is not None):
+                # in an input's memory (a pass returned an input; a donated input holds
+                # another input's new value, which its own update would overwrite), or
+                # a view: a tensor of its own, before any input is written
+                results[k] = r.clone()
+        for i, k in plan.mutations:
+            if results[k] is not None:
+                inputs[i].copy_(results[k])
+        if plan.mutations:
+            counters["DynamoCopiedUpdates"] += len(plan.mutations) - in_place
+            counters["DynamoInPlaceUpdates"] += in_place
+        return [None if place is None else
+                (results[place[1]] if place[0] == "result" else inputs[place[1]])
+                for place in plan.layout]
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def _same_place(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` (tensors of one storage) are the same words."""
+    return (a.storage_offset() == b.storage_offset() and a.stride() == b.stride()
+            and a.shape == b.shape)
+
+
+def _eager(active: Runtime, gm: fx.GraphModule, why: str, plan: _Outputs | None = None
+           ) -> Any:
+    """``gm`` run eagerly (counted, with a warning); with ``plan``, the outputs (and
+    mutations) of the rewritten graph are put back as :func:`_runner` does."""
     active.metrics.counters[f"DynamoFallback::{why}"] += 1
     warnings.warn(f"torch.compile(backend='mncore'): a graph runs eagerly on the host: "
                   f"{why}", stacklevel=2)
-    if kept is None:
+    if plan is None:
         return make_boxed_func(gm.forward)
-
-    def run(*args: Any) -> list[Any]:
-        results: list[Any] = [None] * count
-        for i, r in zip(kept, gm(*args), strict=True):
-            results[i] = r
-        return results
-
-    return make_boxed_func(run)
+    return _runner(lambda inputs: gm(*inputs), plan, active.metrics.counters)
 
 
-def _without_none_outputs(gm: fx.GraphModule) -> tuple[list[int], int]:
-    """Drop the ``None`` outputs of a backward graph (gradients of inputs that need
-    none), which the importer cannot type; rewrite ``copy(empty_permuted(...), src)``
-    (Dynamo's gradient-accumulation form) as ``clone(src)``. Returns the kept output
-    positions and the output count."""
+def _rewrite_gradient_copies(gm: fx.GraphModule) -> None:
+    """Rewrite ``copy(empty_permuted(...), src)`` (Dynamo's gradient-accumulation form)
+    as ``clone(src)``."""
     graph = gm.graph
     for node in list(graph.nodes):
         target = node.args[0] if node.args else None
@@ -151,10 +278,3 @@ def _without_none_outputs(gm: fx.GraphModule) -> tuple[list[int], int]:
             clone.meta = dict(node.meta)
             node.replace_all_uses_with(clone)
             graph.erase_node(node)
-    output = graph.output_node()
-    outs = list(output.args[0])
-    kept = [i for i, o in enumerate(outs) if o is not None]
-    output.args = (tuple(outs[i] for i in kept),)
-    graph.eliminate_dead_code()
-    gm.recompile()
-    return kept, len(outs)

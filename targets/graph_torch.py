@@ -189,9 +189,11 @@ def _operator(gen: Generator, op: g.BinaryOp | g.MatmulOp | g.MatmulPermutedOp) 
 
 
 def _scaling(gen: Generator, op: Operation) -> bool:
-    """``x * s`` (``s`` a 0-d tensor, f32/f64) whose one use is an add or a subtraction
-    of the same type: no line; the sum is written as one ``addcmul`` (an optimizer's
-    ``p - lr * g``, which would otherwise make a temporary of the parameter's size)."""
+    """``x * s`` (``s`` a 0-d tensor or a literal, f32/f64) whose one use is an add or
+    a subtraction of the same type: no line; the sum is written as one ``addcmul``, or
+    ``add`` with ``alpha`` for a literal (an optimizer's ``p - lr * g``, which would
+    otherwise make a temporary of the parameter's size; eager's optimizers write
+    ``add_(g, alpha=-lr)``)."""
     use = op.result.get_unique_use() if isinstance(op, g.MulOp) else None
     if use is None:
         return False
@@ -202,7 +204,7 @@ def _scaling(gen: Generator, op: Operation) -> bool:
             or user.lhs.type != typ or user.rhs.type != typ):
         return False
     for x, scale in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-        if x.type == typ and g.shape_of(scale) == () and not gen.is_literal(scale) and (
+        if x.type == typ and g.shape_of(scale) == () and (
                 g.element_type_of(scale) == g.element_type_of(op.result)):
             gen.scaled[op.result] = (x, scale)
             return True
@@ -223,9 +225,13 @@ def _scaled_sum(gen: Generator, op: Operation) -> bool:
     if a in gen.scaled:  # x * s + y * t: the other product is written on its own
         y, other = gen.scaled.pop(a)
         gen.emit([a], f"{gen.t(y)} * {gen.t(other)}", fresh=True)
-    names = [gen.t(a), gen.t(x), gen.t(scale)]
-    value = ", value=-1" if isinstance(op, g.SubOp) else ""
-    expr = f"torch.addcmul({', '.join(names)}{value})"
+    names = [gen.t(a), gen.t(x)]
+    if gen.is_literal(scale):
+        alpha = f"-{gen.s(scale)}" if isinstance(op, g.SubOp) else gen.s(scale)
+        expr = f"torch.add({', '.join(names)}, alpha={alpha})"
+    else:
+        value = ", value=-1" if isinstance(op, g.SubOp) else ""
+        expr = f"torch.addcmul({', '.join([*names, gen.t(scale)])}{value})"
     gen.emit(op.results, expr, fresh=True,
              inplace=[(v, f"{expr[:-1]}, out={name})")
                       for v, name in zip((a, x), names, strict=False)])

@@ -255,3 +255,86 @@ def test_torch_nn_layers_train_as_in_eager(make: Callable[[], nn.Module],
         torch.testing.assert_close(a, b)  # running statistics
     fallbacks = [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]
     assert (not fallbacks) == compiled_fully, fallbacks
+
+
+@pytest.mark.parametrize("device, in_place", [("cpu", True), ("interp", False)])
+def test_the_optimizer_updates_parameters_in_the_devices_step(device: str,
+                                                              in_place: bool) -> None:
+    """The optimizer's graph keeps its input mutations (AOTAutograd's
+    ``keep_inference_input_mutations``): the cpu executable writes each parameter and
+    momentum buffer in place (no copy after the step); a device that cannot takes the
+    new values and the runner copies them in. Both match eager."""
+    _, counters = _compiled_steps_match_eager(device, _step)
+    updates = 2 * 4  # two steps with momentum buffers: 4 parameters, 4 buffers
+    if in_place:
+        assert counters["DynamoInPlaceUpdates"] >= updates, counters
+    else:
+        assert counters["DynamoCopiedUpdates"] >= updates, counters
+        assert not counters["DynamoInPlaceUpdates"], counters
+
+
+def _mutating(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a.mul_(2)
+    return b + 1
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+def test_mutated_inputs_that_share_memory_match_eager(device: str) -> None:
+    """Two views of one tensor, one updated in place and the other read: no input is
+    donated (writing one would change the other's values)."""
+    torch_mncore.init(device)
+    ours, theirs = torch.arange(6.0), torch.arange(6.0)
+    got = torch.compile(_mutating, backend="mncore")(ours[:4], ours[2:])
+    torch.testing.assert_close(got, _mutating(theirs[:4], theirs[2:]))
+    torch.testing.assert_close(ours, theirs)
+    # and with inputs of their own (Dynamo does not guard on aliasing: calling the
+    # graph it made for views of one tensor with other tensors fails in PyTorch's own
+    # aot_eager backend too)
+    torch._dynamo.reset()
+    x, y = torch.arange(4.0), torch.ones(4)
+    torch.testing.assert_close(torch.compile(_mutating, backend="mncore")(x, y), y + 1)
+    torch.testing.assert_close(x, torch.arange(4.0) * 2)
+
+
+def _swapping(a: torch.Tensor, b: torch.Tensor) -> None:
+    c = b + 1
+    b.copy_(a * 2)
+    a.copy_(c)
+
+
+def test_donated_inputs_holding_each_others_new_values_match_eager() -> None:
+    """Each input dies in the op computing the other's new value, so the executable
+    writes ``b``'s new value into ``a``'s memory and ``a``'s into ``b``'s: the runner
+    must not copy one in before taking the other out (it gave ``a = 2a``)."""
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    a, b = torch.arange(4.0), torch.arange(4.0) + 10
+    torch.compile(_swapping, backend="mncore")(a, b)
+    assert a.tolist() == [11.0, 12.0, 13.0, 14.0] and b.tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert torch_mncore.counters()["DynamoCopiedUpdates"] == 2
+
+
+def test_in_place_writes_of_other_types_and_shapes_match_eager() -> None:
+    """``copy_`` casts and broadcasts into the input it writes; an updated input returned
+    is the input itself, updated."""
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+
+    def cast(x: torch.Tensor, y: torch.Tensor) -> None:
+        x.copy_(y)
+
+    def returned(x: torch.Tensor) -> torch.Tensor:
+        return x.add_(1)
+
+    ints = torch.zeros(3, dtype=torch.int64)
+    torch.compile(cast, backend="mncore", dynamic=False)(ints, torch.tensor([1.7, -2.2, 3.9]))
+    assert ints.tolist() == [1, -2, 3]
+    rows = torch.zeros(2, 3)
+    torch.compile(cast, backend="mncore", dynamic=False)(rows, torch.tensor([1.0, 2.0, 3.0]))
+    assert rows.tolist() == [[1.0, 2.0, 3.0]] * 2
+    x = torch.arange(3.0)
+    out = torch.compile(returned, backend="mncore")(x)
+    assert x.tolist() == [1.0, 2.0, 3.0] and out.tolist() == [1.0, 2.0, 3.0]
+    out.add_(1)  # the input itself, as in eager
+    assert x.tolist() == [2.0, 3.0, 4.0]
+    assert not [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]

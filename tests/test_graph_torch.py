@@ -439,8 +439,9 @@ def test_a_where_writes_into_a_branch_that_dies_with_it() -> None:
 def test_a_sum_with_a_scaled_product_is_one_addcmul() -> None:
     """``a - x * s``, ``x * s + a`` and ``x * s + y * t`` (``s``, ``t`` 0-d tensors: an
     optimizer's hoisted learning rate and momentum) make no temporary of ``x``'s size:
-    one ``addcmul`` each, written into a dead operand; a product with another use, or
-    scaled by a literal, stays a multiplication."""
+    one ``addcmul`` each, written into a dead operand; scaled by a literal (an
+    optimizer's under ``torch.compile``), one ``add`` with ``alpha``, the literal
+    negated for a subtraction; a product with another use stays a multiplication."""
     t, scalar = g.tensor((2, 3)), g.tensor(())
     f = FunctionBuilder(t, t, t, scalar, scalar)
     a, x, y, s, u = f.args
@@ -449,15 +450,16 @@ def test_a_sum_with_a_scaled_product_is_one_addcmul() -> None:
     both = f.op(g.AddOp(f.op(g.MulOp(up, u)), f.op(g.MulOp(y, s))))  # type: ignore[arg-type]
     kept = f.op(g.MulOp(both, s))
     literal = f.op(g.AddOp(f.op(g.MulOp(kept, f.constant(0.5))), kept))  # type: ignore[arg-type]
-    module = f.module(literal, f.op(g.AddOp(kept, y)))  # type: ignore[arg-type]
+    negative = f.op(g.SubOp(y, f.op(g.MulOp(f.constant(-0.25), literal))))  # type: ignore[arg-type]
+    module = f.module(negative, f.op(g.AddOp(kept, y)))  # type: ignore[arg-type]
     assert body_lines(compile_module(module)) == [
         "t0 = torch.addcmul(arg, arg_1, arg_3, value=-1)",
         "t1 = torch.addcmul(arg_1, t0, arg_3, out=t0); del t0",
         "t2 = t1 * arg_4; del t1",  # of two products, the first is written on its own
         "t3 = torch.addcmul(t2, arg_2, arg_3, out=t2); del t2",
         "t4 = torch.mul(t3, arg_3, out=t3); del t3",
-        "t5 = t4 * 0.5",
-        "t6 = torch.add(t5, t4, out=t5); del t5",
+        "t5 = torch.add(t4, t4, alpha=0.5)",
+        "t6 = torch.add(arg_2, t5, alpha=-(-0.25), out=t5); del t5",
         "t7 = torch.add(t4, arg_2, out=t4); del t4",
         "return (t6, t7)"]
     inputs = [rand(2, 3), rand(2, 3, seed=1), rand(2, 3, seed=2), torch.tensor(0.25),
