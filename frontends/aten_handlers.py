@@ -66,14 +66,37 @@ _UNARY = {
 }
 
 
+#: Arithmetic that eager's CPU kernels compute in f32 for narrow floats, with a number's
+#: own value (addition and subtraction round the number to the tensor's type first).
+_ARITHMETIC = (g.MulOp, g.DivOp)
+
+
+def _computed_in(imp: FxImporter, node: fx.Node, dtype: torch.dtype) -> torch.dtype:
+    """The type eager computes ``node``'s product or quotient in: a narrow float's with a
+    Python number or a wider 0-d float tensor (whose own value CPU kernels read) is
+    computed in f32 and rounded once (``x16 * 70000.0`` is 35008 for ``x16 = 0.5``:
+    70000.0 rounded to f16 first would be inf); any other, in ``dtype``."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        return dtype
+    for x in node.args[:2]:
+        if not isinstance(x, fx.Node):
+            return torch.float32
+        meta = imp.meta(x)
+        if meta.dim() == 0 and meta.dtype in (torch.float32, torch.float64):
+            return torch.float32
+    return dtype
+
+
 def _binary(imp: FxImporter, node: fx.Node) -> SSAValue:
     a, b = node.args[:2]
-    if node.kwargs.get("alpha", 1) != 1:
-        b_val = imp.insert(g.MulOp(imp.as_type(b, imp.meta(node).dtype),
-                                   imp.as_type(node.kwargs["alpha"], imp.meta(node).dtype)))
-        return imp.insert(_BINARY[node.target](imp.as_type(a, imp.meta(node).dtype), b_val))
     op = _BINARY[node.target]
     dtype = imp.meta(node).dtype
+    if node.kwargs.get("alpha", 1) != 1:
+        b_val = imp.insert(g.MulOp(imp.as_type(b, dtype), imp.as_type(node.kwargs["alpha"], dtype)))
+        return imp.insert(op(imp.as_type(a, dtype), b_val))
+    if op in _ARITHMETIC and (compute := _computed_in(imp, node, dtype)) != dtype:
+        result = imp.insert(op(imp.as_type(a, compute), imp.as_type(b, compute)))
+        return imp.insert(g.ConvertOp(result, TORCH_TO_ELEMENT[dtype]))
     if op in (g.AndOp, g.OrOp) and dtype != torch.bool:
         raise unsupported(node, f"bitwise ops on {dtype} are not supported")
     if node.target in (aten.logical_and.default, aten.logical_or.default):

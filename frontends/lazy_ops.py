@@ -195,6 +195,23 @@ def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload) -> 
     return int(torch.tensor(value, dtype=torch.int64).to(dtype))
 
 
+#: Ops whose eager CPU kernels compute a narrow float tensor with a Python number's own
+#: value, in f32 (multiplication and division; addition and subtraction round the
+#: number to the tensor's type first): the number is hoisted as an f32 tensor, not
+#: rounded (``x16 * 70000.0`` would overflow), and the importer computes in f32.
+_OPMATH = {aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar}
+NARROW_FLOATS = (torch.float16, torch.bfloat16)
+
+
+def hoisted_dtype(dtype: torch.dtype, rank: int, func: torch._ops.OpOverload) -> torch.dtype:
+    """The dtype of a Python number hoisted next to a tensor of ``rank`` dimensions,
+    given :func:`scalar_dtype`'s ``dtype``: f32 for the arithmetic of a narrow float
+    tensor with dimensions (beside a 0-d tensor an f32 one would widen the result)."""
+    if dtype in NARROW_FLOATS and rank and func in _OPMATH:
+        return torch.float32
+    return dtype
+
+
 def scalar_dtype(tensor_dtype: torch.dtype, scalar_type: type) -> torch.dtype:
     """The dtype a Python scalar takes next to a tensor (it never widens a float tensor)."""
     key = (tensor_dtype, scalar_type)

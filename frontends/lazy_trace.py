@@ -31,6 +31,7 @@ from mncore_ir.frontends.lazy_ops import (
     FACTORY,
     INPLACE,
     INPLACE_VIEW,
+    NARROW_FLOATS,
     OUT,
     PROCESS_GROUP,
     RECORD,
@@ -41,6 +42,7 @@ from mncore_ir.frontends.lazy_ops import (
     check_cast,
     core_decomposition,
     hoist_target,
+    hoisted_dtype,
     inplace_form,
     leaves_device,
     on_device,
@@ -297,7 +299,7 @@ class Tracer(abc.ABC):
                 sig = a._sig
                 keys.append(sig)
                 if first_dtype is None:
-                    first_dtype = sig[2]
+                    first_dtype, first_rank = sig[2], len(sig[0])
             elif isinstance(a, torch.Tensor):  # a host tensor used on the device
                 data = lt.from_cpu(a)
                 value = data.value()
@@ -305,7 +307,7 @@ class Tracer(abc.ABC):
                 operands.append(value)
                 keys.append(data._sig)
                 if first_dtype is None:
-                    first_dtype = a.dtype
+                    first_dtype, first_rank = a.dtype, a.dim()
             elif kind is float or kind is int:
                 target = None
                 if first_dtype is not None and a not in BAKED:
@@ -316,6 +318,8 @@ class Tracer(abc.ABC):
                     keys.append(lt.meta_key(a))
                     continue
                 dtype = SCALAR_DTYPES.get((first_dtype, kind)) or scalar_dtype(first_dtype, kind)
+                if dtype in NARROW_FLOATS:
+                    dtype = hoisted_dtype(dtype, first_rank, target)
                 if kind is int:
                     a = wrapped_int(a, dtype, func)
                 func = target
@@ -500,8 +504,8 @@ class Tracer(abc.ABC):
             target = hoist_target(func, i)
             if target is None:
                 continue
-            dtype = SCALAR_DTYPES.get((first.dtype, type(a))) or scalar_dtype(
-                first.dtype, type(a))
+            dtype = hoisted_dtype(SCALAR_DTYPES.get((first.dtype, type(a))) or scalar_dtype(
+                first.dtype, type(a)), first.dim(), func)
             if type(a) is int:
                 a = wrapped_int(a, dtype, func)
             func, hoisted = target, hoisted or list(args)

@@ -164,3 +164,48 @@ def test_a_python_int_beyond_a_narrow_int_tensor_wraps_as_in_eager(name: str) ->
     got = WRAPPED_NUMBERS[name]("mncore")
     torch_mncore.sync()
     assert got.dtype == expected.dtype and torch.equal(got.cpu(), expected)
+
+
+def _narrow(dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.tensor([0.5, 3.0, -2.0, 1e-3, 700.0], dtype=dtype, device=device)
+
+
+NARROW_ARITHMETIC = {
+    "f16 * 70000.0": lambda d: _narrow(torch.float16, d) * 70000.0,
+    "f16 * 70000": lambda d: _narrow(torch.float16, d) * 70000,
+    "f16 * 0.1": lambda d: _narrow(torch.float16, d) * 0.1,
+    "f16 + 0.1": lambda d: _narrow(torch.float16, d) + 0.1,
+    "1.1 - f16": lambda d: 1.1 - _narrow(torch.float16, d),
+    "f16 / 3.3": lambda d: _narrow(torch.float16, d) / 3.3,
+    "f16.mul_(0.1)": lambda d: _narrow(torch.float16, d).mul_(0.1),
+    "bf16 / 3e38": lambda d: _narrow(torch.bfloat16, d) / 3e38,
+    "bf16 * 0.1": lambda d: _narrow(torch.bfloat16, d) * 0.1,
+    "f16 * f32 0-d": lambda d: _narrow(torch.float16, d) * torch.tensor(70000.0, device=d),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+@pytest.mark.parametrize("name", NARROW_ARITHMETIC)
+def test_narrow_float_arithmetic_with_a_number_rounds_once_as_in_eager(name: str,
+                                                                      device: str) -> None:
+    """Eager's CPU kernels compute an f16/bf16 product or quotient with a Python number
+    (or a 0-d f32 tensor) in f32, with the number's own value, and round once: the
+    number was hoisted as a tensor of the tensor's type, rounded first, so
+    ``x16 * 70000.0`` overflowed (eager: 35008 for 0.5) and ``3 * 0.1`` was one unit in
+    the last place off. Sums and differences round the number first, as before."""
+    torch_mncore.init(device, implicit_sync="silent")
+    expected = NARROW_ARITHMETIC[name]("cpu")
+    got = NARROW_ARITHMETIC[name]("mncore")
+    torch_mncore.sync()
+    assert got.dtype == expected.dtype and torch.equal(got.cpu(), expected), (got, expected)
+
+
+def test_narrow_float_arithmetic_under_torch_compile_rounds_once_as_in_eager() -> None:
+    """The same for a number written in a compiled function (a literal of its graph)."""
+    torch._dynamo.reset()
+
+    def scale(x: torch.Tensor) -> torch.Tensor:
+        return (x * 70000.0 + 0.1) / 3.3
+
+    x = _narrow(torch.float16, "cpu")
+    assert torch.equal(torch.compile(scale, backend="mncore")(x), scale(x))
