@@ -203,13 +203,20 @@ _OPMATH = {aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar}
 NARROW_FLOATS = (torch.float16, torch.bfloat16)
 
 
-def hoisted_dtype(dtype: torch.dtype, rank: int, func: torch._ops.OpOverload) -> torch.dtype:
-    """The dtype of a Python number hoisted next to a tensor of ``rank`` dimensions,
-    given :func:`scalar_dtype`'s ``dtype``: f32 for the arithmetic of a narrow float
-    tensor with dimensions (beside a 0-d tensor an f32 one would widen the result)."""
-    if dtype in NARROW_FLOATS and rank and func in _OPMATH:
-        return torch.float32
-    return dtype
+def hoisted_number(value: int | float, dtype: torch.dtype, rank: int,
+                   func: torch._ops.OpOverload) -> tuple[int | float, torch.dtype]:
+    """A Python number hoisted as ``func``'s argument next to a tensor of ``dtype`` with
+    ``rank`` dimensions: its value (an int wrapped as :func:`wrapped_int` says) and the
+    dtype of its 0-d tensor, :func:`scalar_dtype`'s, but f32 for a product or quotient
+    of a narrow float tensor with dimensions (:data:`_OPMATH`; beside a 0-d tensor an
+    f32 one would widen the result)."""
+    kind = type(value)
+    hoisted = SCALAR_DTYPES.get((dtype, kind)) or scalar_dtype(dtype, kind)
+    if hoisted in NARROW_FLOATS and rank and func in _OPMATH:
+        hoisted = torch.float32
+    if kind is int:
+        value = wrapped_int(value, hoisted, func)
+    return value, hoisted
 
 
 def scalar_dtype(tensor_dtype: torch.dtype, scalar_type: type) -> torch.dtype:

@@ -31,18 +31,16 @@ from mncore_ir.frontends.lazy_ops import (
     FACTORY,
     INPLACE,
     INPLACE_VIEW,
-    NARROW_FLOATS,
     OUT,
     PROCESS_GROUP,
     RECORD,
-    SCALAR_DTYPES,
     SPECIAL,
     UNSUPPORTED,
     VIEW,
     check_cast,
     core_decomposition,
     hoist_target,
-    hoisted_dtype,
+    hoisted_number,
     inplace_form,
     leaves_device,
     on_device,
@@ -50,11 +48,9 @@ from mncore_ir.frontends.lazy_ops import (
     out_names,
     plan_of,
     resize_out,
-    scalar_dtype,
     scatter_view,
     underlying_plan,
     view_variant,
-    wrapped_int,
 )
 from mncore_ir.frontends.lazy_templates import LIMIT as TEMPLATE_LIMIT
 from mncore_ir.frontends.lazy_templates import NotPure, Template, capture, signature
@@ -289,7 +285,7 @@ class Tracer(abc.ABC):
         graph_args: list[Any] = []
         keys: list[Any] = []
         operands: list[Any] = []  # the graph values, as ``Node`` would collect them
-        first_dtype = None
+        first_dtype, first_rank = None, 0
         for i, a in enumerate(args):
             kind = type(a)
             if kind is LazyTensor or isinstance(a, LazyTensor):
@@ -317,11 +313,7 @@ class Tracer(abc.ABC):
                     graph_args.append(a)
                     keys.append(lt.meta_key(a))
                     continue
-                dtype = SCALAR_DTYPES.get((first_dtype, kind)) or scalar_dtype(first_dtype, kind)
-                if dtype in NARROW_FLOATS:
-                    dtype = hoisted_dtype(dtype, first_rank, target)
-                if kind is int:
-                    a = wrapped_int(a, dtype, func)
+                a, dtype = hoisted_number(a, first_dtype, first_rank, func)
                 func = target
                 scalar = Scalar(a, dtype)
                 graph_args.append(scalar)
@@ -504,10 +496,7 @@ class Tracer(abc.ABC):
             target = hoist_target(func, i)
             if target is None:
                 continue
-            dtype = hoisted_dtype(SCALAR_DTYPES.get((first.dtype, type(a))) or scalar_dtype(
-                first.dtype, type(a)), first.dim(), func)
-            if type(a) is int:
-                a = wrapped_int(a, dtype, func)
+            a, dtype = hoisted_number(a, first.dtype, first.dim(), func)
             func, hoisted = target, hoisted or list(args)
             hoisted[i] = lt.wrap(DeviceData((), dtype, torch.tensor(a, dtype=dtype)),
                                  lt.scalar_meta(dtype))
