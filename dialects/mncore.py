@@ -172,7 +172,7 @@ def _strided(reference: RefAttr, stride: int) -> str:
 
 class InstructionOp(IRDLOperation):
     """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (mask REF)? (words N)?
-    (run N stride N)? (l2b N)? (tag N)?``."""
+    (run N stride N)? (rows N pitch N)? (l2b N)? (tag N)?``."""
 
     SLOT: ClassVar[str]
     KINDS: ClassVar[tuple[str, ...]]
@@ -184,6 +184,8 @@ class InstructionOp(IRDLOperation):
     words = opt_prop_def(IntegerAttr[I64])
     run = opt_prop_def(IntegerAttr[I64])
     stride = opt_prop_def(IntegerAttr[I64])
+    rows = opt_prop_def(IntegerAttr[I64])
+    pitch = opt_prop_def(IntegerAttr[I64])
     l2b = opt_prop_def(IntegerAttr[I64])
     tag = opt_prop_def(IntegerAttr[I64])
     strides = opt_prop_def(DenseArrayBase)
@@ -191,21 +193,23 @@ class InstructionOp(IRDLOperation):
     advances per iteration."""
     traits = lazy_traits_def(lambda: (HasParent(ProgramOp, RepeatOp),))
 
-    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "l2b", "tag")
+    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "rows", "pitch", "l2b",
+                                          "tag")
 
     def __init__(self, step: int, kind: str, srcs: Sequence[RefAttr] = (),
                  dst: RefAttr | None = None, words: int | None = None,
                  tag: int | None = None, run: int | None = None,
                  stride: int | None = None, l2b: int | None = None,
-                 mask: RefAttr | None = None, strides: Sequence[int] | None = None) -> None:
+                 mask: RefAttr | None = None, strides: Sequence[int] | None = None,
+                 rows: int | None = None, pitch: int | None = None) -> None:
         props: dict[str, Attribute] = {"step": i64_attr(step), "kind": _kind(kind),
                                        "srcs": ArrayAttr(tuple(srcs))}
         if dst is not None:
             props["dst"] = dst
         if mask is not None:
             props["mask"] = mask
-        for name, value in (("words", words), ("run", run), ("stride", stride), ("l2b", l2b),
-                            ("tag", tag)):
+        for name, value in (("words", words), ("run", run), ("stride", stride), ("rows", rows),
+                            ("pitch", pitch), ("l2b", l2b), ("tag", tag)):
             if value is not None:
                 props[name] = i64_attr(value)
         if strides is not None and any(strides):
@@ -310,7 +314,8 @@ class InstructionOp(IRDLOperation):
             printer.print_attr_dict(self.attributes)
 
     USES: ClassVar[tuple[str, ...]] = ()
-    """Which of ``words``, ``run``, ``stride``, ``l2b`` and ``tag`` the instruction takes."""
+    """Which of ``words``, ``run``, ``stride``, ``rows``, ``pitch``, ``l2b`` and ``tag`` the
+    instruction takes."""
 
     def verify_(self) -> None:
         if self.kind.data not in self.KINDS:
@@ -523,11 +528,15 @@ class DmaOp(InstructionOp):
     returns. ``l2b N`` loads into L2B ``N`` only, or stores from it. With ``run R
     stride S`` the DRAM side is strided: runs of ``R`` words, ``S``
     words apart (a 2-D descriptor; a load may repeat words with a shorter stride, even
-    0); the L2BM side is always contiguous."""
+    0); with ``rows N pitch P`` as well (or alone: each row one run), the words are
+    ``N`` rows of ``words / N``, each laid out so, row ``k`` starting ``k P`` words
+    after the first (a 3-D descriptor: a window's rows, a transposed block); the L2BM
+    side is always contiguous."""
 
     name = "mncore.dma"
     SLOT: ClassVar[str] = "dma"
-    USES: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "l2b", "tag")
+    USES: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "rows", "pitch", "l2b",
+                                       "tag")
     KINDS: ClassVar[tuple[str, ...]] = ("load", "store")
 
     def verify_(self) -> None:
@@ -540,14 +549,24 @@ class DmaOp(InstructionOp):
         _spaces(self.dst, ("l2bm",) if load else ("dram",), "the destination", self)
         if (self.run is None) != (self.stride is None):
             raise VerifyException("mncore.dma takes run and stride together")
+        if (self.rows is None) != (self.pitch is None):
+            raise VerifyException("mncore.dma takes rows and pitch together")
+        rows, pitch = self.row_layout()
+        if rows < 1 or self.count % rows:
+            raise VerifyException(f"mncore.dma: rows {rows} do not divide {self.count} words")
+        per = self.count // rows
         if self.run is not None and self.stride is not None:
             run, stride = self.run.value.data, self.stride.value.data
-            if run < 1 or self.count % run:
-                raise VerifyException(f"mncore.dma: run {run} does not divide {self.count} "
-                                      "words")
+            if run < 1 or per % run:
+                row = " (a row's)" if rows > 1 else ""
+                raise VerifyException(f"mncore.dma: run {run} does not divide {per} words{row}")
             if stride < run and not load:
                 raise VerifyException(f"mncore.dma: stride {stride} is shorter than run {run}:"
                                       " a store would write a word twice")
+        if rows > 1 and pitch < self._row_extent(per) and not load:
+            raise VerifyException(f"mncore.dma: pitch {pitch} is shorter than a row's "
+                                  f"{self._row_extent(per)} words: a store would write a "
+                                  "word twice")
 
     @property
     def block(self) -> int | None:
@@ -558,33 +577,60 @@ class DmaOp(InstructionOp):
     def dram(self) -> RefAttr:
         return self.srcs.data[0] if self.kind.data == "load" else self.destination()
 
+    def row_layout(self) -> tuple[int, int]:
+        """(rows, pitch): one row unless ``rows N pitch P``."""
+        if self.rows is None or self.pitch is None:
+            return 1, 0
+        return self.rows.value.data, self.pitch.value.data
+
+    def _row(self, per: int) -> np.ndarray:
+        """A row's DRAM words from its first."""
+        if self.run is None or self.stride is None:
+            return np.arange(per)
+        run, stride = self.run.value.data, self.stride.value.data
+        return (stride * np.arange(per // run)[:, None] + np.arange(run)).reshape(-1)
+
+    def _row_extent(self, per: int) -> int:
+        if self.run is None or self.stride is None:
+            return per
+        run, stride = self.run.value.data, self.stride.value.data
+        return stride * (per // run - 1) + run  # strides are not negative
+
     def dram_words(self) -> np.ndarray:
         """The DRAM addresses the transfer touches, in L2BM order."""
         first, n = self.dram.address.data, self.count
-        if self.run is None or self.stride is None:
+        rows, pitch = self.row_layout()
+        if rows == 1 and (self.run is None or self.stride is None):
             return np.arange(first, first + n)
-        run, stride = self.run.value.data, self.stride.value.data
-        return (first + stride * np.arange(n // run)[:, None] + np.arange(run)).reshape(-1)
+        return (first + pitch * np.arange(rows)[:, None] + self._row(n // rows)).reshape(-1)
 
     def dram_extent(self) -> int:
         """How many DRAM words lie from the first word touched to the last, counted
         without listing them (a verifier must not allocate what it is about to reject)."""
-        if self.run is None or self.stride is None:
-            return self.count
-        run, stride = self.run.value.data, self.stride.value.data
-        return stride * (self.count // run - 1) + run  # strides are not negative
+        rows, pitch = self.row_layout()
+        return pitch * (rows - 1) + self._row_extent(self.count // rows)
 
     def dram_intervals(self) -> list[tuple[int, int]]:
         """The DRAM words the transfer touches as (first, past the last) intervals: its
         runs, merged where they meet (a scheduler tracks these, not each word)."""
         first = self.dram.address.data
-        if self.run is None or self.stride is None:
-            return [(first, first + self.count)]
-        run, stride = self.run.value.data, self.stride.value.data
-        if stride <= run:
-            return [(first, first + self.dram_extent())]
-        return [(first + k * stride, first + k * stride + run)
-                for k in range(self.count // run)]
+        rows, pitch = self.row_layout()
+        per = self.count // rows
+        if self.run is None or self.stride is None or (
+                self.stride.value.data <= self.run.value.data):
+            row = [(0, self._row_extent(per))]
+        else:
+            run, stride = self.run.value.data, self.stride.value.data
+            row = [(k * stride, k * stride + run) for k in range(per // run)]
+        found = sorted((first + k * pitch + lo, first + k * pitch + hi)
+                       for k in range(rows) for lo, hi in row)
+        merged = [found[0]]
+        for lo, hi in found[1:]:
+            if lo <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        return merged
 
     def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """The DRAM side as its extent (first to last word touched)."""

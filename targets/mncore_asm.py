@@ -5,7 +5,8 @@ empty steps are ``nop/N``. Operands follow the assembler's register names: ``$lm
 LM0, ``$ln`` LM1, ``$lr`` GRF0, ``$ls`` GRF1, then the word address, and ``v`` for the
 4-word vector a step reads per PE; ``$lb``/``$lc`` are L1BM/L2BM, ``$d`` DRAM and
 ``$aluf`` the forwarded result. ``?REG`` is an ALU write mask, ``/N`` a word count,
-``/R:S`` a strided DMA's run and stride, ``@N`` a DMA's one L2B and ``#T`` a DMA tag.
+``/R:S`` a strided DMA's run and stride, ``*N:P`` its rows and their pitch, ``@N`` a
+DMA's one L2B and ``#T`` a DMA tag.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def instruction(op: m.InstructionOp) -> str:
         text += f" /{op.words.value.data}"
     if op.run is not None and op.stride is not None:
         text += f" /{op.run.value.data}:{op.stride.value.data}"
+    if op.rows is not None and op.pitch is not None:
+        text += f" *{op.rows.value.data}:{op.pitch.value.data}"
     if op.l2b is not None:
         text += f" @{op.l2b.value.data}"
     if op.tag is not None:

@@ -171,8 +171,7 @@ def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
                for ref, n in writes]
     if isinstance(op, m.DmaOp):  # the DRAM side as its words, in L2BM order
         dram = op.dram_words()
-        words: Words = slice(int(dram[0]), int(dram[-1]) + 1) \
-            if int(dram[-1]) - int(dram[0]) + 1 == len(dram) else dram
+        words: Words = slice(int(dram[0]), int(dram[-1]) + 1) if _span(dram) else dram
         if op.kind.data == "load":
             accesses = [(accesses[0][0], "dram", words)]
         else:
@@ -418,13 +417,21 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
     if not len(a) or not len(b):
         return None
     lo, hi = int(a[0]), int(a[-1])
-    if hi - lo + 1 == len(a):  # a span, or a DMA's one run
+    if _span(a):  # a span, or a DMA's one run
         if hi < b[0] or b[-1] < lo:
             return None
         i = int(np.searchsorted(b, lo))
         return int(b[i]) if i < len(b) and b[i] <= hi else None
     found = b[np.minimum(np.searchsorted(b, a), len(b) - 1)] == a
     return int(a[found].min()) if found.any() else None
+
+
+def _span(words: np.ndarray) -> bool:
+    """Whether ``words`` are consecutive, in order (a DMA's rows may come in any order:
+    a transposing load's first and last words can be a span's ends)."""
+    n = len(words)
+    return int(words[-1]) - int(words[0]) + 1 == n and (
+        n < 3 or bool((np.diff(words) == 1).all()))
 
 
 def _sorted(words: np.ndarray) -> np.ndarray:

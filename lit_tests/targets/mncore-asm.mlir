@@ -79,8 +79,10 @@ mncore.program @q machine "mncore2" {
   mncore.alu 16 "fpass" lm0[0] -> grf1[40] mask grf0[40]
   mncore.dma 16 "load" dram[0] -> l2bm[64] words 64 run 4 stride 100 l2b 3 tag 5
   mncore.dma 17 "store" l2bm[0] -> dram[7] words 8 run 1 stride 9 tag 6
+  mncore.dma 18 "load" dram[1000] -> l2bm[128] words 12 run 2 stride 3 rows 3 pitch 64 tag 7
   mncore.wait 18 tag 5
   mncore.wait 19 tag 6
+  mncore.wait 20 tag 7
 }
 
 // CHECK-NEXT: # mncore.program @q on mncore2: 4 groups x 2 L2B x 8 L1B x 16 MAB x 4 PE = 4096 PEs; LM 2048, GRF 256, L1BM 8192, L2BM 32768 words
@@ -101,8 +103,9 @@ mncore.program @q machine "mncore2" {
 // CHECK-NEXT: fvsel $ls32v $ln0v $lr0v $ls36v
 // CHECK-NEXT: fvpass $lm0v $ls40v ?$lr40v ; dmaload $d0 $lc64 /64 /4:100 @3 #5
 // CHECK-NEXT: dmastore $lc0 $d7 /8 /1:9 #6
-// CHECK-NEXT: wait #5
+// CHECK-NEXT: dmaload $d1000 $lc128 /12 /2:3 *3:64 #7 ; wait #5
 // CHECK-NEXT: wait #6
+// CHECK-NEXT: wait #7
 
 // A repeated group is written out as the instructions it issues: iteration i at step
 // 1 + 3i, its references advanced by their strides, interleaved with what else issues.

@@ -83,11 +83,16 @@ def runs(addresses: np.ndarray) -> list[tuple[int, int, int]]:
     return [(int(s), int(addresses[s]), int(e - s)) for s, e in zip(starts, ends, strict=True)]
 
 
-def descriptors(addresses: np.ndarray, load: bool
-                ) -> list[tuple[int, int, int, int | None, int | None]]:
-    """The runs of ``addresses`` grouped into strided DMAs: (first element, first
-    address, words, run, stride), run and stride ``None`` for one contiguous run. A load
-    may read a word again (stride 0); a store never writes one twice."""
+#: A DMA of a wave's lanes: (first lane, first DRAM address, words, run, stride, rows,
+#: pitch); run and stride ``None`` where each row is one contiguous run, rows and pitch
+#: ``None`` for one row.
+Descriptor = tuple[int, int, int, int | None, int | None, int | None, int | None]
+
+
+def descriptors(addresses: np.ndarray, load: bool) -> list[Descriptor]:
+    """The runs of ``addresses`` grouped into strided DMAs, and those into rows: the
+    lanes of a window's or a transposed block's rows are one DMA, not one per row. A
+    load may read a word again (stride or pitch 0); a store never writes one twice."""
     out: list[tuple[int, int, int, int | None, int | None]] = []
     found = runs(addresses)
     i = 0
@@ -104,6 +109,32 @@ def descriptors(addresses: np.ndarray, load: bool
                 i = j
                 continue
         out.append((first, address, length, None, None))
+        i += 1
+    return _rows(out, load)
+
+
+def _rows(found: list[tuple[int, int, int, int | None, int | None]], load: bool
+          ) -> list[Descriptor]:
+    """Consecutive descriptors of one shape whose first addresses advance alike, as the
+    rows of one: lanes follow on (the L2BM side stays contiguous), and for a store the
+    rows do not overlap."""
+    out: list[Descriptor] = []
+    i = 0
+    while i < len(found):
+        first, address, words, run, stride = found[i]
+        extent = words if run is None or stride is None else stride * (words // run - 1) + run
+        j = i + 1
+        if j < len(found):
+            pitch = found[j][1] - address
+            while (j < len(found) and found[j][2:] == (words, run, stride)
+                   and found[j][0] == first + (j - i) * words
+                   and found[j][1] - found[j - 1][1] == pitch):
+                j += 1
+            if j - i > 1 and pitch >= 0 and (load or pitch >= extent):
+                out.append((first, address, words * (j - i), run, stride, j - i, pitch))
+                i = j
+                continue
+        out.append((first, address, words, run, stride, None, None))
         i += 1
     return out
 

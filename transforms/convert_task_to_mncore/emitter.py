@@ -263,14 +263,16 @@ class Emitter:
                 "smaller")
 
     def dma(self, kind: str, src: m.RefAttr, dst: m.RefAttr, words: int, run: int | None = None,
-            stride: int | None = None, l2b: int | None = None) -> None:
+            stride: int | None = None, l2b: int | None = None, rows: int | None = None,
+            pitch: int | None = None) -> None:
         """One DMA and the wait on its tag; inside :meth:`transfers`, the group's tag
         (the group's one wait follows its last DMA)."""
         if self.group is None:
             self.tag += 1
         else:
             self.group = True
-        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b))
+        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b, rows=rows,
+                          pitch=pitch))
         if self.group is None:
             self.emit(m.WaitOp(0, "", [], None, None, self.tag))
 
@@ -326,9 +328,11 @@ class Emitter:
         stage, l1 = self.stage.take(), self.l1.take()
         with self.transfers():
             for n, part in self.per_l2b(addresses):
-                for first, address, words, run, stride in descriptors(part, load=True):
+                for first, address, words, run, stride, rows, pitch in descriptors(
+                        part, load=True):
                     self.dma("load", m.ref("dram", address),
-                             m.ref("l2bm", stage[1] + first), words, run, stride, n)
+                             m.ref("l2bm", stage[1] + first), words, run, stride, n, rows,
+                             pitch)
         self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.chunk))
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
@@ -347,9 +351,10 @@ class Emitter:
         self.emit(m.L2Op(0, "gather", [m.ref(*l1)], m.ref(*stage), self.chunk))
         with self.transfers():
             for n, part in self.per_l2b(addresses):
-                for first, address, words, run, stride in descriptors(part, load=False):
+                for first, address, words, run, stride, rows, pitch in descriptors(
+                        part, load=False):
                     self.dma("store", m.ref("l2bm", stage[1] + first),
-                             m.ref("dram", address), words, run, stride, n)
+                             m.ref("dram", address), words, run, stride, n, rows, pitch)
 
     def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
         """A wave's lanes by L2B: L2B ``n`` takes lanes ``n wave ..``; a wave that one L2B

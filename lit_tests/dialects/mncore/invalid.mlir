@@ -335,6 +335,51 @@ mncore.program @p machine "tiny" {
 
 // -----
 
+// rows without pitch.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma takes rows and pitch together}}
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 rows 2 tag 1
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// Rows that do not divide the words.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma: rows 3 do not divide 8 words}}
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 rows 3 pitch 8 tag 1
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// A run that does not divide a row.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma: run 4 does not divide 2 words (a row's)}}
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 run 4 stride 4 rows 4 pitch 8 tag 1
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// A store whose rows overlap: each row spans 7 words (runs of 1, 2 apart), 4 apart.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.dma: pitch 4 is shorter than a row's 7 words: a store would write a word twice}}
+  mncore.dma 0 "store" l2bm[0] -> dram[0] words 8 run 1 stride 2 rows 2 pitch 4 tag 1
+  mncore.wait 1 tag 1
+}
+
+// -----
+
+// Rows whose last word is beyond DRAM: 2 rows, 1048570 apart.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{dram[0] + 1048578 words is beyond dram (1048576 words on tiny)}}
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 16 rows 2 pitch 1048570 tag 1
+  mncore.wait 1 tag 1
+}
+
+// -----
+
 // A store whose runs overlap.
 mncore.program @p machine "tiny" {
   // expected-error@+1 {{mncore.dma: stride 2 is shorter than run 4: a store would write a word twice}}

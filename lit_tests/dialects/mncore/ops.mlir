@@ -64,9 +64,13 @@ mncore.program @tiny_all machine "tiny" {
   // Strided DMAs: 4 runs of 2 words, 10 apart; a load may repeat a word (stride 0).
   mncore.dma 34 "load" dram[0] -> l2bm[0] words 8 run 2 stride 10 tag 4
   mncore.dma 35 "load" dram[7] -> l2bm[8] words 4 run 1 stride 0 tag 4
-  mncore.wait 36 tag 4
+  // Rows: 3 rows of 2 runs of 1 word 2 apart, rows 16 apart (a window's rows); 2
+  // contiguous rows of 4, 8 apart.
+  mncore.dma 36 "store" l2bm[16] -> dram[512] words 6 run 1 stride 2 rows 3 pitch 16 tag 4
+  mncore.dma 37 "load" dram[600] -> l2bm[32] words 8 rows 2 pitch 8 tag 4
+  mncore.wait 38 tag 4
   // A masked write: only the words whose grf0[40] word is not zero.
-  mncore.alu 37 "fpass" lm0[0] -> grf1[40] mask grf0[40]
+  mncore.alu 38 "fpass" lm0[0] -> grf1[40] mask grf0[40]
 }
 
 // CHECK-LABEL: mncore.program @tiny_all machine "tiny" {
@@ -115,8 +119,10 @@ mncore.program @tiny_all machine "tiny" {
 // CHECK-NEXT:  mncore.wait 33 tag 3 {note = "end"}{{$}}
 // CHECK-NEXT:  mncore.dma 34 "load" dram[0] -> l2bm[0] words 8 run 2 stride 10 tag 4{{$}}
 // CHECK-NEXT:  mncore.dma 35 "load" dram[7] -> l2bm[8] words 4 run 1 stride 0 tag 4{{$}}
-// CHECK-NEXT:  mncore.wait 36 tag 4{{$}}
-// CHECK-NEXT:  mncore.alu 37 "fpass" lm0[0] -> grf1[40] mask grf0[40]{{$}}
+// CHECK-NEXT:  mncore.dma 36 "store" l2bm[16] -> dram[512] words 6 run 1 stride 2 rows 3 pitch 16 tag 4{{$}}
+// CHECK-NEXT:  mncore.dma 37 "load" dram[600] -> l2bm[32] words 8 rows 2 pitch 8 tag 4{{$}}
+// CHECK-NEXT:  mncore.wait 38 tag 4{{$}}
+// CHECK-NEXT:  mncore.alu 38 "fpass" lm0[0] -> grf1[40] mask grf0[40]{{$}}
 // CHECK-NEXT:  }
 
 // The generic form: instructions are ops with no operands or results and the
@@ -150,8 +156,9 @@ mncore.program @tiny_all machine "tiny" {
 // GENERIC:       "mncore.dma"() <{step = 32 : i64, kind = "store", srcs = [#mncore.ref<l2bm[256]>], dst = #mncore.ref<dram[128]>, words = 4 : i64, tag = 3 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.wait"() <{step = 33 : i64, kind = "", srcs = [], tag = 3 : i64}> {note = "end"} : () -> ()
 // GENERIC-NEXT:  "mncore.dma"() <{step = 34 : i64, kind = "load", srcs = [#mncore.ref<dram[0]>], dst = #mncore.ref<l2bm[0]>, words = 8 : i64, run = 2 : i64, stride = 10 : i64, tag = 4 : i64}> : () -> ()
-// GENERIC:       "mncore.wait"() <{step = 36 : i64, kind = "", srcs = [], tag = 4 : i64}> : () -> ()
-// GENERIC-NEXT:  "mncore.alu"() <{step = 37 : i64, kind = "fpass", srcs = [#mncore.ref<lm0[0]>], dst = #mncore.ref<grf1[40]>, mask = #mncore.ref<grf0[40]>}> : () -> ()
+// GENERIC:       "mncore.dma"() <{step = 36 : i64, kind = "store", srcs = [#mncore.ref<l2bm[16]>], dst = #mncore.ref<dram[512]>, words = 6 : i64, run = 1 : i64, stride = 2 : i64, rows = 3 : i64, pitch = 16 : i64, tag = 4 : i64}> : () -> ()
+// GENERIC:       "mncore.wait"() <{step = 38 : i64, kind = "", srcs = [], tag = 4 : i64}> : () -> ()
+// GENERIC-NEXT:  "mncore.alu"() <{step = 38 : i64, kind = "fpass", srcs = [#mncore.ref<lm0[0]>], dst = #mncore.ref<grf1[40]>, mask = #mncore.ref<grf0[40]>}> : () -> ()
 // GENERIC-NEXT:  }) : () -> ()
 
 // mncore2: 4096 PEs, 64 per L1B (an L1 block is 256 words), 8 L1Bs per L2B; LM 2048,
