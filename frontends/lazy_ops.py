@@ -181,16 +181,20 @@ _INT_RANGES: dict[torch.dtype, tuple[int, int]] = {
 #: ``div``, which computes in float (``int8_tensor / 1000`` divides by 1000.0).
 _WRAPPING = {aten.add, aten.sub, aten.mul, aten.eq, aten.ne, aten.lt, aten.le, aten.gt,
              aten.ge, aten.remainder, aten.fmod, aten.bitwise_and, aten.bitwise_or,
-             aten.bitwise_xor}
+             aten.bitwise_xor, aten.floor_divide}
+#: Division with a rounding mode computes in the integer type too (``int8 // 1000``
+#: divides by -24); without one it is true division, in float.
+_DIVISION_MODES = {aten.div.Tensor_mode, aten.div.Scalar_mode}
 
 
 def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload) -> int:
     """A Python int argument of ``func`` as eager makes it a number of ``dtype``, a
-    narrow integer type: wrapped around for an op of :data:`_WRAPPING` (``uint8 + 300``
-    adds 44); other ops keep it, and the hoisted tensor's conversion refuses it."""
+    narrow integer type: wrapped around for an op of :data:`_WRAPPING` or a division
+    with a rounding mode (``uint8 + 300`` adds 44); other ops keep it, and the hoisted
+    tensor's conversion refuses it."""
     bounds = _INT_RANGES.get(dtype)
     if bounds is None or bounds[0] <= value <= bounds[1] or (
-            func.overloadpacket not in _WRAPPING):
+            func.overloadpacket not in _WRAPPING and func not in _DIVISION_MODES):
         return value
     return int(torch.tensor(value, dtype=torch.int64).to(dtype))
 
@@ -200,21 +204,27 @@ def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload) -> 
 #: number to the tensor's type first): the number is hoisted as an f32 tensor, not
 #: rounded (``x16 * 70000.0`` would overflow), and the importer computes in f32.
 _OPMATH = {aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar}
+_TRUE_DIVISION = {aten.div.Tensor, aten.div.Scalar}
 NARROW_FLOATS = (torch.float16, torch.bfloat16)
 
 
 def hoisted_number(value: int | float, dtype: torch.dtype, rank: int,
-                   func: torch._ops.OpOverload) -> tuple[int | float, torch.dtype]:
+                   func: torch._ops.OpOverload, kwargs: dict[str, Any]
+                   ) -> tuple[int | float, torch.dtype]:
     """A Python number hoisted as ``func``'s argument next to a tensor of ``dtype`` with
     ``rank`` dimensions: its value (an int wrapped as :func:`wrapped_int` says) and the
     dtype of its 0-d tensor, :func:`scalar_dtype`'s, but f32 for a product or quotient
     of a narrow float tensor with dimensions (:data:`_OPMATH`; beside a 0-d tensor an
-    f32 one would widen the result)."""
+    f32 one would widen the result), and int64 for an int dividing an integer tensor
+    (true division keeps its value: ``int8 / 1000`` divides by 1000.0)."""
     kind = type(value)
     hoisted = SCALAR_DTYPES.get((dtype, kind)) or scalar_dtype(dtype, kind)
     if hoisted in NARROW_FLOATS and rank and func in _OPMATH:
         hoisted = torch.float32
     if kind is int:
+        if hoisted in _INT_RANGES and (func in _TRUE_DIVISION or (
+                func in _DIVISION_MODES and kwargs.get("rounding_mode") is None)):
+            return value, torch.int64
         value = wrapped_int(value, hoisted, func)
     return value, hoisted
 

@@ -313,7 +313,7 @@ class Tracer(abc.ABC):
                     graph_args.append(a)
                     keys.append(lt.meta_key(a))
                     continue
-                a, dtype = hoisted_number(a, first_dtype, first_rank, func)
+                a, dtype = hoisted_number(a, first_dtype, first_rank, func, kwargs)
                 func = target
                 scalar = Scalar(a, dtype)
                 graph_args.append(scalar)
@@ -462,7 +462,7 @@ class Tracer(abc.ABC):
         tensors (one that needs a value, or is broken) records ``func`` whole: its meta
         kernel still checks the call, and the compile re-traces it with ``make_fx``,
         which reports the failure at its line."""
-        hoisted = self._hoist_scalars(func, args)
+        hoisted = self._hoist_scalars(func, args, kwargs)
         if hoisted is not None:
             func, args = hoisted
         decomposition = core_decomposition(func)
@@ -481,7 +481,8 @@ class Tracer(abc.ABC):
         except Exception:
             return self._record(func, args, kwargs)
 
-    def _hoist_scalars(self, func: torch._ops.OpOverload, args: tuple[Any, ...]
+    def _hoist_scalars(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
+                       kwargs: dict[str, Any]
                        ) -> tuple[torch._ops.OpOverload, tuple[Any, ...]] | None:
         """``func``'s Tensor overload with each hoistable Python number as a 0-d device
         buffer, as :meth:`_new_node` hoists them: before a decomposition, which would
@@ -496,7 +497,7 @@ class Tracer(abc.ABC):
             target = hoist_target(func, i)
             if target is None:
                 continue
-            a, dtype = hoisted_number(a, first.dtype, first.dim(), func)
+            a, dtype = hoisted_number(a, first.dtype, first.dim(), func, kwargs)
             func, hoisted = target, hoisted or list(args)
             hoisted[i] = lt.wrap(DeviceData((), dtype, torch.tensor(a, dtype=dtype)),
                                  lt.scalar_meta(dtype))

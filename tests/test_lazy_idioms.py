@@ -152,14 +152,30 @@ WRAPPED_NUMBERS = {
                                                device=d).add_(70000),
     "int8 remainder 1000": lambda d: torch.tensor([1, 2], dtype=torch.int8,
                                                   device=d) % 1000,
+    "int8 // 1000": lambda d: torch.tensor([1, 2, 100], dtype=torch.int8, device=d) // 1000,
+    "int8 div floor 1000": lambda d: torch.div(torch.tensor([1, 2, 100], dtype=torch.int8,
+                                                            device=d), 1000,
+                                               rounding_mode="floor"),
+    "int8 div trunc 1000": lambda d: torch.div(torch.tensor([1, 2, 100], dtype=torch.int8,
+                                                            device=d), 1000,
+                                               rounding_mode="trunc"),
+    # true division computes in float: the int keeps its value
+    "int8 / 1000": lambda d: torch.tensor([1, 2, 100], dtype=torch.int8, device=d) / 1000,
+    "uint8 / 300": lambda d: torch.tensor([1, 2, 100], dtype=torch.uint8, device=d) / 300,
+    "int32 / 2**40": lambda d: torch.tensor([1, 2], dtype=torch.int32, device=d) / 2**40,
+    "int8 div None 1000": lambda d: torch.div(torch.tensor([1, 2, 100], dtype=torch.int8,
+                                                           device=d), 1000, rounding_mode=None),
+    "int16 true_divide 70000": lambda d: torch.true_divide(
+        torch.tensor([1, 2], dtype=torch.int16, device=d), 70000),
 }
 
 
 @pytest.mark.parametrize("name", WRAPPED_NUMBERS)
-def test_a_python_int_beyond_a_narrow_int_tensor_wraps_as_in_eager(name: str) -> None:
+def test_a_python_int_beyond_a_narrow_int_tensor_acts_as_in_eager(name: str) -> None:
     """Eager makes the int a wrapped number of the tensor's type, cast without a check;
     the hoisted scalar's conversion refused it at execution, and the whole step failed
-    with an error naming no op."""
+    with an error naming no op. True division keeps the int's value (its quotient is a
+    float); it was refused the same way."""
     expected = WRAPPED_NUMBERS[name]("cpu")
     got = WRAPPED_NUMBERS[name]("mncore")
     torch_mncore.sync()
