@@ -28,7 +28,7 @@ from mncore_ir.frontends.aten_handlers import (
     variance,
     widened,
 )
-from mncore_ir.frontends.fx_importer import FxImporter, Handler, unsupported
+from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, Handler, unsupported
 
 aten = torch.ops.aten
 
@@ -69,6 +69,19 @@ def _truth(imp: FxImporter, arg: fx.Node) -> SSAValue:
     if g.element_type_of(x) == g.i1:
         return x
     return imp.insert(g.NeOp(x, imp.constant(0, g.element_type_of(x))), hint=False)
+
+
+def fused_multiply_add(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``prims.fma(a, b, c)``, ``a * b + c``: Dynamo's form of ``addcmul_`` and
+    ``addcdiv_`` with a ``value`` and of ``add_`` with a tensor ``alpha`` (every Adam
+    step). A narrow float is computed in f32 and rounded once; in f32 the product is
+    rounded before the sum, where eager's kernel may fuse them (one unit in the last
+    place at most, as the lazy path's ``addcmul``). Registered by the ``torch.compile``
+    backend: the op exists once Dynamo has loaded inductor's prims."""
+    dtype = imp.meta(node).dtype
+    a, b, c = (widened(imp, imp.as_type(x, dtype)) for x in node.args[:3])
+    product = imp.insert(g.MulOp(a, b), hint=False)
+    return narrowed(imp, imp.insert(g.AddOp(product, c)), TORCH_TO_ELEMENT[dtype])
 
 
 @handles(aten.clamp.Tensor, aten.clamp_min.Tensor, aten.clamp_max.Tensor,

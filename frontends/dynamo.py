@@ -23,6 +23,7 @@ from torch import fx
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from mncore_ir.frontends.aten_expansions import fused_multiply_add
 from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
 
@@ -52,6 +53,7 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     active = runtime()  # a LazyError naming torch_mncore.init() when there is none
+    _register_prims()
     _count_guard_failures(active)
     active.metrics.counters["DynamoFrames"] += 1
     backend = aot_autograd(fw_compiler=_compiler(active, "forward"),
@@ -61,6 +63,15 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
                            partition_fn=min_cut_rematerialization_partition,
                            keep_inference_input_mutations=True)
     return backend(gm, example_inputs, **kwargs)
+
+
+def _register_prims() -> None:
+    """The importer's handler of ``prims.fma``, which Dynamo writes for ``addcmul_``,
+    ``addcdiv_`` (with a value) and ``add_`` (with a tensor alpha): every Adam, AdamW,
+    RMSprop and Adagrad step ran eagerly without it."""
+    fma = getattr(torch.ops.prims, "fma", None)  # loaded with Dynamo's own imports
+    if fma is not None and fma.default not in HANDLERS:
+        HANDLERS[fma.default] = fused_multiply_add
 
 
 def _decompositions() -> dict[Any, Any]:

@@ -432,3 +432,27 @@ def _value_meta(v: Any) -> Any:
     if isinstance(v, DeviceData):
         return torch.empty(v.shape, dtype=v.dtype, device="meta")
     return v
+
+
+def narrow_floats(pair: tuple[Any, ...]) -> bool:
+    """Whether both are tensors of one narrow float type (f16, bf16)."""
+    a, b = pair
+    return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+            and a.dtype == b.dtype and a.dtype in NARROW_FLOATS)
+
+
+def narrow_alpha(dispatch: Callable[..., Any], func: torch._ops.OpOverload,
+                 args: tuple[Any, ...], alpha: Any) -> Any:
+    """``a + alpha * b`` (``add``/``sub`` and their in-place forms) of two f16 or bf16
+    tensors as eager's vectorised kernel computes it: in f32, alpha rounded to their
+    type, rounded once (split into a product and a sum of their type, it rounded twice:
+    one unit in the last place off in about 1 element in 10). ``dispatch`` records."""
+    dtype = args[0].dtype
+    wide = [dispatch(aten._to_copy.default, (t,), {"dtype": torch.float32}) for t in args[:2]]
+    scaled = dispatch(aten.mul.Tensor, (wide[1], float(torch.tensor(alpha, dtype=dtype))), {})
+    total = dispatch(aten.add.Tensor if func.overloadpacket in (aten.add, aten.add_)
+                     else aten.sub.Tensor, (wide[0], scaled), {})
+    result = dispatch(aten._to_copy.default, (total,), {"dtype": dtype})
+    if func._schema.is_mutable:
+        return dispatch(aten.copy_.default, (args[0], result), {})
+    return result

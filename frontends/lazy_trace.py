@@ -43,6 +43,8 @@ from mncore_ir.frontends.lazy_ops import (
     hoisted_number,
     inplace_form,
     leaves_device,
+    narrow_alpha,
+    narrow_floats,
     on_device,
     out_functional,
     out_names,
@@ -70,6 +72,7 @@ from mncore_ir.frontends.lazy_where import describe_location, user_location
 from mncore_ir.frontends.lazy_worker import Metrics
 
 aten = torch.ops.aten
+
 _MISSING = object()
 #: View ops that return their input as it is (``torch.tensor(..., device=)`` lifts its
 #: result with ``lift_fresh``): the result shares the storage, with no view step.
@@ -131,6 +134,8 @@ class Tracer(abc.ABC):
             if alpha == 1:
                 return (self._inplace if func._schema.is_mutable else self._record)(
                     func, args, kwargs)
+            if narrow_floats(args[:2]):
+                return narrow_alpha(self.dispatch, func, args, alpha)
             scaled = self.dispatch(aten.mul.Tensor, (args[1], alpha), {})
             return self.dispatch(func, (args[0], scaled), {})
         if plan is ADDC:

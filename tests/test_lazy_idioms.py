@@ -186,6 +186,13 @@ def _narrow(dtype: torch.dtype, device: str) -> torch.Tensor:
     return torch.tensor([0.5, 3.0, -2.0, 1e-3, 700.0], dtype=dtype, device=device)
 
 
+def _many(dtype: torch.dtype, device: str, seed: int = 0) -> torch.Tensor:
+    """64 values: eager's vectorised kernels (a short tensor's scalar loop rounds
+    ``add`` with ``alpha`` differently)."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(64, generator=g) * 10).to(dtype).to(device)
+
+
 NARROW_ARITHMETIC = {
     "f16 * 70000.0": lambda d: _narrow(torch.float16, d) * 70000.0,
     "f16 * 70000": lambda d: _narrow(torch.float16, d) * 70000,
@@ -197,6 +204,15 @@ NARROW_ARITHMETIC = {
     "bf16 / 3e38": lambda d: _narrow(torch.bfloat16, d) / 3e38,
     "bf16 * 0.1": lambda d: _narrow(torch.bfloat16, d) * 0.1,
     "f16 * f32 0-d": lambda d: _narrow(torch.float16, d) * torch.tensor(70000.0, device=d),
+    "f16 add alpha": lambda d: torch.add(_many(torch.float16, d), _many(torch.float16, d, 1),
+                                         alpha=0.1),
+    "bf16 sub alpha": lambda d: torch.sub(_many(torch.bfloat16, d),
+                                          _many(torch.bfloat16, d, 1), alpha=3),
+    "f16 add_ alpha": lambda d: _many(torch.float16, d).add_(_many(torch.float16, d, 1),
+                                                             alpha=-0.01),
+    "f16 linear": lambda d: torch.nn.functional.linear(
+        _many(torch.float16, d).reshape(8, 8), _many(torch.float16, d, 1).reshape(8, 8) / 10,
+        _many(torch.float16, d, 2)[:8]),
 }
 
 
@@ -208,7 +224,9 @@ def test_narrow_float_arithmetic_with_a_number_rounds_once_as_in_eager(name: str
     (or a 0-d f32 tensor) in f32, with the number's own value, and round once: the
     number was hoisted as a tensor of the tensor's type, rounded first, so
     ``x16 * 70000.0`` overflowed (eager: 35008 for 0.5) and ``3 * 0.1`` was one unit in
-    the last place off. Sums and differences round the number first, as before."""
+    the last place off. Sums and differences round the number first, as before. A sum
+    with ``alpha`` and ``linear``'s product and bias are computed in f32 and rounded
+    once (they were rounded twice)."""
     torch_mncore.init(device, implicit_sync="silent")
     expected = NARROW_ARITHMETIC[name]("cpu")
     got = NARROW_ARITHMETIC[name]("mncore")
@@ -217,11 +235,20 @@ def test_narrow_float_arithmetic_with_a_number_rounds_once_as_in_eager(name: str
 
 
 def test_narrow_float_arithmetic_under_torch_compile_rounds_once_as_in_eager() -> None:
-    """The same for a number written in a compiled function (a literal of its graph)."""
-    torch._dynamo.reset()
+    """The same for a number written in a compiled function (a literal of its graph),
+    a sum with ``alpha`` and an f16 ``linear``."""
 
-    def scale(x: torch.Tensor) -> torch.Tensor:
+    def scale(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return (x * 70000.0 + 0.1) / 3.3
 
-    x = _narrow(torch.float16, "cpu")
-    assert torch.equal(torch.compile(scale, backend="mncore")(x), scale(x))
+    def scaled_sum(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.add(x, y, alpha=0.1)
+
+    def linear(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x.reshape(8, 8), y.reshape(8, 8) / 10, x[:8])
+
+    x, y = _many(torch.float16, "cpu"), _many(torch.float16, "cpu", 1)
+    for fn in (scale, scaled_sum, linear):
+        torch._dynamo.reset()
+        assert torch.equal(torch.compile(fn, backend="mncore", dynamic=False)(x, y),
+                           fn(x, y)), fn.__name__
