@@ -740,9 +740,23 @@ class RepeatOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_region(self.body, print_empty_block=False)
 
+    #: The most instructions a group may issue: the program's verifier, the scheduler and
+    #: the simulator check every issue, so a larger count would run for hours, not fail.
+    MAX_ISSUES: ClassVar[int] = 1 << 22
+
+    def check_budget(self) -> None:
+        """Refuse a group issuing more than :attr:`MAX_ISSUES` (the program's verifier
+        calls this before it expands the group)."""
+        issued = self.times * len(self.body.block.ops)
+        if issued > self.MAX_ISSUES:
+            raise OpVerifyException(
+                self, f"mncore.repeat: count {self.times:,} issues {issued:,} instructions, "
+                f"more than the {self.MAX_ISSUES:,} a group may issue (each issue is checked)")
+
     def verify_(self) -> None:
         if self.times < 1 or self.every < 1:
             raise VerifyException("mncore.repeat: count and period are at least 1")
+        self.check_budget()
         if not self.body.block.ops:
             raise VerifyException("mncore.repeat holds at least one instruction")
         last = -1
@@ -953,6 +967,8 @@ class ProgramOp(IRDLOperation):
                 raise OpVerifyException(op, f"{op.name} cannot be in an mncore.program: it "
                                             "holds tensors, buffers, instructions and "
                                             "repeated groups")
+            if isinstance(op, RepeatOp):
+                op.check_budget()
             if isinstance(op, InstructionOp | RepeatOp):
                 if op.at < last_step:
                     raise OpVerifyException(op, f"step {op.at} comes after step {last_step}: "

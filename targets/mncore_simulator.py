@@ -172,10 +172,8 @@ def decode(op: m.InstructionOp, machine: Machine) -> Decoded:
     if isinstance(op, m.DmaOp):  # the DRAM side as its words, in L2BM order
         dram = op.dram_words()
         words: Words = slice(int(dram[0]), int(dram[-1]) + 1) if _span(dram) else dram
-        if op.kind.data == "load":
-            accesses = [(accesses[0][0], "dram", words)]
-        else:
-            written = [(written[0][0], "dram", words)]
+        side = accesses if op.kind.data == "load" else written
+        side[0] = (side[0][0], "dram", words)
     latency = {"alu": machine.alu_latency, "mau": machine.alu_latency,
                "l1": machine.l1_latency, "l2": machine.l2_latency}.get(op.SLOT, 0)
     return Decoded(op, op.at, op.SLOT, accesses, written[0] if written else None,
@@ -427,11 +425,8 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
 
 
 def _span(words: np.ndarray) -> bool:
-    """Whether ``words`` are consecutive, in order (a DMA's rows may come in any order:
-    a transposing load's first and last words can be a span's ends)."""
-    n = len(words)
-    return int(words[-1]) - int(words[0]) + 1 == n and (
-        n < 3 or bool((np.diff(words) == 1).all()))
+    """Whether ``words`` are consecutive, in order (not so a transposing DMA's rows)."""
+    return int(words[-1]) - int(words[0]) + 1 == len(words) and bool((np.diff(words) == 1).all())
 
 
 def _sorted(words: np.ndarray) -> np.ndarray:

@@ -197,3 +197,28 @@ def test_the_differential_gives_executors_read_only_views_of_the_inputs() -> Non
 
 def test_the_differentials_task_level_has_the_task_budget() -> None:
     assert task_pipeline() == f"convert-graph-to-task{{max_tasks={MAX_TASKS}}}"
+
+
+def test_a_matmul_permuted_of_the_input_is_tiled_per_matrix() -> None:
+    """``graph.matmul_permuted`` written in the input (not made from a permute by
+    convert-graph-to-task) with batch dimensions was one task over whole tensors, which
+    the task verifier refuses (a matmul task reads one matrix); now it is tiled as a
+    matmul is, and the task level matches the graph level."""
+    from mncore_ir.pipeline import apply_pipeline
+    from mncore_ir.targets.graph_interpreter import run_function
+    from mncore_ir.targets.task_simulator import find_kernel, simulate
+
+    text = ("func.func @main(%q: tensor<1x2x3x4xf32>, %k: tensor<7x1x2x4xf32>) -> "
+            "tensor<1x2x3x7xf32> {\n"
+            "  %s = graph.matmul_permuted %q, %k rhs_perm = array<i64: 1, 2, 3, 0> : "
+            "tensor<1x2x3x4xf32>, tensor<7x1x2x4xf32> -> tensor<1x2x3x7xf32>\n"
+            "  func.return %s : tensor<1x2x3x7xf32>\n}")
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((1, 2, 3, 4)).astype(np.float32),
+              rng.standard_normal((7, 1, 2, 4)).astype(np.float32)]
+    module = parse_module(make_context(), text, "t.mlir")
+    (expected,) = run_function(module, inputs)
+    apply_pipeline(module, "convert-graph-to-task{matmul_tile=2,4}")
+    assert len(find_kernel(module).tasks()) == 2 * 2 * 2  # 2 matrices x 2 x 2 tiles
+    (got,) = simulate(find_kernel(module), inputs)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

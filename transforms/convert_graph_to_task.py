@@ -196,7 +196,7 @@ class KernelBuilder(TaskPlanner):
         o = self.options
         if isinstance(op, g.FusedOp) or op.has_trait(g.Elementwise) or isinstance(op, g.ExpandOp):
             self.lower_elementwise(op)
-        elif isinstance(op, g.MatmulOp):
+        elif isinstance(op, g.MatmulOp | g.MatmulPermutedOp):
             self.lower_matmul(op)
         elif isinstance(op, g.RowOp | g.RowBackwardOp):
             shape = g.shape_of(op.operands[0])
@@ -302,12 +302,13 @@ class KernelBuilder(TaskPlanner):
             self.plan(op, [(op.input, tile)],
                       [(op.result, Tile(tile.offsets, (out[0], *tile.sizes[1:])))])
 
-    def lower_matmul(self, op: g.MatmulOp) -> None:
+    def lower_matmul(self, op: g.MatmulOp | g.MatmulPermutedOp) -> None:
         """``matmul_tile`` output tiles, each reading a row band of the left operand and
         a column band of the right one; a right operand that is a transpose read where
-        it lies (``transposed_reads``); the contracted dimension cut into slabs, each a
-        task writing a partial product that a pointwise task sums, when the output
-        tiles are too few to fill the workers (``split_k``)."""
+        it lies (``transposed_reads``), as a ``graph.matmul_permuted`` of the input
+        reads its own; the contracted dimension cut into slabs, each a task writing a
+        partial product that a pointwise task sums, when the output tiles are too few to
+        fill the workers (``split_k``)."""
         o = self.options
         shape = g.shape_of(op.result)
         rank = len(shape)
@@ -318,7 +319,9 @@ class KernelBuilder(TaskPlanner):
         perm = tuple(range(rank))
         body: g.GraphOp = op
         permute = rhs.owner
-        if isinstance(permute, g.PermuteOp) and permute in self.permuted:
+        if isinstance(op, g.MatmulPermutedOp):  # one tile body per matrix, as below
+            perm = op.rhs_perm.get_values()
+        elif isinstance(permute, g.PermuteOp) and permute in self.permuted:
             rhs, perm = permute.input, permute.perm.get_values()
             body = g.MatmulPermutedOp.create(  # a prototype: the tile bodies' class and perm
                 result_types=[op.result.type], properties={"rhs_perm": permute.perm})

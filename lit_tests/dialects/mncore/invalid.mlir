@@ -883,3 +883,14 @@ mncore.program @p machine "tiny" {
     mncore.alu 1 "fpass" grf1[0] -> lm0[4]
   }
 }
+
+// -----
+
+// A group issuing more instructions than the verifier checks one by one (found by the
+// mutation fuzzer: count 3 became 2147483648, and verification ran for hours).
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.repeat: count 2,147,483,648 issues 2,147,483,648 instructions, more than the 4,194,304 a group may issue (each issue is checked)}}
+  mncore.repeat 0 count 2147483648 period 12 {
+    mncore.alu 0 "fzero" -> grf0[0]
+  }
+}
