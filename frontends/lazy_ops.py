@@ -208,6 +208,13 @@ _TRUE_DIVISION = {aten.div.Tensor, aten.div.Scalar}
 NARROW_FLOATS = (torch.float16, torch.bfloat16)
 
 
+def narrow_opmath(dtype: torch.dtype, func: torch._ops.OpOverload) -> bool:
+    """Whether ``func`` computes a narrow float ``dtype`` with a Python number's own value
+    in f32. Beside a 0-d tensor the number stays in the graph (an f32 hoist would widen
+    the result), where the importer computes in f32 (``0-d x16 * 70000.0`` is 35008)."""
+    return dtype in NARROW_FLOATS and func in _OPMATH
+
+
 def hoisted_number(value: int | float, dtype: torch.dtype, rank: int,
                    func: torch._ops.OpOverload, kwargs: dict[str, Any]
                    ) -> tuple[int | float, torch.dtype]:

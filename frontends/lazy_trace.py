@@ -45,6 +45,7 @@ from mncore_ir.frontends.lazy_ops import (
     leaves_device,
     narrow_alpha,
     narrow_floats,
+    narrow_opmath,
     on_device,
     out_functional,
     out_names,
@@ -311,7 +312,8 @@ class Tracer(abc.ABC):
                     first_dtype, first_rank = a.dtype, a.dim()
             elif kind is float or kind is int:
                 target = None
-                if first_dtype is not None and a not in BAKED:
+                if first_dtype is not None and a not in BAKED and (
+                        first_rank or not narrow_opmath(first_dtype, func)):
                     hoist = lt.op_key(func).hoist
                     target = hoist[i] if i in hoist else hoist_target(func, i)
                 if target is None:  # baked into the graph: part of its structure
@@ -500,7 +502,7 @@ class Tracer(abc.ABC):
             if (type(a) is not float and type(a) is not int) or a in BAKED:
                 continue
             target = hoist_target(func, i)
-            if target is None:
+            if target is None or not (first.dim() or not narrow_opmath(first.dtype, func)):
                 continue
             a, dtype = hoisted_number(a, first.dtype, first.dim(), func, kwargs)
             func, hoisted = target, hoisted or list(args)

@@ -204,6 +204,8 @@ NARROW_ARITHMETIC = {
     "bf16 / 3e38": lambda d: _narrow(torch.bfloat16, d) / 3e38,
     "bf16 * 0.1": lambda d: _narrow(torch.bfloat16, d) * 0.1,
     "f16 * f32 0-d": lambda d: _narrow(torch.float16, d) * torch.tensor(70000.0, device=d),
+    "0-d f16 * 70000.0": lambda d: torch.tensor(0.5, dtype=torch.float16, device=d) * 70000.0,
+    "0-d bf16 / 3.3": lambda d: torch.tensor(0.5, dtype=torch.bfloat16, device=d) / 3.3,
     "f16 add alpha": lambda d: torch.add(_many(torch.float16, d), _many(torch.float16, d, 1),
                                          alpha=0.1),
     "bf16 sub alpha": lambda d: torch.sub(_many(torch.bfloat16, d),
