@@ -51,9 +51,10 @@ def test_the_dmas_move_exactly_the_lanes_words(addresses: list[int], load: bool)
        st.booleans())
 def test_windows_and_transposes_are_one_dma(rows: int, cols: int, step: int, base: int,
                                             transposed: bool) -> None:
-    """A pooling window's rows (``step`` apart along a row of 16) or a transposed
-    block: one DMA whatever the rows, its words in lane order."""
+    """A pooling window's rows (``step`` apart along a row of 32, never reaching the
+    next row's first word, which would join them into one run) or a transposed block:
+    one DMA whatever the rows, its words in lane order."""
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    addresses = (base + (c * 16 + r if transposed else r * 16 + c * step)).reshape(-1)
+    addresses = (base + (c * 16 + r if transposed else r * 32 + c * step)).reshape(-1)
     assert len(_dmas(addresses, load=True)) == 1
     assert (_covered(addresses, load=True) == addresses).all()
