@@ -64,17 +64,22 @@ def test_inference_matches_eager(device: str) -> None:
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
 
 
-def _compiled_steps_match_eager(device: str, step: Callable[..., torch.Tensor]
+def _sgd(params: Any) -> torch.optim.Optimizer:
+    return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+
+
+def _compiled_steps_match_eager(device: str, step: Callable[..., torch.Tensor],
+                                optimizer: Callable[[Any], torch.optim.Optimizer] = _sgd
                                 ) -> tuple[nn.Module, dict[str, int]]:
-    """Three SGD-momentum steps of ``torch.compile(step)`` on ``device`` against
-    ``_step`` in eager, losses and parameters; the compiled model and the counters."""
+    """Three steps (SGD with momentum, or ``optimizer``'s) of ``torch.compile(step)`` on
+    ``device`` against ``_step`` in eager, losses and parameters; the compiled model and
+    the counters."""
     torch_mncore.init(device)
     torch_mncore.reset_metrics()
     torch.manual_seed(0)
     ours, theirs = _mlp(), _mlp()
     theirs.load_state_dict(ours.state_dict())
-    our_opt, their_opt = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
-                          for m in (ours, theirs))
+    our_opt, their_opt = optimizer(ours.parameters()), optimizer(theirs.parameters())
     compiled = torch.compile(step, backend="mncore")
     for _ in range(3):
         x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
@@ -348,18 +353,5 @@ def test_in_place_writes_of_other_types_and_shapes_match_eager() -> None:
 def test_adaptive_optimizers_compile_and_match_eager(device: str, make: Any) -> None:
     """Dynamo writes their ``addcmul_``/``addcdiv_`` with a value as ``prims.fma``, which
     the importer lacked: every step of these optimizers ran eagerly (correct, slow)."""
-    torch_mncore.init(device)
-    torch_mncore.reset_metrics()
-    torch.manual_seed(0)
-    ours, theirs = _mlp(), _mlp()
-    theirs.load_state_dict(ours.state_dict())
-    our_opt, their_opt = make(ours.parameters()), make(theirs.parameters())
-    compiled = torch.compile(_step, backend="mncore")
-    for _ in range(3):
-        x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
-        torch.testing.assert_close(compiled(ours, our_opt, x, y),
-                                   _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
-    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    counters = torch_mncore.counters()
+    _, counters = _compiled_steps_match_eager(device, _step, make)
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
