@@ -841,13 +841,29 @@ class TensorOp(IRDLOperation):
 @irdl_op_definition
 class BufferOp(IRDLOperation):
     """A named region of a memory, as the compiler placed it:
-    ``mncore.buffer @h lm0[0] words 16``."""
+    ``mncore.buffer @h lm0[0] words 16``; a buffer laid out on another's words (a view:
+    a slice or a permutation, see convert-task-to-mncore's ``views``) names its shape
+    and strides, ``mncore.buffer @v dram[64] words 32 shape [4, 8] strides [1, 16]``:
+    element ``i`` of it is the word ``at + sum(i[d] strides[d])``."""
 
     name = "mncore.buffer"
     sym_name = prop_def(StringAttr)
     at = prop_def(RefAttr)
     words = prop_def(IntegerAttr[I64])
+    shape = opt_prop_def(DenseArrayBase)
+    strides = opt_prop_def(DenseArrayBase)
     traits = lazy_traits_def(lambda: (SymbolOpInterface(), HasParent(ProgramOp)))
+
+    @classmethod
+    def build(cls, name: str, at: RefAttr, words: int,
+              layout: tuple[Sequence[int], Sequence[int]] | None = None) -> BufferOp:
+        """The buffer ``name`` at ``at``; ``layout``: its shape and strides."""
+        properties: dict[str, Attribute] = {"sym_name": StringAttr(name), "at": at,
+                                            "words": IntegerAttr(words, i64)}
+        if layout is not None:
+            properties["shape"] = DenseArrayBase.from_list(i64, tuple(layout[0]))
+            properties["strides"] = DenseArrayBase.from_list(i64, tuple(layout[1]))
+        return cls.create(properties=properties)
 
     @classmethod
     def parse(cls, parser: Parser) -> BufferOp:
@@ -855,17 +871,53 @@ class BufferOp(IRDLOperation):
         at = RefAttr(*parse_ref(parser))
         parser.parse_keyword("words")
         words = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        return cls.create(properties={"sym_name": StringAttr(name), "at": at,
-                                      "words": IntegerAttr(words, i64)},
-                          attributes=parser.parse_optional_attr_dict())
+        layout = None
+        if parser.parse_optional_keyword("shape") is not None:
+            sizes = _parse_integers(parser)
+            parser.parse_keyword("strides")
+            layout = (sizes, _parse_integers(parser))
+        op = cls.build(name, at, words, layout)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" @{self.sym_name.data} {self.at} words {self.words.value.data}")
+        if self.shape is not None and self.strides is not None:
+            printer.print_string(f" shape {list(self.shape.get_values())} strides "
+                                 f"{list(self.strides.get_values())}")
         printer.print_op_attributes(self.attributes)
+
+    def extent(self) -> int:
+        """Words from ``at`` to past the last word it holds."""
+        if self.shape is None or self.strides is None:
+            return self.words.value.data
+        sizes, strides = self.shape.get_values(), self.strides.get_values()
+        if len(sizes) != len(strides):  # refused by the buffer's own verifier
+            return self.words.value.data
+        if 0 in sizes:
+            return 0
+        return 1 + sum((n - 1) * s for n, s in zip(sizes, strides, strict=True))
 
     def verify_(self) -> None:
         if self.at.space.data == "fwd":
             raise VerifyException("mncore.buffer cannot live in fwd")
+        if (self.shape is None) != (self.strides is None):
+            raise VerifyException("mncore.buffer names its shape and strides together")
+        if self.shape is not None and self.strides is not None:
+            sizes, strides = self.shape.get_values(), self.strides.get_values()
+            if len(sizes) != len(strides):
+                raise VerifyException(f"mncore.buffer has {len(sizes)} dimensions but "
+                                      f"{len(strides)} strides")
+            if any(n < 0 for n in sizes) or any(s < 0 for s in strides):
+                raise VerifyException("mncore.buffer sizes and strides are not negative")
+            if math.prod(sizes) != self.words.value.data:
+                raise VerifyException(f"mncore.buffer holds {self.words.value.data} words "
+                                      f"but its shape {list(sizes)} has {math.prod(sizes)}")
+
+
+def _parse_integers(parser: Parser) -> list[int]:
+    return parser.parse_comma_separated_list(
+        Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
 
 
 @irdl_op_definition
@@ -1084,7 +1136,7 @@ def _check_dimensions(op: TensorOp, machine: Machine) -> None:
 
 def _extent(op: TensorOp | BufferOp) -> int:
     if isinstance(op, BufferOp):
-        return op.words.value.data
+        return op.extent()
     size = 1
     for n in op.type.get_shape():
         size *= n

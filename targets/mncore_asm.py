@@ -63,8 +63,10 @@ def program_asm(program: m.ProgramOp) -> str:
             lines.append(f"# {op.role.data} @{op.sym_name.data}: {op.type} at "
                          f"{operand(op.at, False)}")
         elif isinstance(op, m.BufferOp):
+            layout = "" if op.shape is None or op.strides is None else (
+                f" ({list(op.shape.get_values())}, strides {list(op.strides.get_values())})")
             lines.append(f"# buffer @{op.sym_name.data}: {op.words.value.data} words at "
-                         f"{operand(op.at, False)}")
+                         f"{operand(op.at, False)}{layout}")
     bundles: dict[int, list[str]] = {}
     for op in program.instructions():
         bundles.setdefault(op.at, []).append(instruction(op))

@@ -1,8 +1,8 @@
-// convert-task-to-mncore{views=true} (the default): a reshape of an intermediate, or a
-// step-1 slice with only unit dimensions before its dimension, is a view: its buffer
-// lies on its source's DRAM words (here %r on %a, %s eight words in) and its copy task
-// emits nothing. A slice of columns (not one run of words) and a reshape into an
-// output stay copies. Either way the program equals the task level.
+// convert-task-to-mncore{views=true} (the default): a reshape, a slice or a permutation
+// of an intermediate is a view: its buffer lies on its source's DRAM words with strides
+// of its own (here %r on %a, %s eight words in, the column slice %c two words in with
+// rows 8 apart) and its copy task emits nothing. A reshape into an output stays a copy.
+// Either way the program equals the task level.
 // RUN: mncore-opt %S/Inputs/views.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false}' -o %t.task.mlir
 // RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.views.mlir
 // RUN: filecheck %s --input-file %t.views.mlir
@@ -10,11 +10,11 @@
 // RUN: mncore-run %t.views.mlir --random-inputs 2 | diff - %t.task.out
 // RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{views=false},mncore-schedule' -o %t.copies.mlir
 // RUN: mncore-run %t.copies.mlir --random-inputs 2 | diff - %t.task.out
-// Six DMA loads with views (x for exp and for the output's reshape; a for the three
-// negations; the column slice's copy), eight with every copy kept.
+// Five DMA loads with views (x for exp and for the output's reshape; a for the three
+// negations), eight with every copy kept.
 // RUN: grep -c '"load"' %t.views.mlir | filecheck %s --check-prefix=VIEW-LOADS
 // RUN: grep -c '"load"' %t.copies.mlir | filecheck %s --check-prefix=COPY-LOADS
-// VIEW-LOADS: {{^}}6{{$}}
+// VIEW-LOADS: {{^}}5{{$}}
 // COPY-LOADS: {{^}}8{{$}}
 // A source written again while its reshape is still to be read keeps the copy (the
 // view would read the new values).
@@ -22,9 +22,9 @@
 // RUN: mncore-opt %S/Inputs/views_rewritten.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 1 | diff - %t.rewritten.out
 // RUN: mncore-opt %S/Inputs/views_rewritten.mlir -p 'convert-task-to-mncore,mncore-schedule' | filecheck %s --check-prefix=REWRITTEN
 
-// Slices cut into tasks of two elements (Inputs/views_tiled.mlir): a column slice whose
-// tasks read one row each stays a copy (the buffer's shape decides, not the tile's);
-// a slice after a unit dimension, tiled along the next one, is a view, 12 words in.
+// Slices cut into tasks of two elements (Inputs/views_tiled.mlir): views whatever the
+// tiles (the buffer's shape decides): a column slice whose tasks read one row each, two
+// words in with rows 8 apart; a slice after a unit dimension, 12 words in.
 // RUN: mncore-opt %S/Inputs/views_tiled.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false elementwise_tile=2}' -o %t.tiled.task.mlir
 // RUN: mncore-run %t.tiled.task.mlir --random-inputs 1 > %t.tiled.out
 // RUN: mncore-opt %t.tiled.task.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.tiled.mlir
@@ -34,13 +34,37 @@
 // CHECK:      mncore.buffer @buffer0 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer1 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer2 dram[136] words 16
-// CHECK-NEXT: mncore.buffer @buffer3 dram[{{[0-9]+}}] words 8
+// CHECK-NEXT: mncore.buffer @buffer3 dram[130] words 8 shape [4, 2] strides [8, 1]
 
 // REWRITTEN:     mncore.buffer @buffer0 dram[[[A:[0-9]+]]] words 32
 // REWRITTEN-NOT: mncore.buffer @buffer1 dram[[[A]]]
 // REWRITTEN:     mncore.buffer @buffer1 dram[{{[0-9]+}}] words 32
 
-// TILED:      mncore.buffer @buffer0 dram[{{[0-9]+}}] words 32
-// TILED-NEXT: mncore.buffer @buffer1 dram[{{[0-9]+}}] words 8
+// TILED:      mncore.buffer @buffer0 dram[144] words 32
+// TILED-NEXT: mncore.buffer @buffer1 dram[146] words 8 shape [4, 2] strides [8, 1]
 // TILED-NEXT: mncore.buffer @buffer2 dram[144] words 60
-// TILED-NEXT: mncore.buffer @buffer3 dram[156] words 18
+// TILED-NEXT: mncore.buffer @buffer3 dram[156] words 18{{$}}
+
+// Strided views (Inputs/views_strided.mlir): transposes read by an elementwise op and
+// as either operand of a matmul (each kernel), a step-2 slice of columns, a reshape
+// splitting a transposed dimension (a view) and one merging the transposed dimensions
+// (a copy, which reads its source through the view's strides). The programs with views
+// compute exactly what the programs with every copy kept do (the matmuls' last bits
+// differ from the task level's numpy products, with or without views).
+// RUN: mncore-opt %S/Inputs/views_strided.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false}' -o %t.strided.task.mlir
+// RUN: mncore-opt %t.strided.task.mlir -p 'convert-task-to-mncore{machine=mncore2},mncore-schedule' -o %t.strided.mlir
+// RUN: filecheck %s --input-file %t.strided.mlir --check-prefix=STRIDED
+// RUN: mncore-run %t.strided.mlir --random-inputs 3 > %t.strided.out
+// RUN: mncore-opt %t.strided.task.mlir -p 'convert-task-to-mncore{machine=mncore2 views=false},mncore-schedule' | mncore-run --random-inputs 3 | diff - %t.strided.out
+// RUN: mncore-opt %t.strided.task.mlir -p 'convert-task-to-mncore{machine=mncore2 matmul_kernel=swapped},mncore-schedule' | mncore-run --random-inputs 3 > %t.swapped.out
+// RUN: mncore-opt %t.strided.task.mlir -p 'convert-task-to-mncore{machine=mncore2 matmul_kernel=swapped views=false},mncore-schedule' | mncore-run --random-inputs 3 | diff - %t.swapped.out
+// RUN: mncore-opt %t.strided.task.mlir -p 'convert-task-to-mncore{machine=mncore2 matmul_kernel=streaming},mncore-schedule' | mncore-run --random-inputs 3 > %t.streaming.out
+// RUN: mncore-opt %t.strided.task.mlir -p 'convert-task-to-mncore{machine=mncore2 matmul_kernel=streaming views=false},mncore-schedule' | mncore-run --random-inputs 3 | diff - %t.streaming.out
+
+// STRIDED:      mncore.buffer @buffer0 dram[[[A:[0-9]+]]] words 48{{$}}
+// STRIDED-NEXT: mncore.buffer @buffer1 dram[[[A]]] words 48 shape [8, 6] strides [1, 8]
+// STRIDED-NEXT: mncore.buffer @buffer2 dram[[[B:[0-9]+]]] words 30{{$}}
+// STRIDED-NEXT: mncore.buffer @buffer3 dram[[[B]]] words 30 shape [5, 6] strides [1, 5]
+// STRIDED-NEXT: mncore.buffer @buffer4 dram[{{[0-9]+}}] words 24 shape [6, 4] strides [8, 2]
+// STRIDED-NEXT: mncore.buffer @buffer5 dram[[[A]]] words 48 shape [2, 4, 6] strides [4, 1, 8]
+// STRIDED-NEXT: mncore.buffer @buffer6 dram[{{[0-9]+}}] words 48{{$}}

@@ -26,8 +26,6 @@ from mncore_ir.dialects import task as t
 from mncore_ir.transforms.convert_task_to_mncore.common import (
     MNCoreConversionError,
     Ring,
-    shape,
-    strides_of,
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
 
@@ -91,16 +89,16 @@ def operands(pb: Emitter, task: t.TaskOp, transposed: bool, swap: bool) -> Opera
     """The task's product, with A stationary or (``swap``) B^T."""
     (a, at), _ = task.reads()
     ((c, ct),) = task.writes()
-    sa, sc = (strides_of(shape(v)) for v in (a, c))
+    sa, sc = (pb.strides(v) for v in (a, c))
     base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
     base_b, k_stride, col_stride = operand_b(pb, task, transposed)
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
     rows, cols = ct.sizes[-2], ct.sizes[-1]
     if swap:
-        return Operands(cols, rows, (base_b, col_stride, k_stride), (base_a, 1, int(sa[-2])),
-                        (base_c, 1, int(sc[-2])))
-    return Operands(rows, cols, (base_a, int(sa[-2]), 1), (base_b, k_stride, col_stride),
-                    (base_c, int(sc[-2]), 1))
+        return Operands(cols, rows, (base_b, col_stride, k_stride),
+                        (base_a, int(sa[-1]), int(sa[-2])), (base_c, int(sc[-1]), int(sc[-2])))
+    return Operands(rows, cols, (base_a, int(sa[-2]), int(sa[-1])), (base_b, k_stride, col_stride),
+                    (base_c, int(sc[-2]), int(sc[-1])))
 
 
 def estimate(pb: Emitter, ops: Operands, depth: int) -> float:
@@ -127,7 +125,7 @@ def operand_b(pb: Emitter, task: t.TaskOp, transposed: bool) -> tuple[int, int, 
     columns: B's own, or, read through a transpose, the swapped strides of the buffer
     it reads (whose region the task names in its own coordinates)."""
     _, (b, region) = task.reads()
-    strides = strides_of(shape(b))
+    strides = pb.strides(b)
     base = pb.dram[b] + int(np.dot(region.offsets, strides))
     rows, cols = int(strides[-2]), int(strides[-1])
     return (base, cols, rows) if transposed else (base, rows, cols)
@@ -406,7 +404,7 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False
     (a, at), _ = task.reads()
     ((c, ct),) = task.writes()
     rows, cols_all, depth = ct.sizes[-2], ct.sizes[-1], at.sizes[-1]
-    sa, sc = (strides_of(shape(v)) for v in (a, c))
+    sa, sc = (pb.strides(v) for v in (a, c))
     base_a = pb.dram[a] + int(np.dot(at.offsets, sa))
     base_b, k_stride, col_stride = operand_b(pb, task, transposed)
     base_c = pb.dram[c] + int(np.dot(ct.offsets, sc))
@@ -422,7 +420,8 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False
         pb.emit(m.AluOp(0, "fzero", [], m.ref(*acc)))
         for kc in range(0, depth, 4):
             width = min(4, depth - kc)
-            stage_m, stage_v = pb.stage.take()[1], pb.stage.take()[1]
+            stage_m = pb.stage.take(16 * blocks)[1]
+            stage_v = pb.stage.take(4 * per * blocks)[1]
             with pb.transfers():  # this piece of B and of A: one wait
                 for gi, (jb, _) in enumerate(wave):  # B[kc:kc+4, 4jb:4jb+4], zero padded
                     target = stage_m + 16 * gi
@@ -435,9 +434,14 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False
                 for gi, (_, rb) in enumerate(wave):  # A[r, kc:kc+4] for each PE's row
                     # past K, the 4 words run into the next row (or buffer): one strided DMA,
                     # the extra words then set to zero by a select (they may be anything)
-                    pb.dma("load", m.ref("dram", base_a + int(rb * per * sa[-2] + kc * sa[-1])),
-                           m.ref("l2bm", stage_v + 4 * per * gi),
-                           4 * min(per, rows - rb * per), 4, int(sa[-2]))
+                    count = min(per, rows - rb * per)
+                    source = m.ref("dram", base_a + int(rb * per * sa[-2] + kc * sa[-1]))
+                    target = m.ref("l2bm", stage_v + 4 * per * gi)
+                    if sa[-1] == 1:
+                        pb.dma("load", source, target, 4 * count, 4, int(sa[-2]))
+                    else:  # a strided view: each row's 4 words one by one
+                        pb.dma("load", source, target, 4 * count, 1, int(sa[-1]),
+                               rows=count, pitch=int(sa[-2]))
             l1_m, l1_v = pb.l1.take(), pb.l1.take()
             pb.emit(m.L2Op(0, "scatter", [m.ref("l2bm", stage_m)], m.ref(*l1_m),
                              16))
@@ -452,7 +456,7 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False
                 _zero_past(pb, vector, width, ("grf1", 8))  # past the accumulator
             pb.emit(m.MauOp(0, "vmm", [m.ref(*matrix), m.ref(*vector),
                                          m.ref(*acc)], m.ref(*acc)))
-        stage_c, l1_c = pb.stage.take()[1], pb.l1.take()
+        stage_c, l1_c = pb.stage.take(4 * per * blocks)[1], pb.l1.take()
         pb.emit(m.L1Op(0, "gather", [m.ref(*acc)], m.ref(*l1_c)))
         pb.emit(m.L2Op(0, "gather", [m.ref(*l1_c)], m.ref("l2bm", stage_c),
                          4 * per))

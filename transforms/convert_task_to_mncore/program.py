@@ -10,12 +10,10 @@ import math
 import numpy as np
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
     f32,
-    i64,
 )
 from xdsl.ir import Block, Operation, Region
 
@@ -36,7 +34,7 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
-from mncore_ir.transforms.convert_task_to_mncore.views import find_views
+from mncore_ir.transforms.convert_task_to_mncore.views import find_views, is_dense
 
 #: The graph ops whose tasks are lowered (besides pointwise ``task.body``s).
 LOWERED_OPS: tuple[type[g.GraphOp], ...] = (
@@ -98,9 +96,10 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     e.allocate(buffers, tasks, views)
     e.pool_base = e.size
     placed: list[Operation] = [*tensors(e, kernel)]
-    placed += [m.BufferOp.create(properties={  # where the intermediates live
-        "sym_name": StringAttr(f"buffer{i}"), "at": m.ref("dram", e.dram[v]),
-        "words": IntegerAttr(math.prod(shape(v)), i64)}) for i, v in enumerate(buffers)]
+    placed += [m.BufferOp.build(  # where the intermediates live, and how
+        f"buffer{i}", m.ref("dram", e.dram[v]), math.prod(shape(v)),
+        (shape(v), views[v].strides) if v in views and not is_dense(shape(v), views[v].strides)
+        else None) for i, v in enumerate(buffers)]
     for task, op in zip(tasks, computed, strict=True):
         assert isinstance(op, t.BodyOp | g.GraphOp)
         try:

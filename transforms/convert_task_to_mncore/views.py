@@ -1,46 +1,96 @@
-"""Reshapes and contiguous slices as views: a buffer that only holds a row-major
-reshape (or a contiguous range) of another is placed *on* the other's DRAM words, and
-its copy tasks emit nothing.
+"""Copies as views: a buffer that only holds a reshape, a slice or a permutation of
+another is laid out *on* the other's DRAM words, with strides of its own, and its copy
+tasks emit nothing.
 
-Every buffer lives in DRAM row-major, so ``reshape(x)[i]`` is ``x[i]`` word for word,
-and a step-1 slice along a dimension with only unit dimensions before it is one run of
-``x``'s words. A copy task of such an op is a DRAM round trip (a load, the chip, a
-store, a wait) on the step's critical path; as a view it costs nothing, and its
-readers depend directly on whoever wrote the source. Safe when the view's words stay
-the source's: every task writing the view is such a copy of one source at one offset,
-together covering the view, and no other task writes the source from the first of those
-copies to the view's last reader (the source then lives as long as the view).
+A buffer's DRAM layout is its first word and a stride per dimension (row-major for
+every buffer that is no view). A slice ``[start:end:step]`` along ``dim`` of a buffer
+laid out as ``(base, strides)`` is ``(base + start strides[dim], strides with
+strides[dim] step)``, a permutation permutes the strides, and a reshape of a row-major
+layout is row-major: so every such copy is an affine view of its source, and readers
+address it through its strides (``Emitter.address``, the matmul kernels' strides, the
+DMA descriptors' strided runs and rows). A copy task is a DRAM round trip (a load, the
+chip, a store, a wait) on the step's critical path; as a view it costs nothing, and
+its readers depend directly on whoever wrote the source. Safe when the view's words
+stay the source's: every task writing the view computes the same copy of one source,
+together covering the view, and no other task writes the source from the first of
+those copies to the view's last reader (the source then lives as long as the view).
+A reshape of a strided view is one where the dimensions it merges are laid out one
+after another (as numpy's reshape without a copy); else it stays a copy.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
-from mncore_ir.transforms.convert_task_to_mncore.common import element, shape
+from mncore_ir.transforms.convert_task_to_mncore.common import element, shape, strides_of
 
 
-def view_offset(op: t.BodyOp | g.GraphOp, source: tuple[int, ...]) -> int | None:
-    """The word offset of the view that a task computing ``op`` (on its tiles) makes of
-    its whole input buffer, of shape ``source``, or ``None``: not a view. The buffer's
-    shape decides, not the tile's: a task may slice one row of many."""
+@dataclass(frozen=True)
+class View:
+    """A buffer laid out on ``root``'s words: from word ``offset`` of it, ``strides``
+    words apart along each of the view's dimensions."""
+
+    root: SSAValue
+    offset: int
+    strides: tuple[int, ...]
+
+
+def dense(sizes: Sequence[int]) -> tuple[int, ...]:
+    """The row-major strides of ``sizes``."""
+    return tuple(int(s) for s in strides_of(sizes))
+
+
+def is_dense(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether ``strides`` lay ``sizes`` out row-major (a unit dimension's stride
+    never matters)."""
+    return all(s == d for n, s, d in zip(sizes, strides, dense(sizes), strict=True) if n != 1)
+
+
+def view_layout(op: t.BodyOp | g.GraphOp, source: tuple[int, ...], offset: int,
+                strides: tuple[int, ...], result: tuple[int, ...]
+                ) -> tuple[int, tuple[int, ...]] | None:
+    """The layout (first word, strides) of the view that ``op`` makes of a whole input
+    buffer of shape ``source`` laid out as ``(offset, strides)``, or ``None``: not a
+    view. ``result`` is the shape of the op's whole output buffer."""
     if isinstance(op, g.ReshapeOp):
-        return 0
-    if isinstance(op, g.SliceOp) and op.step.value.data == 1:
+        return _reshaped(offset, source, strides, result)
+    if isinstance(op, g.SliceOp):
         (dim,) = g.normalize_dims([op.dim.value.data], len(source))
-        if all(n == 1 for n in source[:dim]):
-            return op.start.value.data * math.prod(source[dim + 1:])
+        step = op.step.value.data
+        out = list(strides)
+        out[dim] = strides[dim] * step
+        return offset + op.start.value.data * strides[dim], tuple(out)
+    if isinstance(op, g.PermuteOp):
+        return offset, tuple(strides[p] for p in op.perm.get_values())
     return None
 
 
+def _reshaped(offset: int, source: tuple[int, ...], strides: tuple[int, ...],
+              result: tuple[int, ...]) -> tuple[int, tuple[int, ...]] | None:
+    """A reshape as a view, where one exists (numpy's no-copy reshape decides: merged
+    dimensions must be one stride apart; on a zero-size stand-in array of one-byte
+    items, whose strides are then words)."""
+    if is_dense(source, strides):
+        return offset, dense(result)
+    stand_in = as_strided(np.empty(1, np.int8), source, strides)
+    try:
+        return offset, tuple(int(s) for s in np.reshape(stand_in, result, copy=False).strides)
+    except ValueError:
+        return None
+
+
 def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp],
-               buffers: Sequence[SSAValue]) -> dict[SSAValue, tuple[SSAValue, int]]:
-    """Each intermediate buffer that can be a view: its root (a buffer that is no view)
-    and the word offset into it."""
+               buffers: Sequence[SSAValue]) -> dict[SSAValue, View]:
+    """Each intermediate buffer that can be a view, with its root (a buffer that is no
+    view) and its layout on the root's words."""
     intermediate = set(buffers)
     writers: dict[SSAValue, list[int]] = {}
     last_use: dict[SSAValue, int] = {}
@@ -49,22 +99,25 @@ def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphO
             writers.setdefault(v, []).append(i)
         for v in (*task.ins, *task.outs):
             last_use[v] = i
-    views: dict[SSAValue, tuple[SSAValue, int]] = {}
+    views: dict[SSAValue, View] = {}
     for dst, written_by in writers.items():
         if dst not in intermediate:
             continue
-        found = {(tasks[i].ins[0], view_offset(computed[i], shape(tasks[i].ins[0])))
-                 if len(tasks[i].ins) == 1 else (None, None) for i in written_by}
+        found = {(tasks[i].ins[0], computed[i]) if len(tasks[i].ins) == 1
+                 and len(tasks[i].outs) == 1 else (None, None) for i in written_by}
         if len(found) != 1:
             continue
-        ((src, offset),) = found
-        if src is None or offset is None or element(src) != element(dst):
+        ((src, op),) = found
+        if src is None or element(src) != element(dst):
             continue
         if sum(math.prod(region.sizes) for i in written_by
                for _, region in tasks[i].writes()) != math.prod(shape(dst)):
             continue
-        root, base = views.get(src, (src, 0))
+        outer = views.get(src, View(src, 0, dense(shape(src))))
+        layout = view_layout(op, shape(src), outer.offset, outer.strides, shape(dst))
+        if layout is None:
+            continue
         first, last = written_by[0], last_use[dst]
-        if not any(first <= i <= last for i in writers.get(root, ())):
-            views[dst] = (root, base + offset)
+        if not any(first <= i <= last for i in writers.get(outer.root, ())):
+            views[dst] = View(outer.root, *layout)
     return views

@@ -719,6 +719,37 @@ mncore.program @p machine "tiny" {
 
 // -----
 
+// A strided layout's words are its shape's elements.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.buffer holds 8 words but its shape [4, 3] has 12}}
+  mncore.buffer @b dram[0] words 8 shape [4, 3] strides [1, 4]
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.buffer has 2 dimensions but 1 strides}}
+  mncore.buffer @b dram[0] words 8 shape [4, 2] strides [1]
+}
+
+// -----
+
+// Its extent is its last element's word: a transposed buffer whose rows end past DRAM.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{dram[1048000] + 1204 words is beyond dram (1048576 words on tiny)}}
+  mncore.buffer @b dram[1048000] words 16 shape [4, 4] strides [400, 1]
+}
+
+// -----
+
+// A shape names its strides (the parser stops at the next token).
+mncore.program @p machine "tiny" {
+  mncore.buffer @b dram[0] words 8 shape [4, 2]
+// expected-error@+1 {{Expected 'strides'}}
+}
+
+// -----
+
 // A wait acts before its bundle issues: it cannot cover a DMA of the same step.
 mncore.program @p machine "tiny" {
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 4 tag 1

@@ -2,7 +2,7 @@
 // the custom and the generic form (which must give the same text). One program per
 // machine, each with every instruction kind: the 13 ALU kinds (fmadd with 3 sources,
 // fzero with none, fwd operands), MAU mma, L1 bcast/scatter/gather/reduce, L2 with
-// words, DMA load/store with words and tags, wait; input and output tensors, buffers,
+// words, DMA load/store with words and tags, wait; input and output tensors, buffers (one with a strided layout),
 // steps with several slots, and discardable attributes on instructions. Both programs
 // keep the assembler's rules (dialects/mncore.py, ProgramOp._check_issue), also at
 // their edges (and a third program, a repeated group with strided references, too): one read and one write of a GRF in a step, an LM read 3 steps after a
@@ -23,6 +23,7 @@ mncore.program @tiny_all machine "tiny" {
   mncore.buffer @acc grf1[0] words 4
   mncore.buffer @stage l2bm[0] words 96
   mncore.buffer @top grf1[60] words 4
+  mncore.buffer @xt dram[0] words 32 shape [16, 2] strides [1, 16]
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 32 tag 1
   mncore.dma 1 "load" dram[32] -> l2bm[32] words 64 tag 2 {note = "weights"}
   mncore.wait 2 tag 1
@@ -82,6 +83,7 @@ mncore.program @tiny_all machine "tiny" {
 // CHECK-NEXT:  mncore.buffer @acc grf1[0] words 4
 // CHECK-NEXT:  mncore.buffer @stage l2bm[0] words 96
 // CHECK-NEXT:  mncore.buffer @top grf1[60] words 4
+// CHECK-NEXT:  mncore.buffer @xt dram[0] words 32 shape [16, 2] strides [1, 16]{{$}}
 // CHECK-NEXT:  mncore.dma 0 "load" dram[0] -> l2bm[0] words 32 tag 1{{$}}
 // CHECK-NEXT:  mncore.dma 1 "load" dram[32] -> l2bm[32] words 64 tag 2 {note = "weights"}{{$}}
 // CHECK-NEXT:  mncore.wait 2 tag 1{{$}}
@@ -137,6 +139,7 @@ mncore.program @tiny_all machine "tiny" {
 // GENERIC-NEXT:  "mncore.buffer"() <{sym_name = "acc", at = #mncore.ref<grf1[0]>, words = 4 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.buffer"() <{sym_name = "stage", at = #mncore.ref<l2bm[0]>, words = 96 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.buffer"() <{sym_name = "top", at = #mncore.ref<grf1[60]>, words = 4 : i64}> : () -> ()
+// GENERIC-NEXT:  "mncore.buffer"() <{sym_name = "xt", at = #mncore.ref<dram[0]>, words = 32 : i64, shape = array<i64: 16, 2>, strides = array<i64: 1, 16>}> : () -> ()
 // GENERIC-NEXT:  "mncore.dma"() <{step = 0 : i64, kind = "load", srcs = [#mncore.ref<dram[0]>], dst = #mncore.ref<l2bm[0]>, words = 32 : i64, tag = 1 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.dma"() <{step = 1 : i64, kind = "load", srcs = [#mncore.ref<dram[32]>], dst = #mncore.ref<l2bm[32]>, words = 64 : i64, tag = 2 : i64}> {note = "weights"} : () -> ()
 // GENERIC-NEXT:  "mncore.wait"() <{step = 2 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> ()
