@@ -139,6 +139,26 @@ def _rows(found: list[tuple[int, int, int, int | None, int | None]], load: bool
     return out
 
 
+class Staging:
+    """A memory range handed out in program order, each area as large as the transfer
+    it stages, wrapping round at the end: reuse is safe (the scheduler orders it), and
+    small transfers leave room for many more in flight than areas of one size would."""
+
+    ALIGN = 16
+
+    def __init__(self, space: str, start: int, size: int) -> None:
+        self.space, self.start, self.size, self.next = space, start, size, 0
+
+    def take(self, words: int) -> Slot:
+        words = -(-max(words, 1) // self.ALIGN) * self.ALIGN
+        assert words <= self.size, (words, self.size)
+        if self.next + words > self.size:
+            self.next = 0
+        at = self.start + self.next
+        self.next += words
+        return self.space, at
+
+
 class Ring:
     """Areas of one memory handed out round-robin: reuse is safe (the scheduler orders
     it) and the ring's length is how many transfers may overlap."""

@@ -23,10 +23,12 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
     MNCoreConversionError,
     Ring,
     Slot,
+    Staging,
     descriptors,
     shape,
     strides_of,
 )
+from mncore_ir.transforms.convert_task_to_mncore.views import View
 
 #: The default compile budget: the CNN training step needs about 700k instructions.
 MAX_INSTRUCTIONS = 2_000_000
@@ -44,7 +46,8 @@ class Emitter:
         self.ops: list[m.InstructionOp | m.RepeatOp] = []
         self.next_step = 0  # the step of the next instruction in program order
         self.emitted = 0  # instructions written (a repeated group's body once)
-        self.dram: dict[SSAValue, int] = {}
+        self.dram: dict[SSAValue, int] = {}  # a buffer's first word
+        self.views: dict[SSAValue, View] = {}  # buffers laid out on others' words
         self.tag = 0
         self.size = 0
         per_l2b = machine.l1b_per_l2b * machine.pes_per_l1b
@@ -61,11 +64,15 @@ class Emitter:
         self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
         self.lm_scratch = {s: self.reserve_lm(s) for s in ("lm0", "lm1")}
         self.loads = 0
-        # L2BM: a ring of wave-sized staging areas, then a ring of three large areas for
-        # matmul operands and results; L1BM: a ring of chunks, a matmul result area, then
-        # two matmul operand areas.
+        # L2BM: staging areas, each as large as its transfer, then a ring of three large
+        # areas for matmul operands and results; L1BM: a ring of chunks, a matmul result
+        # area, then two matmul operand areas.
         stages = max(2, min(4, machine.l2bm_words // self.wave // 2))
-        self.stage = Ring("l2bm", 0, self.wave, stages)
+        self.stage = Staging("l2bm", 0, stages * self.wave)
+        #: Words of each L1BM that the current wave's lanes fill (lane ``i`` of an L2B is
+        #: word ``i % width`` of L1B ``i // width``): a wave of few lanes fills a few
+        #: words of each, so its staging area is small.
+        self.width = self.chunk
         top = stages * self.wave
         self.big_stage = Ring("l2bm", top, (machine.l2bm_words - top) // 3, 3)
         chunks = max(2, min(8, machine.l1bm_words // self.chunk // 2))
@@ -91,17 +98,17 @@ class Emitter:
         return at
 
     def allocate(self, buffers: Sequence[SSAValue], tasks: Sequence[t.TaskOp],
-                 views: dict[SSAValue, tuple[SSAValue, int]] | None = None) -> None:
+                 views: dict[SSAValue, View] | None = None) -> None:
         """Intermediate buffers share DRAM by liveness (from the first to the last task
         that touches them, in kernel order): first fit among the buffers still live.
-        A view (``views``: its root and offset) lies on its root's words, which live
-        as long as any of their views."""
+        A view (``views``) lies on its root's words, which live as long as any of
+        their views."""
         views = views or {}
         first: dict[SSAValue, int] = {}
         last: dict[SSAValue, int] = {}
         for i, task in enumerate(tasks):
             for v in (*task.ins, *task.outs):
-                v = views.get(v, (v, 0))[0]
+                v = views[v].root if v in views else v
                 first.setdefault(v, i)
                 last[v] = i
         base, end = self.size, 0
@@ -121,8 +128,9 @@ class Emitter:
             end = max(end, at + size)
             self.check_dram(v, words, base + at)
         self.size = base + end
-        for v, (root, offset) in views.items():
-            self.dram[v] = self.dram[root] + offset
+        for v, view in views.items():
+            self.dram[v] = self.dram[view.root] + view.offset
+        self.views = dict(views)
 
     def check_dram(self, value: SSAValue, words: int, at: int) -> None:
         if at + words > self.machine.dram_words:
@@ -143,9 +151,15 @@ class Emitter:
         """DRAM addresses of per-lane compile-time values (in the constant pool)."""
         return self.pooled(values.tolist()) + np.arange(len(values))
 
+    def strides(self, value: SSAValue) -> np.ndarray:
+        """The DRAM words between neighbours along each dimension of ``value``: its
+        view's, else row-major."""
+        view = self.views.get(value)
+        return strides_of(shape(value)) if view is None else np.array(view.strides, np.int64)
+
     def address(self, value: SSAValue, coords: Sequence[np.ndarray]) -> np.ndarray:
         """DRAM words of ``value`` at absolute coordinates (one array per dimension)."""
-        strides = strides_of(shape(value))
+        strides = self.strides(value)
         out = np.full(len(coords[0]) if coords else 1, self.dram[value], np.int64)
         for c, s in zip(coords, strides, strict=True):
             out = out + c * s
@@ -160,10 +174,16 @@ class Emitter:
         self.loads += 1
         return self.lm_ring[self.loads % 2].take()
 
-    def new_wave(self) -> None:
-        """Every GRF slot is free again (word 0 of each GRF stays a copy scratch)."""
+    def new_wave(self, lanes: int | None = None) -> None:
+        """Every GRF slot is free again (word 0 of each GRF stays a copy scratch); a wave
+        of ``lanes`` lanes (default: a whole wave of every L2B) is spread as few words
+        over each L1B (:attr:`width`)."""
         self.grf = {"grf0": 4, "grf1": 4}
         self.released = []
+        self.width = self.chunk
+        if lanes is not None and lanes <= self.wave:
+            per_l1b = -(-lanes // self.machine.l1b_per_l2b)
+            self.width = min(self.chunk, -(-per_l1b // 4) * 4)
 
     def fresh(self) -> Slot:
         """A GRF slot of the current wave: one released, else a new one."""
@@ -192,7 +212,7 @@ class Emitter:
         """An LM slot holding the 4 ``values`` in its 4 words on every PE."""
 
         def load(slot: Slot) -> None:
-            stage, l1 = self.stage.take(), self.l1.take()
+            stage, l1 = self.stage.take(4), self.l1.take()
             self.dma("load", m.ref("dram", self.pooled(values)), m.ref(*stage), 4)
             self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
             self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(*slot)))
@@ -314,7 +334,7 @@ class Emitter:
 
     def broadcast(self, address: int, slot: Slot) -> None:
         """The DRAM word at ``address`` into all 4 words of ``slot`` on every PE."""
-        stage, l1 = self.stage.take(), self.l1.take()
+        stage, l1 = self.stage.take(4), self.l1.take()
         self.dma("load", m.ref("dram", address), m.ref(*stage), 4, 1, 0)
         self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
         self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(*slot)))
@@ -325,7 +345,7 @@ class Emitter:
         if (addresses == addresses[0]).all():
             self.broadcast(int(addresses[0]), slot)
             return slot
-        stage, l1 = self.stage.take(), self.l1.take()
+        stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
         with self.transfers():
             for n, part in self.per_l2b(addresses):
                 for first, address, words, run, stride, rows, pitch in descriptors(
@@ -333,7 +353,7 @@ class Emitter:
                     self.dma("load", m.ref("dram", address),
                              m.ref("l2bm", stage[1] + first), words, run, stride, n, rows,
                              pitch)
-        self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.chunk))
+        self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.width))
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
 
@@ -346,9 +366,9 @@ class Emitter:
 
     def store(self, slot: Slot, addresses: np.ndarray) -> None:
         """Lane ``i``'s word of ``slot`` to the DRAM word ``addresses[i]``."""
-        stage, l1 = self.stage.take(), self.l1.take()
+        stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
         self.emit(m.L1Op(0, "gather", [m.ref(*slot)], m.ref(*l1)))
-        self.emit(m.L2Op(0, "gather", [m.ref(*l1)], m.ref(*stage), self.chunk))
+        self.emit(m.L2Op(0, "gather", [m.ref(*l1)], m.ref(*stage), self.width))
         with self.transfers():
             for n, part in self.per_l2b(addresses):
                 for first, address, words, run, stride, rows, pitch in descriptors(

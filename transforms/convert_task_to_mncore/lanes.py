@@ -42,8 +42,8 @@ def lanes_over(e: Emitter, tile: t.Tile, writes: Sequence[tuple[SSAValue, t.Tile
     n = math.prod(tile.sizes)
     lanes = e.wave * e.machine.l2bs  # every L2B takes its own lanes
     for w in range(-(-n // lanes)):
-        e.new_wave()
         flat = np.arange(w * lanes, min(n, (w + 1) * lanes))
+        e.new_wave(len(flat))
         local = np.unravel_index(flat, tile.sizes) if tile.sizes else ()
         coords = [o + c for o, c in zip(tile.offsets, local, strict=True)] or [
             np.zeros(len(flat), np.int64)]
@@ -51,6 +51,7 @@ def lanes_over(e: Emitter, tile: t.Tile, writes: Sequence[tuple[SSAValue, t.Tile
         for (value, out_tile), slot in zip(writes, results, strict=True):
             e.store(slot, e.address(value, coords) if out_tile.sizes else
                     np.full(len(flat), e.dram[value]))
+    e.width = e.chunk  # the next kernel's waves are whole unless it says otherwise
 
 
 def pointwise(e: Emitter, task: t.TaskOp, body: t.BodyOp, tile: t.Tile,
@@ -77,9 +78,11 @@ def copy(e: Emitter, task: t.TaskOp, op: g.PermuteOp | g.ReshapeOp | g.SliceOp,
     ((value, region),) = task.reads()
     sizes = shape(value)
     local = [c - o for c, o in zip(coords, tile.offsets, strict=True)]
-    if isinstance(op, g.ReshapeOp):  # both bands are contiguous runs
+    if isinstance(op, g.ReshapeOp):  # both bands are runs of the row-major order
         flat = np.ravel_multi_index(local, tile.sizes) if local else np.zeros(1, np.int64)
-        at = e.address(value, [np.full_like(flat, o) for o in region.offsets]) + flat
+        if sizes:
+            flat = flat + np.ravel_multi_index(region.offsets, sizes)
+        at = e.address(value, list(np.unravel_index(flat, sizes)) if sizes else [])
     elif isinstance(op, g.PermuteOp):
         mine = [np.zeros_like(local[0])] * len(sizes)
         for i, p in enumerate(op.perm.get_values()):
@@ -173,7 +176,7 @@ def sum_tree(e: Emitter, addresses: np.ndarray, target: np.ndarray, scale: float
         chunk[:len(part)] = part
         x = e.load(chunk)
         e.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
-    l1, stage, back = e.l1.take(), e.stage.take(), e.l1.take()
+    l1, stage, back = e.l1.take(), e.stage.take(4), e.l1.take()
     e.emit(m.L1Op(0, "reduce", [m.ref(*acc)], m.ref(*l1)))
     e.emit(m.L2Op(0, "reduce", [m.ref(*l1)], m.ref(*stage), 4))
     e.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*back), 4))
