@@ -75,16 +75,18 @@ def _register_prims() -> None:
 
 
 def _decompositions() -> dict[Any, Any]:
-    """The importer's core-ATen decompositions, and batch norm's: AOTAutograd hands
-    over its functional forms (``_native_batch_norm_legit_functional``, whose running
-    statistics are outputs), which the lazy path never records (it decomposes batch norm
-    while tracing) and the importer has no handler for."""
+    """The importer's core-ATen decompositions, and those of the norms: AOTAutograd
+    hands over batch norm's functional forms (``_native_batch_norm_legit_functional``,
+    whose running statistics are outputs) and group norm's fused kernels with their
+    backward, which the lazy path never records (it decomposes them while tracing)
+    and the importer has no handler for."""
     from torch._decomp import get_decompositions
 
-    batch_norm = get_decompositions([
+    norms = get_decompositions([
         aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit,
-        aten._native_batch_norm_legit_no_training, aten.native_batch_norm])
-    return {**DECOMPOSITIONS, **{op: f for op, f in batch_norm.items() if op not in HANDLERS}}
+        aten._native_batch_norm_legit_no_training, aten.native_batch_norm,
+        aten.native_group_norm, aten.native_group_norm_backward])
+    return {**DECOMPOSITIONS, **{op: f for op, f in norms.items() if op not in HANDLERS}}
 
 
 def _count_guard_failures(active: Runtime) -> None:

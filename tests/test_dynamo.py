@@ -236,6 +236,9 @@ def _forward_backward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     # batch norm's functional form (running statistics as outputs), decomposed
     (lambda: nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
                            nn.AdaptiveAvgPool2d(1)), (2, 3, 8, 8), True),
+    # group norm's fused kernel and its backward, decomposed
+    (lambda: nn.Sequential(nn.Conv2d(4, 4, 3), nn.GroupNorm(2, 4), nn.SiLU()),
+     (2, 4, 6, 6), True),
     # torch.nn's own layer: a backward graph with None outputs that the device cannot
     # take (any.dim, SDPA's backward) runs eagerly with its outputs where AOTAutograd
     # expects them
