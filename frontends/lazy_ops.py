@@ -5,7 +5,7 @@ view op for writing through views."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -399,6 +399,37 @@ def resize_out(tensor: LazyTensor, meta: torch.Tensor) -> None:
 _META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 
 
+def single_views(func: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 metas: Sequence[torch.Tensor]) -> list[tuple[Any, tuple[Any, ...]]] | None:
+    """A view op of several results (``split``, ``split_with_sizes``, ``unbind``) as
+    one single view of the base per result, ``(op, args after the base)``: a slice or
+    a select, whose writes reach the base and which see the base's (``None``: another
+    op)."""
+    packet = func.overloadpacket
+    if packet not in (aten.split, aten.split_with_sizes, aten.unbind):
+        return None
+    rank = args[0].dim()
+    given = args[2 if packet is not aten.unbind else 1:]
+    dim = (given[0] if given else kwargs.get("dim", 0)) % max(rank, 1)
+    if packet is aten.unbind:
+        return [(aten.select.int, (dim, i)) for i in range(len(metas))]
+    parts, start = [], 0
+    for meta in metas:
+        parts.append((aten.slice.Tensor, (dim, start, start + meta.shape[dim], 1)))
+        start += meta.shape[dim]
+    return parts
+
+
+def refuse_write_to_copy(target: Any) -> None:
+    """A result of a view op that the runtime records as a copy (a view of several
+    results other than :func:`single_views`') takes no in-place write: eager would
+    write its base."""
+    made_by = getattr(target, "_made_by", None)
+    if made_by is not None:
+        raise LazyError(f"an in-place update through a view made by {made_by} is not "
+                        f"supported, at {describe_location(user_location())}")
+
+
 def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
     """The base value with the view ``step`` of it replaced by ``new``."""
     op, args = step.op, step.args
@@ -424,6 +455,8 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
         node_op, node_args = aten.slice_scatter.default, (base, column, dim, index, index + 1)
     elif packet is aten.slice:
         node_op, node_args = aten.slice_scatter.default, (base, new, *args)
+    elif packet is aten.diagonal:  # (cov.diagonal().add_(eps))
+        node_op, node_args = aten.diagonal_scatter.default, (base, new, *args)
     elif packet is aten.as_strided:  # (DDP's gradient views into its buckets)
         node_op, node_args = aten.as_strided_scatter.default, (base, new, *args)
     else:

@@ -50,8 +50,10 @@ from mncore_ir.frontends.lazy_ops import (
     out_functional,
     out_names,
     plan_of,
+    refuse_write_to_copy,
     resize_out,
     scatter_view,
+    single_views,
     underlying_plan,
     view_variant,
 )
@@ -406,8 +408,13 @@ class Tracer(abc.ABC):
         views = (*base._views, step)
         if isinstance(meta, torch.Tensor):
             return LazyTensor(base._storage_, views, meta)
-        # several views (split, unbind): record them as ordinary ops on a copy
-        return self._record_core(func, args, kwargs)
+        parts = single_views(func, args, kwargs, meta)
+        if parts is not None:  # split, unbind: each part a view of the base, as eager's
+            return type(meta)(self._view(f, (base, *a), {}) for f, a in parts)
+        copies = self._record_core(func, args, kwargs)  # others: copies, not written
+        for copy in copies:
+            copy._made_by = func  # type: ignore[attr-defined]
+        return copies
 
     def _decompose_or_fallback(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                                kwargs: dict[str, Any]) -> Any:
@@ -545,6 +552,7 @@ class Tracer(abc.ABC):
 
     def _write(self, target: LazyTensor, new: Value) -> None:
         """Make ``new`` the value of ``target``, writing through its views."""
+        refuse_write_to_copy(target)
         storage = target._storage_
         value = new
         if not target._views:

@@ -43,3 +43,51 @@ def test_stft_of_a_1d_signal_has_eagers_shape() -> None:
     torch_mncore.sync()
     assert got.shape == expected.shape == (6, 51, 2)
     assert torch.allclose(got.cpu(), expected, atol=1e-4)
+
+
+#: Writes through the parts of a view op of several results, and to the base after
+#: them (a KV cache's halves, a flat buffer's pieces): each part is a view of the base,
+#: as in eager. They used to be copies, so both writes were lost without an error.
+SEVERAL: dict[str, Callable[[torch.Tensor], tuple[torch.Tensor, ...]]] = {
+    "chunk": lambda t: t.chunk(2, dim=1),
+    "split": lambda t: t.split(3, dim=1),
+    "split_with_sizes": lambda t: t.split([1, 4, 1], dim=1),
+    "unbind": lambda t: t.unbind(-1),
+    "tensor_split": lambda t: t.tensor_split([2, 5], dim=1),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "mncore"])
+@pytest.mark.parametrize("name", SEVERAL)
+def test_writes_through_the_parts_of_split_and_unbind_reach_the_base(device: str,
+                                                                      name: str) -> None:
+    torch_mncore.init(device, implicit_sync="silent")
+
+    def run(base: torch.Tensor) -> list[torch.Tensor]:
+        base = base.clone()
+        parts = SEVERAL[name](base)
+        parts[0].add_(1.0)
+        parts[-1][0] = 7.0
+        base.mul_(2.0)  # seen by every part
+        return [base, *parts]
+
+    x = torch.arange(24.0).reshape(4, 6)
+    expected = run(x)
+    with torch.no_grad():
+        got = run(x.mncore())
+    torch_mncore.sync()
+    for ours, theirs in zip(got, expected, strict=True):
+        assert torch.equal(ours.cpu(), theirs)
+
+
+def test_a_diagonal_written_in_place_reaches_the_base() -> None:
+    """``cov.diagonal().add_(eps)``: a write through ``diagonal`` (diagonal_scatter)."""
+    x = torch.randn(4, 4)
+    expected = x.clone()
+    expected.diagonal().add_(0.5)
+    expected.diagonal(1).fill_(0.0)
+    got = x.clone().mncore()
+    got.diagonal().add_(0.5)
+    got.diagonal(1).fill_(0.0)
+    torch_mncore.sync()
+    assert torch.equal(got.cpu(), expected)
