@@ -11,7 +11,8 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.lazy_tensor import LazyTensor
+from mncore_ir.frontends.lazy_tensor import LazyError, LazyTensor
+from mncore_ir.frontends.lazy_where import describe_location, user_location
 
 
 def run_on_host(tracer: Any, func: torch._ops.OpOverload, args: tuple[Any, ...],
@@ -42,7 +43,16 @@ def run_on_host(tracer: Any, func: torch._ops.OpOverload, args: tuple[Any, ...],
     def to_device(x: Any) -> Any:
         if not isinstance(x, torch.Tensor):
             return x
+        if x.is_nested:
+            raise LazyError(
+                f"{func} returns a nested tensor, which the device does not hold (torch.nn's "
+                "transformer layers take this path in eval mode with a key padding mask: "
+                "build nn.TransformerEncoder with enable_nested_tensor=False, or call "
+                f"torch.backends.mha.set_fastpath_enabled(False)), at "
+                f"{describe_location(user_location())}")
         target = written.get(id(x))  # a returned out or self: the device tensor
         return lt.from_cpu(x) if target is None else target
 
+    if func is torch.ops.aten._pack_padded_sequence.default:  # batch sizes stay on the host,
+        return to_device(out[0]), out[1]  # as PackedSequence requires
     return pytree.tree_map(to_device, out)

@@ -140,3 +140,46 @@ def test_a_step_that_cannot_compile_at_all_runs_on_the_host_with_a_warning(
         torch_mncore.sync()
     assert torch.equal(y.cpu(), x * 5)
     assert fallbacks() == {"CpuFallback::aten.mul.Tensor": 1}
+
+
+def test_a_host_op_returning_a_nested_tensor_is_an_error_at_its_line() -> None:
+    """nn.TransformerEncoder in eval mode with a key padding mask converts its input to
+    a nested tensor on the host, which the device cannot hold: one clear error naming
+    the way out, not an internal error of torch's."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 1).eval().mncore()
+    mask = torch.zeros(2, 3, dtype=torch.bool)
+    mask[1, 2] = True
+    with torch.no_grad(), pytest.raises(
+            torch_mncore.LazyError, match=r"returns a nested tensor, which the device does "
+                                          r"not hold .*enable_nested_tensor=False.* at .*"
+                                          r"test_lazy_host_fallback.py:\d+: model\("):
+        model(torch.randn(2, 3, 8).mncore(), src_key_padding_mask=mask.mncore())
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"], indirect=True)
+def test_a_packed_sequence_keeps_its_batch_sizes_on_the_host(device: str) -> None:
+    """``pack_padded_sequence`` of a device tensor: PyTorch requires a PackedSequence's
+    batch sizes on the host (the device's copy was refused); an LSTM over it and its
+    backward match eager."""
+    torch.manual_seed(0)
+    ours, theirs = torch.nn.LSTM(4, 3, batch_first=True), torch.nn.LSTM(4, 3, batch_first=True)
+    theirs.load_state_dict(ours.state_dict())
+    ours.mncore()
+    x, lengths = torch.randn(2, 5, 4), torch.tensor([5, 3])
+
+    def run(model: torch.nn.LSTM, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+        assert packed.batch_sizes.device.type == "cpu"
+        out, (h, _) = model(packed)
+        y, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        (y.square().sum() + h.sum()).backward()
+        return y, h
+
+    got, expected = run(ours, x.mncore()), run(theirs, x)
+    torch_mncore.sync()
+    for a, b in zip(got, expected, strict=True):
+        torch.testing.assert_close(a.cpu(), b, rtol=1e-4, atol=1e-5)
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-4, atol=1e-5)
