@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from torch._decomp import decomposition_table
 
 from mncore_ir.frontends.lazy_tensor import (
     DEVICE_NAME,
@@ -53,6 +54,11 @@ def ensure_backend() -> None:
         # above autograd: the composite kernel would refuse a device tensor first
         lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
                  "AutogradPrivateUse1")
+        # above autograd: resampling as its decomposition (indices, products), whose
+        # backward autograd derives; the fused backward kernels have no decomposition
+        for op in _RESAMPLING:
+            lib.impl(op.name().removeprefix("aten::"), decomposition_table[op],
+                     "AutogradPrivateUse1")
         _LIBRARIES.append(lib)
         from mncore_ir.frontends import lazy_autocast
 
@@ -61,6 +67,15 @@ def ensure_backend() -> None:
 
 
 _LIBRARIES: list[Any] = []
+
+
+#: Resampling ops whose backward kernels torch does not decompose: recorded as their
+#: forward decompositions, above autograd (``nn.Upsample``, ``F.interpolate``).
+_RESAMPLING = tuple(getattr(torch.ops.aten, name).default for name in (
+    "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+    "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",
+    "upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d",
+    "upsample_trilinear3d"))
 
 
 def _tensor_split(x: torch.Tensor, split: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:

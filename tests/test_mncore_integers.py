@@ -235,3 +235,56 @@ def test_wrapped_ui8_intermediates_feed_later_ops() -> None:
 }"""
     expected, outputs = both_levels(text, [edges("ui8"), edges("ui8", 3)])
     assert_equal(outputs, expected)
+
+
+#: Floats converted to integers truncate toward zero: ties, negative halves, and floats
+#: from 2**23 on (integers already, past what a word's arithmetic keeps exact).
+FLOATS = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.49, 7.99, -7.99, 2**23 - 0.5,
+          -(2**23 - 0.5), 2**23 + 2.0, -(2**24), 3.0e9, -1.0e10]
+
+
+@pytest.mark.parametrize("typ", ["i64", "i32", "ui8"])
+def test_floats_truncate_into_integers(typ: str) -> None:
+    values = np.array(FLOATS, np.float32)
+    if typ != "i64":  # past its type, torch's conversion is undefined
+        info = np.iinfo(DTYPES[typ])
+        values = np.where((values > info.min) & (values < info.max), values, 3.75)
+    text = f"""func.func @main(%a: tensor<16xf32>) -> tensor<16x{typ}> {{
+  %0 = graph.convert %a : tensor<16xf32> to tensor<16x{typ}>
+  func.return %0 : tensor<16x{typ}>
+}}"""
+    expected, outputs = both_levels(text, [values.astype(np.float32)])
+    assert_equal(outputs, expected)
+
+
+def test_a_truncated_float_clamped_is_an_exact_index() -> None:
+    """Nearest-neighbour interpolation's indices: ``i * scale`` truncated, clamped to
+    the input's rows (a selection keeps any integer exact), then offset by arithmetic."""
+    text = """func.func @main(%s: tensor<f32>) -> tensor<8xi64> {
+  %i = graph.constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]> : tensor<8xf32>
+  %x = graph.mul %i, %s : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+  %t = graph.convert %x : tensor<8xf32> to tensor<8xi64>
+  %hi = graph.constant dense<3> : tensor<i64>
+  %c = graph.minimum %t, %hi : tensor<8xi64>, tensor<i64> -> tensor<8xi64>
+  %lo = graph.constant dense<-4> : tensor<i64>
+  %d = graph.maximum %c, %lo : tensor<8xi64>, tensor<i64> -> tensor<8xi64>
+  %one = graph.constant dense<1> : tensor<i64>
+  %r = graph.add %d, %one : tensor<8xi64>, tensor<i64> -> tensor<8xi64>
+  func.return %r : tensor<8xi64>
+}"""
+    for scale in (0.5, -0.75, 1.0e9):
+        expected, outputs = both_levels(text, [np.array(scale, np.float32)])
+        assert_equal(outputs, expected)
+
+
+def test_arithmetic_on_an_unbounded_truncated_float_is_refused() -> None:
+    text = """func.func @main(%a: tensor<8xf32>) -> tensor<8xi64> {
+  %t = graph.convert %a : tensor<8xf32> to tensor<8xi64>
+  %one = graph.constant dense<1> : tensor<i64>
+  %r = graph.add %t, %one : tensor<8xi64>, tensor<i64> -> tensor<8xi64>
+  func.return %r : tensor<8xi64>
+}"""
+    module = parse_module(make_context(), text, "m.mlir")
+    with pytest.raises(MNCoreConversionError, match=r"graph.add in task.body .* beyond "
+                       r"the ±2\*\*24 that a word \(f32\) holds exactly"):
+        apply_pipeline(module, TO_TINY)

@@ -115,3 +115,25 @@ def test_torch_nn_model_trains_as_in_eager(device: str, name: str) -> None:
     finally:
         torch_mncore.init("cpu")
     assert host == {}, host  # every op of these models compiles, on every device
+
+
+@pytest.mark.parametrize("device", ["cpu", "mncore"])
+def test_nearest_upsampling_trains_on_the_device(device: str) -> None:
+    """``nn.Upsample(mode="nearest")`` between convolutions: its indices are floats
+    truncated to integers, then clamped (exact on the MN-Core machine, whose words are
+    floats: the whole step compiled there, none of it on the host, as eager)."""
+    torch_mncore.init(device, implicit_sync="error")
+    try:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.Upsample(scale_factor=2),
+                              nn.Conv2d(2, 3, 3))
+        g = torch.Generator().manual_seed(1)
+        batches = [(torch.randn(1, 2, 4, 4, generator=g), torch.randn(1, 3, 6, 6, generator=g))
+                   for _ in range(3)]
+        compare(model, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), batches,
+                F.mse_loss)
+        host = {k: v for k, v in torch_mncore.counters().items()
+                if k.startswith("CpuFallback")}
+    finally:
+        torch_mncore.init("cpu")
+    assert host == {}, host

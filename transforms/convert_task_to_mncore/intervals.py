@@ -47,6 +47,10 @@ _INTERVALS: dict[type[Operation], Callable[..., Interval]] = {
     g.WhereOp: lambda c, a, b: (min(a[0], b[0]), max(a[1], b[1])),
     g.ConvertOp: lambda a: a,
 }
+#: Body ops whose integer result may be a magnitude none of their operands has, which
+#: a word then rounds past 2**24; the others (selections, negations, truncated floats)
+#: hold exact integers of any size, and only wrapping into a narrow type computes on them.
+_ARITHMETIC = (g.AddOp, g.SubOp, g.MulOp, g.PowOp)
 #: Body ops whose result is a truth value (0 or 1) whatever its type.
 _TRUTHS = (g.EqOp, g.NeOp, g.LtOp, g.LeOp, g.GtOp, g.GeOp, g.AndOp, g.OrOp, g.NotOp)
 
@@ -91,6 +95,8 @@ def body_interval(op: Operation, operands: Sequence[Interval | None]) -> Interva
     if isinstance(op, g.ConstantOp):
         values = constant_values(op)
         return (int(values.min()), int(values.max()))
+    if isinstance(op, g.ConvertOp) and operands == [None]:  # a float truncated: exact
+        return type_interval(result)  # in a word, however large (torch: UB past the type)
     if isinstance(op, g.PowOp) and None not in operands:
         b = constant_exponent(op)
         if b is not None and 0 <= b <= MULTIPLIED_POWERS:
@@ -239,7 +245,9 @@ class Intervals:
             interval = body_interval(op, [known[o] for o in op.operands])
             raw[op.results[0]] = interval
             if interval is not None:
-                check_exact(interval, f"{op.name} in task.body @{body.sym_name.data}", op)
-                interval = settled(interval, g.element_type_of(op.results[0]))
+                element_type = g.element_type_of(op.results[0])
+                if isinstance(op, _ARITHMETIC) or settled(interval, element_type) != interval:
+                    check_exact(interval, f"{op.name} in task.body @{body.sym_name.data}", op)
+                interval = settled(interval, element_type)
             known[op.results[0]] = interval
         return raw

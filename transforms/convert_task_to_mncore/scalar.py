@@ -172,6 +172,8 @@ def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: S
             e.alu("fcmpne", [srcs[0], e.constant(0.0)], dst)
         elif target == f32 or isinstance(source, IntegerType):
             e.alu("fpass", srcs, dst)  # words hold exact values
+        elif isinstance(target, IntegerType):
+            truncate(e, srcs[0], dst)
         else:
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: {op.name} from {source} to {target} in "
@@ -310,6 +312,28 @@ def settle(e: Emitter, slot: Slot, interval: Interval, element_type: Attribute) 
     if full[0]:
         e.alu("fadd", [slot, e.constant(float(full[0]))], slot)
     return slot
+
+
+def truncate(e: Emitter, x: Slot, dst: Slot) -> None:
+    """``dst`` = ``x`` rounded toward zero (a float converted to an integer type), exact
+    for every float: ``|x| + 2**23 - 2**23`` is ``|x|`` rounded to the nearest integer
+    below ``2**23`` (the sum's ulp is 1), one less where that rounded up; from ``2**23``
+    on ``|x|`` is an integer already; then ``x``'s sign."""
+    magnitude, rounded, flag = e.fresh(), e.fresh(), e.fresh()
+    big = e.constant(_F32_INTEGRAL)
+    e.alu("fneg", [x], magnitude)
+    e.alu("fmax", [x, magnitude], magnitude)
+    e.alu("fadd", [magnitude, big], rounded)
+    e.alu("fsub", [rounded, big], rounded)
+    e.alu("fcmplt", [magnitude, rounded], flag)  # rounded up: step down
+    e.alu("fsub", [rounded, flag], rounded)
+    e.alu("fcmple", [big, magnitude], flag)
+    e.alu("fsel", [flag, magnitude, rounded], rounded)
+    e.alu("fneg", [rounded], magnitude)
+    e.alu("fcmplt", [x, e.constant(0.0)], flag)
+    e.alu("fsel", [flag, magnitude, rounded], dst)
+    for slot in (magnitude, rounded, flag):
+        e.release(slot)
 
 
 def floor(e: Emitter, value: Slot, scratch: Slot) -> None:
