@@ -49,6 +49,7 @@ from mncore_ir.frontends.fx_importer import (
     unsupported,
     user_frame,
 )
+from mncore_ir.frontends.resampling_decompositions import RESAMPLING_DECOMPOSITIONS
 from mncore_ir.frontends.rnn_decompositions import RNN_DECOMPOSITIONS
 
 __all__ = ["HANDLERS", "FxImportError", "FxImporter", "UnsupportedOpError", "capture",
@@ -67,11 +68,13 @@ KEPT_COMPOSITES = (
 )
 
 #: The decomposition table used by :func:`capture`: torch's core-ATen decompositions
-#: without :data:`KEPT_COMPOSITES`, and the fused RNN cells torch has none for. Batch
+#: without :data:`KEPT_COMPOSITES`, and the fused RNN cells and resampling backward
+#: kernels torch has none for. Batch
 #: norm is decomposed before functionalization (torch's ``native_batch_norm`` schema
 #: hides its running-stat mutation).
 DECOMPOSITIONS = {**{k: v for k, v in core_aten_decompositions().items()
-                     if k not in KEPT_COMPOSITES}, **RNN_DECOMPOSITIONS}
+                     if k not in KEPT_COMPOSITES}, **RNN_DECOMPOSITIONS,
+                  **RESAMPLING_DECOMPOSITIONS}
 HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions(
     [aten.native_batch_norm, aten._native_batch_norm_legit, aten._batch_norm_with_update])
 

@@ -19,6 +19,7 @@ from mncore_ir.frontends.lazy_tensor import (
     set_device,
     wrap,
 )
+from mncore_ir.frontends.resampling_decompositions import RESAMPLING
 
 aten = torch.ops.aten
 
@@ -56,7 +57,7 @@ def ensure_backend() -> None:
                  "AutogradPrivateUse1")
         # above autograd: resampling as its decomposition (indices, products), whose
         # backward autograd derives; the fused backward kernels have no decomposition
-        for op in _RESAMPLING:
+        for op in RESAMPLING:
             lib.impl(op.name().removeprefix("aten::"), decomposition_table[op],
                      "AutogradPrivateUse1")
         _LIBRARIES.append(lib)
@@ -67,15 +68,6 @@ def ensure_backend() -> None:
 
 
 _LIBRARIES: list[Any] = []
-
-
-#: Resampling ops whose backward kernels torch does not decompose: recorded as their
-#: forward decompositions, above autograd (``nn.Upsample``, ``F.interpolate``).
-_RESAMPLING = tuple(getattr(torch.ops.aten, name).default for name in (
-    "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
-    "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d",
-    "upsample_linear1d", "upsample_bilinear2d", "upsample_bicubic2d",
-    "upsample_trilinear3d"))
 
 
 def _tensor_split(x: torch.Tensor, split: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:

@@ -239,6 +239,10 @@ def _forward_backward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     # group norm's fused kernel and its backward, decomposed
     (lambda: nn.Sequential(nn.Conv2d(4, 4, 3), nn.GroupNorm(2, 4), nn.SiLU()),
      (2, 4, 6, 6), True),
+    # resampling: torch decomposes the forward, the backward is the vjp of that
+    (lambda: nn.Sequential(nn.Conv2d(2, 2, 3, padding=1),
+                           nn.Upsample(scale_factor=2, mode="bilinear"), nn.Conv2d(2, 2, 3)),
+     (1, 2, 4, 4), True),
     # torch.nn's own layer: a backward graph with None outputs that the device cannot
     # take (any.dim, SDPA's backward) runs eagerly with its outputs where AOTAutograd
     # expects them
