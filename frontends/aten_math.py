@@ -199,14 +199,15 @@ def _isnan(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 @handles(aten.sign.default)
 def _sign(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """1 where positive, -1 where negative, ``x`` itself elsewhere (zero and NaN)."""
+    """1 where positive, -1 where negative, 0 elsewhere: as eager's ``(0 < x) - (x < 0)``,
+    also for NaN and -0.0 (+0.0)."""
     x = imp.value(node.args[0])
     typ = g.element_type_of(x)
     if typ == g.i1:
         return x
     zero, one = imp.constant(0, typ), imp.constant(1, typ)
     negative = imp.insert(g.WhereOp(imp.insert(g.LtOp(x, zero), hint=False),
-                                    imp.insert(g.NegOp(one), hint=False), x), hint=False)
+                                    imp.insert(g.NegOp(one), hint=False), zero), hint=False)
     return imp.insert(g.WhereOp(imp.insert(g.GtOp(x, zero), hint=False), one, negative))
 
 

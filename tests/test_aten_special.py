@@ -58,3 +58,20 @@ def test_special_functions_equal_eager(device: str) -> None:
     for (name, fn, x), g in zip(CASES, got, strict=True):
         torch.testing.assert_close(g, fn(x), rtol=1e-5, atol=1e-6, equal_nan=True,
                                    msg=name)
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "mncore"])
+def test_sign_of_nan_and_negative_zero_is_eagers(device: str) -> None:
+    """Eager's sign is ``(0 < x) - (x < 0)``: 0 for NaN, +0.0 for -0.0 (the device gave
+    NaN and -0.0, as numpy's sign does)."""
+    torch_mncore.init(device, implicit_sync="silent")
+    try:
+        x = torch.tensor([float("nan"), -0.0, 0.0, -2.5, 3.0, float("inf"), -float("inf")])
+        got = [torch.sign(x.mncore()), torch.sgn(x.mncore())]
+        torch_mncore.sync()
+        for ours in got:
+            expected = torch.sign(x)
+            assert torch.equal(ours.cpu(), expected)
+            assert torch.equal(torch.signbit(ours.cpu()), torch.signbit(expected))
+    finally:
+        torch_mncore.init("cpu")

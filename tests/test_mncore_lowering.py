@@ -425,3 +425,41 @@ def test_max_pool_backward_of_indices_from_elsewhere_keeps_the_whole_plane() -> 
                            "convert-task-to-mncore{machine=tiny},mncore-schedule")
     (out,), _ = simulate(find_program(module), [grad.numpy(), x.numpy(), indices.numpy()])
     np.testing.assert_allclose(out, back(grad, x, indices).numpy(), rtol=1e-6, atol=1e-6)
+
+
+DIVISIONS = """func.func @main(%a: tensor<512xf32>, %b: tensor<512xf32>)
+    -> (tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>) {
+  %0 = graph.div %a, %b : tensor<512xf32>, tensor<512xf32> -> tensor<512xf32>
+  %c = graph.constant dense<41.0> : tensor<f32>
+  %1 = graph.div %a, %c : tensor<512xf32>, tensor<f32> -> tensor<512xf32>
+  %d = graph.constant dense<0.1> : tensor<f32>
+  %2 = graph.div %a, %d : tensor<512xf32>, tensor<f32> -> tensor<512xf32>
+  %h = graph.constant dense<-0.5> : tensor<f32>
+  %3 = graph.div %a, %h : tensor<512xf32>, tensor<f32> -> tensor<512xf32>
+  func.return %0, %1, %2, %3 : tensor<512xf32>, tensor<512xf32>, tensor<512xf32>, tensor<512xf32>
+}"""
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_division_rounds_as_ieee_division(seed: int) -> None:
+    """The ALU has a reciprocal, not a divider: ``x * (1 / y)`` was an ulp or two off
+    (41 / 41 = 0.99999994, so ``(x / y).long()`` lost one). The quotient corrected by
+    its exact remainder is IEEE's, bit for bit, over 30 decades of operands, exact
+    integer quotients and constant divisors (a power of two, and others), with
+    infinities, NaN and zeros as IEEE has them."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(512) * 10.0 ** rng.uniform(-15, 15, 512)).astype(np.float32)
+    b = (rng.standard_normal(512) * 10.0 ** rng.uniform(-15, 15, 512)).astype(np.float32)
+    a[:64], b[:64] = np.arange(-32, 32) * 41, 41  # exact integer quotients
+    a[64:72] = [0, np.inf, -np.inf, np.nan, 1, 0, -2, 7]
+    b[64:72] = [3, 2, np.inf, 1, 0, 0, np.inf, -0.0]
+    module = parse_module(make_context(), DIVISIONS, "div.mlir")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore},"
+                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
+    outputs, _ = simulate(find_program(module), [a, b])
+    with np.errstate(all="ignore"):
+        expected = [a / b, a / np.float32(41.0), a / np.float32(0.1), a / np.float32(-0.5)]
+    for ours, theirs in zip(outputs, expected, strict=True):  # bits, or NaN for NaN
+        same = (ours.view(np.int32) == theirs.view(np.int32)) | (np.isnan(ours)
+                                                                 & np.isnan(theirs))
+        assert same.all(), (a[~same][:4], b[~same][:4], ours[~same][:4], theirs[~same][:4])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from xdsl.dialects.builtin import IntegerType, Signedness, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -31,6 +32,8 @@ Interval = tuple[int, int]  # the least and the greatest value an integer may ta
 #: refuses integer inputs from here on, and the lowering refuses any integer that could
 #: reach past it (rather than compute a rounded one).
 EXACT_INTEGERS = 2**24
+#: A float converted to a narrow integer type is clamped to this magnitude, then wrapped.
+WRAPPED_FLOATS = 2**22 - 1
 #: Constant integral exponents up to this magnitude are lowered to products.
 MULTIPLIED_POWERS = 4
 
@@ -48,9 +51,10 @@ _INTERVALS: dict[type[Operation], Callable[..., Interval]] = {
     g.ConvertOp: lambda a: a,
 }
 #: Body ops whose integer result may be a magnitude none of their operands has, which
-#: a word then rounds past 2**24; the others (selections, negations, truncated floats)
-#: hold exact integers of any size, and only wrapping into a narrow type computes on them.
-_ARITHMETIC = (g.AddOp, g.SubOp, g.MulOp, g.PowOp)
+#: a word then rounds past 2**24, and constants, which a word rounds there; the others
+#: (selections, negations, truncated floats) hold exact integers of any size, and only
+#: wrapping into a narrow type computes on them.
+_NEW_MAGNITUDES = (g.AddOp, g.SubOp, g.MulOp, g.PowOp, g.ConstantOp)
 #: Body ops whose result is a truth value (0 or 1) whatever its type.
 _TRUTHS = (g.EqOp, g.NeOp, g.LtOp, g.LeOp, g.GtOp, g.GeOp, g.AndOp, g.OrOp, g.NotOp)
 
@@ -75,6 +79,26 @@ def input_interval(element_type: Attribute) -> Interval | None:
     return (max(full[0], 1 - EXACT_INTEGERS), min(full[1], EXACT_INTEGERS - 1))
 
 
+def truncated_interval(element_type: Attribute) -> Interval:
+    """The values a float converted to the integer ``element_type`` holds before it is
+    brought into the type (the conversion truncates, then clamps to these, since past
+    the type torch's conversion is undefined): a wide type's own range, as far as a
+    float reaches into it; a narrow type's values wrap (as eager's CPU conversion does
+    them) from any integer of magnitude below 2**22, where wrapping is exact."""
+    low, high = type_interval(element_type) or (0, 0)
+    if max(-low, high) < WRAPPED_FLOATS:
+        return (-WRAPPED_FLOATS, WRAPPED_FLOATS)
+    return _inward(low, np.float32(np.inf)), _inward(high, np.float32(-np.inf))
+
+
+def _inward(bound: int, toward: np.float32) -> int:
+    """The float nearest ``bound`` on its side of it (toward ``toward``), as an int."""
+    near = np.float32(bound)
+    if (int(near) - bound) * (1 if toward < 0 else -1) > 0:  # past the bound: step back
+        near = np.nextafter(near, toward)
+    return int(near)
+
+
 def constant_exponent(op: g.PowOp) -> float | None:
     """The exponent of ``x ** y`` when it is a constant."""
     exponent = op.operands[1].owner
@@ -96,7 +120,7 @@ def body_interval(op: Operation, operands: Sequence[Interval | None]) -> Interva
         values = constant_values(op)
         return (int(values.min()), int(values.max()))
     if isinstance(op, g.ConvertOp) and operands == [None]:  # a float truncated: exact
-        return type_interval(result)  # in a word, however large (torch: UB past the type)
+        return truncated_interval(result)
     if isinstance(op, g.PowOp) and None not in operands:
         b = constant_exponent(op)
         if b is not None and 0 <= b <= MULTIPLIED_POWERS:
@@ -246,7 +270,8 @@ class Intervals:
             raw[op.results[0]] = interval
             if interval is not None:
                 element_type = g.element_type_of(op.results[0])
-                if isinstance(op, _ARITHMETIC) or settled(interval, element_type) != interval:
+                wraps = settled(interval, element_type) != interval and element_type != i1
+                if isinstance(op, _NEW_MAGNITUDES) or wraps:  # (a boolean is != 0: exact)
                     check_exact(interval, f"{op.name} in task.body @{body.sym_name.data}", op)
                 interval = settled(interval, element_type)
             known[op.results[0]] = interval

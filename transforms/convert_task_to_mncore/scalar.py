@@ -11,9 +11,11 @@ table's decompositions), and any other op compiles through its table decompositi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import IntegerType, f32, i1
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, Signedness, f32, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from mncore_ir.dialects import graph as g
@@ -30,6 +32,7 @@ from mncore_ir.transforms.convert_task_to_mncore.intervals import (
     MULTIPLIED_POWERS,
     Interval,
     constant_exponent,
+    truncated_interval,
     type_interval,
 )
 
@@ -132,9 +135,7 @@ def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: S
     """A body op that is several ALU instructions."""
     one = e.constant
     if isinstance(op, g.DivOp):
-        inverse = e.fresh()
-        e.alu("frecip", [srcs[1]], inverse)
-        e.alu("fmul", [srcs[0], inverse], dst)
+        divide(e, srcs[0], srcs[1], dst, _constant_operand(op.operands[1]))
     elif isinstance(op, g.SqrtOp):
         inverse = e.fresh()
         e.alu("frsqrt", srcs, inverse)
@@ -173,7 +174,7 @@ def composed(e: Emitter, body: t.BodyOp, op: Operation, srcs: list[Slot], dst: S
         elif target == f32 or isinstance(source, IntegerType):
             e.alu("fpass", srcs, dst)  # words hold exact values
         elif isinstance(target, IntegerType):
-            truncate(e, srcs[0], dst)
+            to_integer(e, srcs[0], dst, target)
         else:
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: {op.name} from {source} to {target} in "
@@ -314,6 +315,71 @@ def settle(e: Emitter, slot: Slot, interval: Interval, element_type: Attribute) 
     return slot
 
 
+def _constant_operand(value: SSAValue) -> float | None:
+    """The value of a body constant (a scalar), else None."""
+    if isinstance(value.owner, g.ConstantOp):
+        values = constant_values(value.owner)
+        if values.size == 1:
+            return float(values.reshape(-1)[0])
+    return None
+
+
+#: Veltkamp's splitter for f32 (2**12 + 1): ``a * 4097 - (a * 4097 - a)`` is ``a``'s
+#: upper 12 bits, and what is left of ``a`` fits in its lower 12.
+_SPLITTER = 4097.0
+
+
+def divide(e: Emitter, x: Slot, y: Slot, dst: Slot, divisor: float | None = None) -> None:
+    """``dst`` = ``x / y`` rounded as IEEE division (eager's) rounds it, where the ALU has
+    only a reciprocal: ``q = x * (1 / y)`` may be an ulp or two off (41 / 41 is
+    0.99999994), so its remainder ``x - q y`` is computed exactly (Dekker's product of
+    ``q`` and ``y`` split by Veltkamp's method; Sterbenz: ``x - q y`` is then exact) and
+    ``q`` corrected by it times the reciprocal; where that is not finite (infinities,
+    zeros, overflow) ``q`` stands. A constant divisor (``divisor``) has its reciprocal
+    and halves as constants; a power of two is one exact product."""
+    one = e.constant
+    if divisor is not None and math.isfinite(divisor) and divisor != 0.0 and \
+            math.frexp(divisor)[0] in (0.5, -0.5):
+        e.alu("fmul", [x, one(1.0 / divisor)], dst)
+        return
+    temporaries = [e.fresh() for _ in range(4)]
+    q, p, hi, lo = temporaries
+    if divisor is None:
+        r, y_hi, y_lo = e.fresh(), e.fresh(), e.fresh()
+        temporaries += [r, y_hi, y_lo]
+        e.alu("frecip", [y], r)
+        e.alu("fmul", [y, one(_SPLITTER)], y_hi)
+        e.alu("fsub", [y_hi, y], y_lo)
+        e.alu("fsub", [y_hi, y_lo], y_hi)
+        e.alu("fsub", [y, y_hi], y_lo)
+    else:  # the same, at compile time, in f32
+        d, splitter = np.float32(divisor), np.float32(_SPLITTER)
+        with np.errstate(all="ignore"):
+            high = np.float32(d * splitter) - np.float32(np.float32(d * splitter) - d)
+            r, y_hi, y_lo = (one(float(v)) for v in (np.float32(1.0) / d, high,
+                                                     np.float32(d - high)))
+    e.alu("fmul", [x, r], q)
+    e.alu("fmul", [q, y], p)  # q y = p + (the error below), exactly
+    e.alu("fmul", [q, one(_SPLITTER)], hi)
+    e.alu("fsub", [hi, q], lo)
+    e.alu("fsub", [hi, lo], hi)
+    e.alu("fsub", [q, hi], lo)
+    error = e.fresh()
+    e.alu("fmul", [hi, y_hi], error)
+    e.alu("fsub", [error, p], error)
+    e.alu("fmadd", [hi, y_lo, error], error)  # (a * b and + c rounded apart, as Dekker's)
+    e.alu("fmadd", [lo, y_hi, error], error)
+    e.alu("fmadd", [lo, y_lo, error], error)
+    e.alu("fsub", [x, p], p)  # the remainder: x - p - error
+    e.alu("fsub", [p, error], p)
+    e.alu("fmul", [p, r], p)  # the correction
+    e.alu("fadd", [q, p], error)
+    e.alu("fcmpeq", [error, error], hi)  # not NaN: corrected
+    e.alu("fsel", [hi, error, q], dst)
+    for slot in (*temporaries, error):
+        e.release(slot)
+
+
 def truncate(e: Emitter, x: Slot, dst: Slot) -> None:
     """``dst`` = ``x`` rounded toward zero (a float converted to an integer type), exact
     for every float: ``|x| + 2**23 - 2**23`` is ``|x|`` rounded to the nearest integer
@@ -334,6 +400,32 @@ def truncate(e: Emitter, x: Slot, dst: Slot) -> None:
     e.alu("fsel", [flag, magnitude, rounded], dst)
     for slot in (magnitude, rounded, flag):
         e.release(slot)
+
+
+def to_integer(e: Emitter, x: Slot, dst: Slot, target: IntegerType) -> None:
+    """``dst`` = the float ``x`` converted to ``target`` as eager's CPU kernels do:
+    truncated toward zero; past what the conversion instruction takes (2**31, or 2**63
+    for 64-bit types) or NaN, its "integer indefinite" (the least int32 or int64, whose
+    low bits a narrower type keeps: 0), where torch leaves the result undefined; then
+    clamped to :func:`truncated_interval` (the settle that follows wraps a narrow type)."""
+    truncate(e, x, dst)
+    low, high = truncated_interval(target)
+    e.alu("fmax", [dst, e.constant(float(low))], dst)
+    e.alu("fmin", [dst, e.constant(float(high))], dst)
+    wide = target.width.data == 64 or (target.width.data == 32 and target.signedness.data
+                                       == Signedness.UNSIGNED)
+    bound, width = (2.0**63, 64) if wide else (2.0**31, 32)
+    signed = target.signedness.data != Signedness.UNSIGNED
+    indefinite = -(2.0 ** (width - 1)) if target.width.data == width and signed else 0.0
+    magnitude, flag = e.fresh(), e.fresh()
+    e.alu("fneg", [x], magnitude)
+    e.alu("fmax", [x, magnitude], magnitude)
+    e.alu("fcmple", [e.constant(bound), magnitude], flag)
+    e.alu("fcmpne", [x, x], magnitude)  # NaN
+    e.alu("fmax", [flag, magnitude], flag)
+    e.alu("fsel", [flag, e.constant(indefinite), dst], dst)
+    e.release(magnitude)
+    e.release(flag)
 
 
 def floor(e: Emitter, value: Slot, scratch: Slot) -> None:
