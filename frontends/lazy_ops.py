@@ -35,6 +35,17 @@ aten = torch.ops.aten
 # ---------------------------------------------------------------------- scalar hoisting
 
 BAKED = (0, 1, -1)
+#: Integers from this magnitude on are baked too: an MN-Core word (f32) does not hold
+#: them exactly, so as literals the lowering refuses them when it compiles (the step
+#: can then run on the host, or the error names the line), where as inputs they would
+#: fail when the program runs; they are rare enough (sentinels: ``iinfo.max``) not to
+#: cost the trace cache.
+BAKED_INTEGERS = 2**24
+
+
+def baked(value: int | float) -> bool:
+    """Whether a Python number stays in the graph rather than being hoisted."""
+    return value in BAKED or (type(value) is int and abs(value) >= BAKED_INTEGERS)
 
 
 def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:

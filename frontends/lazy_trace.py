@@ -22,7 +22,6 @@ from mncore_ir.frontends.lazy_host import run_on_host
 from mncore_ir.frontends.lazy_ops import (
     ADDC,
     ALPHA,
-    BAKED,
     COLLECTIVE_READY,
     COPY,
     CORE,
@@ -37,6 +36,7 @@ from mncore_ir.frontends.lazy_ops import (
     SPECIAL,
     UNSUPPORTED,
     VIEW,
+    baked,
     check_cast,
     core_decomposition,
     hoist_target,
@@ -314,7 +314,7 @@ class Tracer(abc.ABC):
                     first_dtype, first_rank = a.dtype, a.dim()
             elif kind is float or kind is int:
                 target = None
-                if first_dtype is not None and a not in BAKED and (
+                if first_dtype is not None and not baked(a) and (
                         first_rank or not narrow_opmath(first_dtype, func)):
                     hoist = lt.op_key(func).hoist
                     target = hoist[i] if i in hoist else hoist_target(func, i)
@@ -506,7 +506,7 @@ class Tracer(abc.ABC):
             return None
         hoisted = None
         for i, a in enumerate(args):
-            if (type(a) is not float and type(a) is not int) or a in BAKED:
+            if (type(a) is not float and type(a) is not int) or baked(a):
                 continue
             target = hoist_target(func, i)
             if target is None or not (first.dim() or not narrow_opmath(first.dtype, func)):

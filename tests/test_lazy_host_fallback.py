@@ -183,3 +183,19 @@ def test_a_packed_sequence_keeps_its_batch_sizes_on_the_host(device: str) -> Non
         torch.testing.assert_close(a.cpu(), b, rtol=1e-4, atol=1e-5)
     for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_python_integers_past_a_word_are_baked_and_refused_when_compiling() -> None:
+    """A Python int from 2**24 on stays in the graph (not a hoisted input), so the mncore
+    lowering refuses it when it compiles: by default that part runs on the host, equal
+    to eager (as an input it failed when the program ran, naming no line)."""
+    torch_mncore.init("mncore", implicit_sync="silent")
+    try:
+        x = torch.tensor([0, 1, 5, 7, 2**20])
+        got = [x.mncore() == 2**24, x.mncore() * 3 + 2**25, x.mncore() + 7]
+        torch_mncore.sync()
+        for ours, theirs in zip(got, [x == 2**24, x * 3 + 2**25, x + 7], strict=True):
+            assert torch.equal(ours.cpu(), theirs)
+        assert any(k.startswith("CpuFallback") for k in torch_mncore.counters())
+    finally:
+        torch_mncore.init("cpu")
