@@ -279,7 +279,25 @@ def _to_meta(x: Any) -> Any:
     return x
 
 
+def _is_bool(x: Any) -> bool:
+    return type(x) is bool or (isinstance(x, torch.Tensor) and x.dtype == torch.bool)
+
+
+def _check_like_eager(op: torch._ops.OpOverload, args: tuple[Any, ...]) -> None:
+    """What eager's kernels refuse and the meta kernels let through: subtraction with a
+    boolean (``t - (t > 0)``), with eager's message."""
+    if op.overloadpacket in (torch.ops.aten.sub, torch.ops.aten.rsub) and len(args) > 1:
+        if _is_bool(args[0]) and _is_bool(args[1]):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        if _is_bool(args[0]) or _is_bool(args[1]):
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                               "supported. If you are trying to invert a mask, use the `~` "
+                               "or `logical_not()` operator instead.")
+
+
 def _run_meta(op: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _check_like_eager(op, args)
     meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
     if "device" in meta_kwargs:
         meta_kwargs["device"] = "meta"

@@ -254,3 +254,18 @@ def test_narrow_float_arithmetic_under_torch_compile_rounds_once_as_in_eager() -
         torch._dynamo.reset()
         assert torch.equal(torch.compile(fn, backend="mncore", dynamic=False)(x, y),
                            fn(x, y)), fn.__name__
+
+
+@pytest.mark.parametrize("subtract", [
+    lambda t: t - (t > 0), lambda t: (t > 0) - (t > 1), lambda t: t.sub_(t > 0),
+    lambda t: (t > 0) - 1, lambda t: torch.rsub(t > 0, t)])
+def test_subtracting_a_boolean_is_refused_as_in_eager(subtract) -> None:  # type: ignore[no-untyped-def]
+    """Eager refuses ``-`` with a boolean (a mask is inverted with ``~``); the meta
+    kernels the device infers shapes with do not, so it computed a result."""
+    t = torch.tensor([1, -2, 3])
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator") as eager:
+        subtract(t.clone())
+    with pytest.raises(RuntimeError) as device:
+        subtract(t.clone().mncore())
+        torch_mncore.sync()
+    assert str(device.value) == str(eager.value)
