@@ -216,21 +216,28 @@ class Worker:
         self._stopping = False
         self._thread = start_thread(self._loop, (), "mncore-worker", threads)
         self._last: Future[None] | None = None
+        self._previous: Job | None = None  # the last job queued
         # device-busy intervals, for the benchmarks' idle fractions
         self.busy: deque[tuple[float, float]] = deque(maxlen=10_000)
 
     def submit(self, job: Job, gate: bool) -> None:
+        """Queue ``job``; with ``gate``, return once the job queued before it has been
+        prepared: the worker is then running that one, and ``job`` waits ready behind it,
+        so the worker goes on without waiting for the next trace, while tracing stays at
+        most one job ahead (its GIL-bound preparation done) and holds one step's
+        buffers more."""
         with self._cond:
             if self._stopping:
                 raise LazyError("this runtime has been shut down (torch_mncore.init() "
                                 "replaced it, or the program is exiting)")
             self._jobs.append(job)
             self._last = job.future
+            previous, self._previous = self._previous, job
             self._cond.notify()
-        if gate:
+        if gate and previous is not None:
             profile = lazy_profile.ACTIVE
             start = time.perf_counter() if profile is not None else 0.0
-            job.prepared.wait()
+            previous.prepared.wait()
             if profile is not None:
                 profile.complete("gate", "wait", start, time.perf_counter(),
                                  graph=job.graph.key)
