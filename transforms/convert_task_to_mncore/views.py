@@ -76,8 +76,8 @@ def view_layout(op: t.BodyOp | g.GraphOp, source: tuple[int, ...], offset: int,
 def _reshaped(offset: int, source: tuple[int, ...], strides: tuple[int, ...],
               result: tuple[int, ...]) -> tuple[int, tuple[int, ...]] | None:
     """A reshape as a view, where one exists (numpy's no-copy reshape decides: merged
-    dimensions must be one stride apart; on a zero-size stand-in array of one-byte
-    items, whose strides are then words)."""
+    dimensions must be one stride apart; asked of a one-byte array seen through the
+    strides, never read, so its strides in bytes are words)."""
     if is_dense(source, strides):
         return offset, dense(result)
     stand_in = as_strided(np.empty(1, np.int8), source, strides)
