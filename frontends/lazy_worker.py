@@ -216,7 +216,7 @@ class Worker:
         self._stopping = False
         self._thread = start_thread(self._loop, (), "mncore-worker", threads)
         self._last: Future[None] | None = None
-        self._previous: Job | None = None  # the last job queued
+        self._previous: threading.Event | None = None  # the last job queued's `prepared`
         # device-busy intervals, for the benchmarks' idle fractions
         self.busy: deque[tuple[float, float]] = deque(maxlen=10_000)
 
@@ -224,20 +224,19 @@ class Worker:
         """Queue ``job``; with ``gate``, return once the job queued before it has been
         prepared: the worker is then running that one, and ``job`` waits ready behind it,
         so the worker goes on without waiting for the next trace, while tracing stays at
-        most one job ahead (its GIL-bound preparation done) and holds one step's
-        buffers more."""
+        most one job ahead (its GIL-bound preparation done; one step's buffers more)."""
         with self._cond:
             if self._stopping:
                 raise LazyError("this runtime has been shut down (torch_mncore.init() "
                                 "replaced it, or the program is exiting)")
             self._jobs.append(job)
             self._last = job.future
-            previous, self._previous = self._previous, job
+            previous, self._previous = self._previous, job.prepared
             self._cond.notify()
         if gate and previous is not None:
             profile = lazy_profile.ACTIVE
             start = time.perf_counter() if profile is not None else 0.0
-            previous.prepared.wait()
+            previous.wait()
             if profile is not None:
                 profile.complete("gate", "wait", start, time.perf_counter(),
                                  graph=job.graph.key)
