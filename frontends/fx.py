@@ -69,9 +69,8 @@ KEPT_COMPOSITES = (
 
 #: The decomposition table used by :func:`capture`: torch's core-ATen decompositions
 #: without :data:`KEPT_COMPOSITES`, and the fused RNN cells and resampling backward
-#: kernels torch has none for. Batch
-#: norm is decomposed before functionalization (torch's ``native_batch_norm`` schema
-#: hides its running-stat mutation).
+#: kernels torch has none for. Batch norm is decomposed before functionalization
+#: (torch's ``native_batch_norm`` schema hides its running-stat mutation).
 DECOMPOSITIONS = {**{k: v for k, v in core_aten_decompositions().items()
                      if k not in KEPT_COMPOSITES}, **RNN_DECOMPOSITIONS,
                   **RESAMPLING_DECOMPOSITIONS}

@@ -206,8 +206,8 @@ def diagnose(graph: TraceGraph, args: list[torch.Tensor], error: BaseException) 
 
 class Worker:
     """Runs jobs in order on one thread, whose torch ops use ``threads`` intra-op threads
-    (:func:`start_thread`). ``submit`` returns once the job's Python-side preparation is
-    done, so tracing the next step does not fight it for the GIL."""
+    (:func:`start_thread`). ``submit`` returns once the job before it has been prepared
+    (its Python side done), so tracing the next step does not fight that for the GIL."""
 
     def __init__(self, metrics: Metrics, threads: int = 1) -> None:
         self.metrics = metrics
