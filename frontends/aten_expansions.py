@@ -299,6 +299,18 @@ def _wrapped(imp: FxImporter, index: SSAValue, size: int) -> SSAValue:
     return imp.insert(g.WhereOp(negative, shifted, index), hint=False)
 
 
+def _clamped(imp: FxImporter, index: SSAValue, size: int, replaced: bool) -> SSAValue:
+    """``index`` as i64, negative entries left out of range; clamped to ``[-1, size]``
+    when the caller replaces every out-of-range entry (the arithmetic on it then stays
+    small), else as it is, so that the op refusing it names the user's index."""
+    if g.element_type_of(index) != g.i64:
+        index = imp.insert(g.ConvertOp(index, g.i64), hint=False)
+    if not replaced or isinstance(index.owner, g.ConstantOp):
+        return index
+    index = imp.insert(g.MaximumOp(index, imp.constant(-1, g.i64)), hint=False)
+    return imp.insert(g.MinimumOp(index, imp.constant(size, g.i64)), hint=False)
+
+
 @dataclass(frozen=True)
 class _Indexing:
     """Advanced indexing of a tensor of ``shape`` reduced to one index along a leading
@@ -319,12 +331,16 @@ class _Indexing:
         return [*range(nb, nb + first), *range(nb), *range(nb + first, nb + len(self.tail))]
 
 
-def _linear_index(imp: FxImporter, shape: Sequence[int],
-                  indices: Sequence[SSAValue | None]) -> tuple[_Indexing, SSAValue]:
+def _linear_index(imp: FxImporter, shape: Sequence[int], indices: Sequence[SSAValue | None],
+                  wrap: bool = True, checked: bool = False) -> tuple[_Indexing, SSAValue]:
     """The layout of ``x[indices]`` and the flat (count,) row index into the flattened
     indexed dimensions. An index outside its dimension makes the row index ``rows``,
     out of range, so the gather or scatter refuses it as torch does (in range, a
-    bad index of one dimension could land on another row)."""
+    bad index of one dimension could land on another row). ``wrap``: negative indices
+    count from the end, as advanced indexing's do; else they are out of range, as
+    ``index_select``'s and ``scatter``'s are. ``checked``: a single index is made
+    ``rows`` when out of range too (index_put, which the row index feeds, counts
+    negative rows from the end)."""
     indices = [*indices, *[None] * (len(shape) - len(indices))]
     indexed = [d for d, i in enumerate(indices) if i is not None]
     rest = [d for d, i in enumerate(indices) if i is None]
@@ -341,8 +357,9 @@ def _linear_index(imp: FxImporter, shape: Sequence[int],
             lead = (1,) * (len(batch) - len(g.shape_of(index)))
             index = imp.insert(g.ExpandOp(imp.reshape(index, lead + g.shape_of(index)),
                                           batch), hint=False)
-        index = _wrapped(imp, index, shape[d])
-        if len(indexed) > 1:
+        index = _wrapped(imp, index, shape[d]) if wrap else _clamped(
+            imp, index, shape[d], checked or len(indexed) > 1)
+        if len(indexed) > 1 or checked:
             inside = imp.insert(g.AndOp(
                 imp.insert(g.GeOp(index, imp.constant(0, g.i64)), hint=False),
                 imp.insert(g.LtOp(index, imp.constant(shape[d], g.i64)), hint=False)),
@@ -367,10 +384,12 @@ def _rows_first(imp: FxImporter, x: SSAValue, layout: _Indexing) -> SSAValue:
     return imp.reshape(x, (layout.rows, *layout.tail))
 
 
-def take(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None]) -> SSAValue:
+def take(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None],
+         wrap: bool = True) -> SSAValue:
     """``x[indices]`` for integer index tensors (None: the whole dimension), as torch
-    places the result's dimensions: one gather along the flattened indexed ones."""
-    layout, linear = _linear_index(imp, g.shape_of(x), indices)
+    places the result's dimensions: one gather along the flattened indexed ones
+    (``wrap``: see :func:`_linear_index`)."""
+    layout, linear = _linear_index(imp, g.shape_of(x), indices, wrap)
     count, tail = math.prod(layout.batch), layout.tail
     flat = imp.reshape(linear, (count, *[1] * len(tail)))
     if tail:
@@ -383,12 +402,12 @@ def take(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None]) -> SS
 
 
 def put(imp: FxImporter, x: SSAValue, indices: Sequence[SSAValue | None], values: SSAValue,
-        accumulate: bool) -> SSAValue:
+        accumulate: bool, wrap: bool = True) -> SSAValue:
     """``x[indices] = values`` (``+=`` with ``accumulate``): one index_put along the
     flattened indexed dimensions, ``values`` laid out as the gather of :func:`take`
-    would read them."""
+    would read them (``wrap``: see :func:`_linear_index`)."""
     shape = g.shape_of(x)
-    layout, linear = _linear_index(imp, shape, indices)
+    layout, linear = _linear_index(imp, shape, indices, wrap, checked=not wrap)
     batch, tail = layout.batch, layout.tail
     placed = [*tail[:layout.first], *batch, *tail[layout.first:]]
     if g.shape_of(values) != tuple(placed):
@@ -491,7 +510,7 @@ def scatter(imp: FxImporter, node: fx.Node) -> SSAValue:
         where = [1] * rank
         where[d] = n
         coords.append(imp.constant(np.arange(n).reshape(where), g.i64, where))
-    return put(imp, v, coords, source, accumulate)
+    return put(imp, v, coords, source, accumulate, wrap=False)
 
 
 def _integer_indices(imp: FxImporter, node: fx.Node, indices: Sequence[Any]) -> None:
@@ -524,8 +543,48 @@ def _index_select(imp: FxImporter, node: fx.Node) -> SSAValue:
     dim = node.args[1] % rank
     index = imp.value(node.args[2])
     index = imp.reshape(index, (math.prod(g.shape_of(index)),))
-    result = take(imp, x, [*[None] * dim, index])
+    result = take(imp, x, [*[None] * dim, index], wrap=False)
     return imp.reshape(result, imp.meta(node).shape)
+
+
+@handles(aten.index_add.default, aten.index_copy.default)
+def _index_add(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``x.index_add(dim, index, source, alpha=)`` (``index_copy``: the rows replaced):
+    an index_put of the source's slices along ``dim``, a negative index out of range
+    as in eager (torch's decomposition, an index_put, would count it from the end)."""
+    x, dim, index, source = node.args[:4]
+    dtype = imp.meta(node).dtype
+    v, s = imp.as_type(x, dtype), imp.as_type(source, dtype)
+    shape = imp.meta(node).shape
+    if not math.prod(shape) or not imp.meta(index).numel():
+        return v
+    accumulate = node.target == aten.index_add.default
+    alpha = argument(node, 4, "alpha", 1) if accumulate else 1
+    if alpha != 1:
+        s = imp.insert(g.MulOp(s, imp.constant(alpha, g.element_type_of(s))), hint=False)
+    rank = max(len(shape), 1)
+    v, s = imp.reshape(v, (1,)) if not shape else v, imp.reshape(s, (1,) * rank) if not \
+        g.shape_of(s) else s
+    i = imp.reshape(imp.value(index), (imp.meta(index).numel(),))
+    out = put(imp, v, [*[None] * (dim % rank), i], s, accumulate, wrap=False)
+    return imp.reshape(out, shape)
+
+
+@handles(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+def _index_fill(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``x.index_fill(dim, index, value)``: ``value`` put at the indexed slices along
+    ``dim``, a negative index counted from the end (as in eager, unlike index_copy)."""
+    x, dim, index, value = node.args[:4]
+    dtype = imp.meta(node).dtype
+    v = imp.as_type(x, dtype)
+    shape = imp.meta(node).shape
+    if not math.prod(shape) or not imp.meta(index).numel():
+        return v
+    rank = max(len(shape), 1)
+    i = imp.reshape(imp.value(index), (imp.meta(index).numel(),))
+    out = put(imp, imp.reshape(v, (1,)) if not shape else v, [*[None] * (dim % rank), i],
+              imp.as_type(value, dtype), accumulate=False)
+    return imp.reshape(out, shape)
 
 
 @handles(aten.flip.default)

@@ -64,7 +64,7 @@ def scatter_reduce(imp: FxImporter, node: fx.Node, x: SSAValue, dim: int, index:
     position = [1] * (rank + 1)
     position[dim] = n
     positions = imp.constant(np.arange(n).reshape(position), g.i64, position)
-    lands = m.eq(_last(imp, index, dim), positions)
+    lands = m.eq(_last(imp, _checked(imp, index, dim, n), dim), positions)
     values = _last(imp, source, dim)
     kept = m.where(lands, values, _identity(x, how))
     last = rank
@@ -92,6 +92,20 @@ def scatter_reduce(imp: FxImporter, node: fx.Node, x: SSAValue, dim: int, index:
         result = m.e((g.MaximumOp if how == "amax" else g.MinimumOp)(region, total))
     result = m.where(touched, result, region)
     return _restore(imp, result, x, dim)
+
+
+def _checked(imp: FxImporter, index: SSAValue, dim: int, n: int) -> SSAValue:
+    """``index`` read back through a gather of ``0..n-1`` along ``dim``: the same
+    values, and an index out of range (negative included) refused when the graph runs,
+    as eager refuses it, rather than landing nowhere."""
+    shape = list(g.shape_of(index))
+    where = [1] * len(shape)
+    where[dim] = shape[dim] = n
+    positions = imp.insert(g.ExpandOp(imp.constant(np.arange(n).reshape(where), g.i64,
+                                                   where), shape), hint=False)
+    if g.element_type_of(index) != g.i64:
+        index = imp.insert(g.ConvertOp(index, g.i64), hint=False)
+    return imp.insert(g.GatherOp(positions, index, dim=dim), hint=False)
 
 
 def _last(imp: FxImporter, x: SSAValue, dim: int) -> SSAValue:

@@ -59,12 +59,18 @@ __all__ = ["HANDLERS", "FxImportError", "FxImporter", "UnsupportedOpError", "cap
 aten = torch.ops.aten
 
 #: Composite ops kept whole at capture time: ``graph-decompose`` expands them later,
-#: and later levels may give them dedicated kernels.
+#: and later levels may give them dedicated kernels; the importer expands
+#: ``index_add``/``index_copy`` itself (torch's decompositions are index_puts, which
+#: count a negative index from the end where these ops refuse it).
 KEPT_COMPOSITES = (
     aten._softmax_backward_data.default,
     aten._log_softmax_backward_data.default,
     aten.gelu_backward.default,
     aten.native_layer_norm_backward.default,
+    aten.index_add.default,
+    aten.index_copy.default,
+    aten.index_fill.int_Scalar,
+    aten.index_fill.int_Tensor,
 )
 
 #: The decomposition table used by :func:`capture`: torch's core-ATen decompositions

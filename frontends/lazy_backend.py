@@ -55,6 +55,7 @@ def ensure_backend() -> None:
         # above autograd: the composite kernel would refuse a device tensor first
         lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
                  "AutogradPrivateUse1")
+        lib.impl("one_hot", _one_hot, "AutogradPrivateUse1")
         # above autograd: resampling as its decomposition (indices, products), whose
         # backward autograd derives; the fused backward kernels have no decomposition
         for op in RESAMPLING:
@@ -68,6 +69,22 @@ def ensure_backend() -> None:
 
 
 _LIBRARIES: list[Any] = []
+
+
+def _one_hot(x: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
+    """``one_hot`` as eager's CUDA kernel computes it, a scatter of ones, so that a class
+    out of range is refused when the graph runs (torch's kernel for this device compares
+    with ``arange``, which gives such a class a row of zeros)."""
+    if x.dtype != torch.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if x.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(x.max().item()) + 1  # eager reads it back too
+    elif num_classes < -1:
+        raise RuntimeError("num_classes should be positive")
+    out = torch.zeros((*x.shape, num_classes), dtype=torch.int64, device=x.device)
+    return out.scatter_(-1, x.unsqueeze(-1), 1) if x.numel() else out
 
 
 def _tensor_split(x: torch.Tensor, split: torch.Tensor, dim: int = 0) -> list[torch.Tensor]:
