@@ -24,7 +24,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
-from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS
+from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS, math_attention
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
 
 aten = torch.ops.aten
@@ -62,7 +62,8 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
                            decompositions=_decompositions(),
                            partition_fn=min_cut_rematerialization_partition,
                            keep_inference_input_mutations=True)
-    return backend(gm, example_inputs, **kwargs)
+    with math_attention():  # AOTAutograd traces forward and backward here
+        return backend(gm, example_inputs, **kwargs)
 
 
 def _register_prims() -> None:

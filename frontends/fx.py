@@ -12,6 +12,7 @@ one node to one op or a short fixed expansion. An ATen op without a mapping is a
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 from collections.abc import Callable, Sequence
@@ -73,12 +74,28 @@ KEPT_COMPOSITES = (
     aten.index_fill.int_Tensor,
 )
 
+#: torch's decompositions meant for export only: the CPU flash attention's gives the
+#: attention matrix as its second output, where the op gives the logsumexp its
+#: backward reads (gradients through it came out wrong). Attention is traced as its
+#: math form instead (:func:`math_attention`).
+EXPORT_ONLY = (aten._scaled_dot_product_flash_attention_for_cpu.default,)
+
+
+def math_attention() -> contextlib.AbstractContextManager[None]:
+    """While tracing for the device: ``scaled_dot_product_attention`` as its math form
+    (products and a softmax, which autograd differentiates), not the host's fused CPU
+    kernel, whose forward and backward are ops of their own."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.MATH])
+
+
 #: The decomposition table used by :func:`capture`: torch's core-ATen decompositions
 #: without :data:`KEPT_COMPOSITES`, and the fused RNN cells and resampling backward
 #: kernels torch has none for. Batch norm is decomposed before functionalization
 #: (torch's ``native_batch_norm`` schema hides its running-stat mutation).
 DECOMPOSITIONS = {**{k: v for k, v in core_aten_decompositions().items()
-                     if k not in KEPT_COMPOSITES}, **RNN_DECOMPOSITIONS,
+                     if k not in KEPT_COMPOSITES and k not in EXPORT_ONLY}, **RNN_DECOMPOSITIONS,
                   **RESAMPLING_DECOMPOSITIONS}
 HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions(
     [aten.native_batch_norm, aten._native_batch_norm_legit, aten._batch_norm_with_update])
@@ -121,8 +138,9 @@ def capture(fn: Callable[..., Any], *args: Any,
         result_count[0] = len(out)
         return (*out, *copies)
 
-    first = make_fx(step, decomposition_table=HIDDEN_MUTATION_DECOMPOSITIONS, tracing_mode="fake",
-                    record_stack_traces=True)(*flat)
+    with math_attention():
+        first = make_fx(step, decomposition_table=HIDDEN_MUTATION_DECOMPOSITIONS,
+                        tracing_mode="fake", record_stack_traces=True)(*flat)
 
     def replay(*flat_args: torch.Tensor) -> Any:
         with fx_traceback.preserve_node_meta():

@@ -422,7 +422,7 @@ class GraphCompiler:
         Failures are the importer's, naming the user's line."""
         signature = [(tuple(x.shape), x.stride(), x.dtype) if isinstance(x, torch.Tensor)
                      else repr(x) for x in examples]
-        text = f"{gm.code}{signature!r}{COMPILER_VERSION}"
+        text = f"{_graph_text(gm)}{signature!r}{COMPILER_VERSION}"
         key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
         cached = self.cache.get(key)
         if cached is not None:
@@ -475,3 +475,25 @@ class GraphCompiler:
         if self.compiles_at[reason] == 3:
             warnings.warn(f"{reason} has compiled 3 different graphs: check for changing "
                           "shapes or Python values baked into the graph", stacklevel=2)
+
+
+def _graph_text(gm: fx.GraphModule) -> str:
+    """What an FX graph computes, as cache-key text: its code and its submodules'
+    (higher-order ops' branches), and the values of the constants it reads
+    (``get_attr``: Dynamo lifts ``torch.tensor([...])`` in a function into one, which
+    the code names but does not spell)."""
+    parts = [module.code for _, module in gm.named_modules() if isinstance(module, fx.GraphModule)]
+    for node in gm.graph.nodes:
+        if node.op != "get_attr":
+            continue
+        value: Any = gm
+        for name in str(node.target).split("."):
+            value = getattr(value, name)
+        if isinstance(value, torch.Tensor):
+            data = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+            value = (tuple(value.shape), value.dtype,
+                     hashlib.blake2b(data.numpy().tobytes(), digest_size=16).hexdigest())
+        elif isinstance(value, fx.GraphModule):
+            continue
+        parts.append(f"{node.target}={value!r}")
+    return "\n".join(parts)

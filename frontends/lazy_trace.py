@@ -30,21 +30,22 @@ from mncore_ir.frontends.lazy_ops import (
     FACTORY,
     INPLACE,
     INPLACE_VIEW,
+    NARROW_FLOATS,
     OUT,
     PROCESS_GROUP,
     RECORD,
     SPECIAL,
     UNSUPPORTED,
     VIEW,
+    addc_operands,
     baked,
+    check_alpha,
     check_cast,
     core_decomposition,
     hoist_target,
     hoisted_number,
     inplace_form,
     leaves_device,
-    narrow_alpha,
-    narrow_floats,
     narrow_opmath,
     on_device,
     out_functional,
@@ -52,6 +53,7 @@ from mncore_ir.frontends.lazy_ops import (
     plan_of,
     refuse_write_to_copy,
     resize_out,
+    scaled_sum,
     scatter_view,
     single_views,
     underlying_plan,
@@ -129,16 +131,15 @@ class Tracer(abc.ABC):
             return TRACE_DECOMPOSITIONS[func](*args, **kwargs)
         if plan is ALPHA:
             alpha = kwargs.get("alpha", 1)
-            if isinstance(alpha, float) and not any(  # eager's check, before the split
-                    isinstance(a, float) or (isinstance(a, torch.Tensor) and (
-                        a.is_floating_point() or a.is_complex())) for a in args[:2]):
-                raise RuntimeError("For integral input tensors, argument alpha must not "
-                                   "be a floating point number.")
+            common = check_alpha(args, alpha)  # eager's checks, before the split
+            if common == torch.bool:
+                alpha = bool(alpha)  # as eager's kernel reads it
             if alpha == 1:
                 return (self._inplace if func._schema.is_mutable else self._record)(
                     func, args, kwargs)
-            if narrow_floats(args[:2]):
-                return narrow_alpha(self.dispatch, func, args, alpha)
+            if common in NARROW_FLOATS or any(isinstance(a, torch.Tensor) and a.dtype
+                                              != common for a in args[:2]):
+                return scaled_sum(self.dispatch, func, args, alpha)
             scaled = self.dispatch(aten.mul.Tensor, (args[1], alpha), {})
             return self.dispatch(func, (args[0], scaled), {})
         if plan is ADDC:
@@ -183,11 +184,12 @@ class Tracer(abc.ABC):
               kwargs: dict[str, Any]) -> Any:
         """``x + value * (t1 op t2)`` as separate ops, so ``value`` can be a graph input.
         In bf16/f16 torch's decomposition instead: it computes in f32, as eager does."""
+        args, common = addc_operands(self.dispatch, func, args)
         x, t1, t2 = args[:3]
-        if x.dtype in (torch.bfloat16, torch.float16) and func in decomposition_table:
+        if common in NARROW_FLOATS and func in decomposition_table:
             return decomposition_table[func](*args, **kwargs)
         value = kwargs.get("value", args[3] if len(args) > 3 else 1)
-        inner = aten.mul.Tensor if "addcmul" in func.__name__ else aten.div.Tensor
+        inner = aten.div.Tensor if "addcdiv" in func.__name__ else aten.mul.Tensor
         prod = self.dispatch(inner, (t1, t2), {})
         if value != 1:
             prod = self.dispatch(aten.mul.Tensor, (prod, value), {})

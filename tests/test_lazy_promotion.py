@@ -1,0 +1,79 @@
+"""Mixed dtypes on the lazy devices as eager computes them: ``add``/``sub`` with an
+``alpha`` and ``addcmul``/``addcdiv`` with a ``value`` promote their operands to the
+common dtype before the product (an f32 accumulator of bf16 updates, as optimizers and
+weight EMAs keep, must not see the product rounded to bf16), and the calls eager's
+kernels refuse are refused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from tests.conftest import run_on_device
+
+Case = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+#: (name, the op of a and b, a's dtype, b's dtype)
+MIXED: list[tuple[str, Case, torch.dtype, torch.dtype]] = [
+    ("add_f32_bf16", lambda a, b: torch.add(a, b, alpha=3.3), torch.float32, torch.bfloat16),
+    ("sub_f32_bf16", lambda a, b: a.sub(b, alpha=0.7), torch.float32, torch.bfloat16),
+    ("add__f32_f16", lambda a, b: a.clone().add_(b, alpha=-0.0123), torch.float32,
+     torch.float16),
+    ("ema_f32_bf16", lambda a, b: a.clone().mul_(0.999).add_(b, alpha=0.001),
+     torch.float32, torch.bfloat16),
+    ("add_f64_f32", lambda a, b: torch.add(a, b, alpha=0.1), torch.float64, torch.float32),
+    ("add_f16_i32", lambda a, b: a.add(b, alpha=0.37), torch.float16, torch.int32),
+    ("add_bf16_0d_f32", lambda a, b: a.add(b.sum(), alpha=1.5), torch.bfloat16,
+     torch.float32),
+    ("addcmul_f32_bf16", lambda a, b: a.addcmul(b, b, value=0.7), torch.float32,
+     torch.bfloat16),
+    ("addcdiv_f32_bf16", lambda a, b: a.addcdiv(b, b.abs() + 1, value=-0.3),
+     torch.float32, torch.bfloat16),
+    ("addcmul__f32_bf16", lambda a, b: a.clone().addcmul_(b, b, value=0.05), torch.float32,
+     torch.bfloat16),
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+@pytest.mark.parametrize("name, case, a_dtype, b_dtype", MIXED, ids=[m[0] for m in MIXED])
+def test_mixed_dtypes_are_promoted_before_the_product(device: str, name: str, case: Case,
+                                                      a_dtype: torch.dtype,
+                                                      b_dtype: torch.dtype) -> None:
+    g = torch.Generator().manual_seed(0)
+    a = (torch.randn(256, generator=g) * 3).to(a_dtype)
+    b = (torch.randn(256, generator=g) * 3).to(b_dtype) if b_dtype.is_floating_point else \
+        torch.randint(-50, 50, (256,), generator=g, dtype=b_dtype)
+    expected = case(a, b)
+    (got,), host = run_on_device(device, case, a, b)
+    assert not host
+    assert got.dtype == expected.dtype
+    # one rounding of the result's type: eager fuses the multiply-add where the
+    # interpreter rounds the product first (rounded to bf16, it was off by up to 3x)
+    torch.testing.assert_close(got, expected, rtol=2 * torch.finfo(expected.dtype).eps,
+                               atol=1e-6)
+
+
+def test_booleans_keep_their_type() -> None:
+    a, b = torch.tensor([True, False, False]), torch.tensor([False, False, True])
+    case: Case = lambda a, b: torch.add(a, b, alpha=2)  # noqa: E731
+    (got,), _ = run_on_device("cpu", case, a, b)
+    torch.testing.assert_close(got, case(a, b))
+
+
+#: calls eager's kernels refuse, with eager's message
+REFUSED: list[tuple[Case, torch.dtype, str]] = [
+    (lambda a, b: torch.add(a, b, alpha=True), torch.float32, "Boolean alpha"),
+    (lambda a, b: torch.sub(a, b, alpha=0.5), torch.int64, "alpha must not be a floating"),
+    (lambda a, b: torch.addcdiv(a, b, b), torch.int32, "Integer division with addcdiv"),
+]
+
+
+@pytest.mark.parametrize("case, dtype, message", REFUSED)
+def test_what_eager_refuses_is_refused(case: Case, dtype: torch.dtype, message: str) -> None:
+    a = torch.ones(3, dtype=dtype)
+    with pytest.raises(RuntimeError, match=message):
+        case(a, a)
+    with pytest.raises(RuntimeError, match=message):
+        run_on_device("cpu", case, a, a)
