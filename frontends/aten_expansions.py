@@ -547,46 +547,6 @@ def _index_select(imp: FxImporter, node: fx.Node) -> SSAValue:
     return imp.reshape(result, imp.meta(node).shape)
 
 
-@handles(aten.index_add.default, aten.index_copy.default)
-def _index_add(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """``x.index_add(dim, index, source, alpha=)`` (``index_copy``: the rows replaced):
-    an index_put of the source's slices along ``dim``, a negative index out of range
-    as in eager (torch's decomposition, an index_put, would count it from the end)."""
-    x, dim, index, source = node.args[:4]
-    dtype = imp.meta(node).dtype
-    v, s = imp.as_type(x, dtype), imp.as_type(source, dtype)
-    shape = imp.meta(node).shape
-    if not math.prod(shape) or not imp.meta(index).numel():
-        return v
-    accumulate = node.target == aten.index_add.default
-    alpha = argument(node, 4, "alpha", 1) if accumulate else 1
-    if alpha != 1:
-        s = imp.insert(g.MulOp(s, imp.constant(alpha, g.element_type_of(s))), hint=False)
-    rank = max(len(shape), 1)
-    v, s = imp.reshape(v, (1,)) if not shape else v, imp.reshape(s, (1,) * rank) if not \
-        g.shape_of(s) else s
-    i = imp.reshape(imp.value(index), (imp.meta(index).numel(),))
-    out = put(imp, v, [*[None] * (dim % rank), i], s, accumulate, wrap=False)
-    return imp.reshape(out, shape)
-
-
-@handles(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
-def _index_fill(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """``x.index_fill(dim, index, value)``: ``value`` put at the indexed slices along
-    ``dim``, a negative index counted from the end (as in eager, unlike index_copy)."""
-    x, dim, index, value = node.args[:4]
-    dtype = imp.meta(node).dtype
-    v = imp.as_type(x, dtype)
-    shape = imp.meta(node).shape
-    if not math.prod(shape) or not imp.meta(index).numel():
-        return v
-    rank = max(len(shape), 1)
-    i = imp.reshape(imp.value(index), (imp.meta(index).numel(),))
-    out = put(imp, imp.reshape(v, (1,)) if not shape else v, [*[None] * (dim % rank), i],
-              imp.as_type(value, dtype), accumulate=False)
-    return imp.reshape(out, shape)
-
-
 @handles(aten.flip.default)
 @zeros_when_empty
 def _flip(imp: FxImporter, node: fx.Node) -> SSAValue:

@@ -1,9 +1,12 @@
-"""Scatter reductions of ATen as graph ops (``scatter_reduce``, ``index_reduce``, and
-``scatter`` with ``reduce='multiply'``): each output position along the dimension
-gathers every source element whose index names it, by comparison (positions times
-source length per row, at most :data:`aten_order.ORDER_MAX`), and reduces them with
-the op: sums and maxima exact up to order, products as a tree. Positions no index
-names keep the input. Checked against eager in ``tests/test_aten_order.py``."""
+"""Scatters of ATen as graph ops. ``index_add``, ``index_copy`` and ``index_fill`` are
+index_puts of slices (torch's own decompositions are index_puts that count a negative
+index from the end, which the first two refuse). The reductions (``scatter_reduce``,
+``index_reduce``, and ``scatter`` with ``reduce='multiply'``): each output position
+along the dimension gathers every source element whose index names it, by comparison
+(positions times source length per row, at most :data:`aten_order.ORDER_MAX`), and
+reduces them with the op: sums and maxima exact up to order, products as a tree.
+Positions no index names keep the input. Checked against eager in
+``tests/test_aten_order.py`` and ``tests/test_lazy_index_bounds.py``."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.graph_semantics_transcendental import Math
-from mncore_ir.frontends.aten_expansions import argument, extreme, scatter
+from mncore_ir.frontends.aten_expansions import argument, extreme, put, scatter
 from mncore_ir.frontends.aten_handlers import handles, reduce
 from mncore_ir.frontends.aten_order import ORDER_MAX
 from mncore_ir.frontends.aten_scans import fold
@@ -181,3 +184,43 @@ def _scatter_with_reduce(imp: FxImporter, node: fx.Node) -> SSAValue:
                                        g.shape_of(i)), hint=False)
     return scatter_reduce(imp, node, v, dim % max(len(g.shape_of(v)), 1), i, source, "prod",
                           True)
+
+
+@handles(aten.index_add.default, aten.index_copy.default)
+def _index_add(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``x.index_add(dim, index, source, alpha=)`` (``index_copy``: the rows replaced):
+    an index_put of the source's slices along ``dim``, a negative index out of range
+    as in eager (torch's decomposition, an index_put, would count it from the end)."""
+    x, dim, index, source = node.args[:4]
+    dtype = imp.meta(node).dtype
+    v, s = imp.as_type(x, dtype), imp.as_type(source, dtype)
+    shape = imp.meta(node).shape
+    if not math.prod(shape) or not imp.meta(index).numel():
+        return v
+    accumulate = node.target == aten.index_add.default
+    alpha = argument(node, 4, "alpha", 1) if accumulate else 1
+    if alpha != 1:
+        s = imp.insert(g.MulOp(s, imp.constant(alpha, g.element_type_of(s))), hint=False)
+    rank = max(len(shape), 1)
+    v, s = imp.reshape(v, (1,)) if not shape else v, imp.reshape(s, (1,) * rank) if not \
+        g.shape_of(s) else s
+    i = imp.reshape(imp.value(index), (imp.meta(index).numel(),))
+    out = put(imp, v, [*[None] * (dim % rank), i], s, accumulate, wrap=False)
+    return imp.reshape(out, shape)
+
+
+@handles(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+def _index_fill(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """``x.index_fill(dim, index, value)``: ``value`` put at the indexed slices along
+    ``dim``, a negative index counted from the end (as in eager, unlike index_copy)."""
+    x, dim, index, value = node.args[:4]
+    dtype = imp.meta(node).dtype
+    v = imp.as_type(x, dtype)
+    shape = imp.meta(node).shape
+    if not math.prod(shape) or not imp.meta(index).numel():
+        return v
+    rank = max(len(shape), 1)
+    i = imp.reshape(imp.value(index), (imp.meta(index).numel(),))
+    out = put(imp, imp.reshape(v, (1,)) if not shape else v, [*[None] * (dim % rank), i],
+              imp.as_type(value, dtype), accumulate=False)
+    return imp.reshape(out, shape)

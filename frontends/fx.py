@@ -41,6 +41,7 @@ from mncore_ir.frontends import (  # noqa: F401 (their handlers)
     aten_windows,
 )
 from mncore_ir.frontends.aten_handlers import HANDLERS
+from mncore_ir.frontends.corrected_decompositions import CORRECTED
 from mncore_ir.frontends.fx_importer import (
     FxImporter,
     FxImportError,
@@ -95,7 +96,8 @@ def math_attention() -> contextlib.AbstractContextManager[None]:
 #: kernels torch has none for. Batch norm is decomposed before functionalization
 #: (torch's ``native_batch_norm`` schema hides its running-stat mutation).
 DECOMPOSITIONS = {**{k: v for k, v in core_aten_decompositions().items()
-                     if k not in KEPT_COMPOSITES and k not in EXPORT_ONLY}, **RNN_DECOMPOSITIONS,
+                     if k not in KEPT_COMPOSITES and k not in EXPORT_ONLY}, **CORRECTED,
+                  **RNN_DECOMPOSITIONS,
                   **RESAMPLING_DECOMPOSITIONS}
 HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions(
     [aten.native_batch_norm, aten._native_batch_norm_legit, aten._batch_norm_with_update])

@@ -14,6 +14,7 @@ from torch._decomp import decomposition_table
 from mncore_ir.frontends.lazy_tensor import (
     DEVICE_NAME,
     DeviceData,
+    LazyError,
     LazyTensor,
     _meta_like,
     set_device,
@@ -56,6 +57,7 @@ def ensure_backend() -> None:
         lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
                  "AutogradPrivateUse1")
         lib.impl("one_hot", _one_hot, "AutogradPrivateUse1")
+        torch.serialization.register_package(18, lambda storage: None, _restore_location)
         # above autograd: resampling as its decomposition (indices, products), whose
         # backward autograd derives; the fused backward kernels have no decomposition
         for op in RESAMPLING:
@@ -69,6 +71,38 @@ def ensure_backend() -> None:
 
 
 _LIBRARIES: list[Any] = []
+
+
+_AUTOGRAD_CHECKED: set[int] = set()
+
+
+def reach_autograd() -> None:
+    """Make sure autograd can run this device's backward on the calling thread (once
+    per thread). PyTorch's engine sizes its per-device queues at the process's first
+    backward: after a backward on the host before ``import torch_mncore``, it has no
+    queue for this device and every backward here failed on an internal assertion. A
+    one-element backward finds out; then this thread runs backward itself
+    (``torch.autograd.set_multithreading_enabled(False)``, as the host does)."""
+    thread = threading.get_ident()
+    if thread in _AUTOGRAD_CHECKED:
+        return
+    _AUTOGRAD_CHECKED.add(thread)
+    leaf = torch.zeros(1, device=DEVICE_NAME, requires_grad=True)
+    try:
+        torch.autograd.backward(leaf, torch.ones(1, device=DEVICE_NAME))
+    except RuntimeError as error:
+        if "device_ready_queues_" not in str(error):
+            raise
+        torch._C._set_multithreading_enabled(False)
+
+
+def _restore_location(storage: Any, location: str) -> None:
+    """``torch.load(..., map_location="mncore")``: a clear error (the device holds no
+    storages for torch to fill; torch's own path failed on the backend module)."""
+    if location == DEVICE_NAME or location.startswith(f"{DEVICE_NAME}:"):
+        raise LazyError(f"torch.load cannot map storages to the {DEVICE_NAME} device: load "
+                        "with map_location='cpu', then move the tensors (.mncore()) or load "
+                        "the state dict into a model already on the device")
 
 
 def _one_hot(x: torch.Tensor, num_classes: int = -1) -> torch.Tensor:

@@ -278,7 +278,18 @@ def functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | N
     if not name.endswith("_"):
         return None
     packet = getattr(aten, name[:-1], None)
-    return getattr(packet, func._overloadname, None) if packet is not None else None
+    if packet is None:
+        return None
+    # the overload taking the same arguments: not always of the same name
+    # (``pow_.Scalar(Tensor self, Scalar exponent)`` is ``pow.Tensor_Scalar``; ``pow.Scalar``
+    # raises a number to tensor powers)
+    wanted = [(a.name, str(a.type)) for a in func._schema.arguments]
+    named = getattr(packet, func._overloadname, None)
+    for overload in [named] + [getattr(packet, o) for o in packet.overloads()]:
+        if overload is not None and [(a.name, str(a.type)) for a in
+                                     overload._schema.arguments] == wanted:
+            return overload
+    return None
 
 
 def inplace_form(func: torch._ops.OpOverload) -> tuple[Any, bool]:
@@ -494,7 +505,7 @@ def scaled_sum(dispatch: Callable[..., Any], func: torch._ops.OpOverload,
     alpha rounded to their type and the sum rounded once (split into a product and a
     sum of their type, it rounded twice: one unit in the last place off in about 1
     element in 10). ``dispatch`` records."""
-    common = torch.result_type(args[0], args[1])
+    common = result_type(args[0], args[1])
     compute = torch.float32 if common in NARROW_FLOATS else common
     if common in NARROW_FLOATS:
         alpha = float(torch.tensor(alpha, dtype=common))
@@ -524,7 +535,9 @@ def addc_operands(dispatch: Callable[..., Any], func: torch._ops.OpOverload,
     if "addcdiv" in func.__name__ and not any(isinstance(t, torch.Tensor) and (
             t.is_floating_point() or t.is_complex()) for t in (t1, t2)):
         raise RuntimeError(_ADDCDIV_INTEGERS)
-    common = elementwise_dtypes(x, t1, t2, type_promotion_kind=_DEFAULT_PROMOTION)[1]
+    common = elementwise_dtypes(*(t.meta() if isinstance(t, LazyTensor) else t
+                                  for t in (x, t1, t2)),
+                                type_promotion_kind=_DEFAULT_PROMOTION)[1]
     t1, t2 = (dispatch(aten._to_copy.default, (t,), {"dtype": common})
               if isinstance(t, torch.Tensor) and t.dtype != common else t for t in (t1, t2))
     return (x, t1, t2, *args[3:]), common
@@ -540,10 +553,17 @@ _ADDCDIV_INTEGERS = (
     "(input + value * tensor1 / tensor2), for all dtypes.")
 
 
+def result_type(a: Any, b: Any) -> torch.dtype:
+    """``torch.result_type`` of two operands, lazy tensors read by their metadata (on
+    a lazy tensor itself it is an op dispatched through Python, about 50 µs)."""
+    return torch.result_type(a.meta() if isinstance(a, LazyTensor) else a,
+                             b.meta() if isinstance(b, LazyTensor) else b)
+
+
 def check_alpha(args: tuple[Any, ...], alpha: Any) -> torch.dtype:
     """The common dtype of ``add``/``sub``'s operands, refusing the alphas eager's
     kernels refuse (and its meta kernels let through)."""
-    common = torch.result_type(args[0], args[1])
+    common = result_type(args[0], args[1])
     if isinstance(alpha, float) and not (common.is_floating_point or common.is_complex):
         raise RuntimeError("For integral input tensors, argument alpha must not be a "
                            "floating point number.")

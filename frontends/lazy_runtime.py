@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 
-from mncore_ir.frontends import lazy_profile
+from mncore_ir.frontends import lazy_backend, lazy_profile
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.lazy_backend import ensure_backend
 from mncore_ir.frontends.lazy_compile import CompiledGraph, GraphCompiler
@@ -251,6 +251,7 @@ def init(name: str = "cpu", implicit_sync: str | None = None, asynchronous: bool
             new.worker.stop()
             raise
     lt.activate(new)
+    lazy_backend.reach_autograd()
     return new
 
 

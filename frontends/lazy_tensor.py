@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -336,6 +337,11 @@ _WRAPPER = torch.Tensor._make_wrapper_subclass
 _DATA = torch._C.TensorBase.data  # torch's property, which LazyTensor.data extends
 
 
+#: Where eager's tensor printing puts its suffixes (``size=`` of an empty tensor, a
+#: dtype), after which a device's name goes.
+_SUFFIX = re.compile(r", (size|dtype)=")
+
+
 class LazyTensor(torch.Tensor):
     """A tensor on the ``mncore`` device: its value is a storage seen through views."""
 
@@ -365,7 +371,22 @@ class LazyTensor(torch.Tensor):
         return r
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
-        return f"LazyTensor({self.materialize()!r}, device='{DEVICE_NAME}:0')"
+        """As eager prints a device tensor: ``tensor([...], device='mncore:0', ...)``."""
+        text = repr(self.materialize())[:-1]
+        found = _SUFFIX.search(text)
+        at = found.start() if found else len(text)
+        text = f"{text[:at]}, device='{DEVICE_NAME}:0'{text[at:]}"
+        if self.grad_fn is not None:
+            text += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            text += ", requires_grad=True"
+        return text + ")"
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its number (``f"{loss:.4f}"``), as eager's does."""
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     # the value, as recorded graph input ----------------------------------------
 

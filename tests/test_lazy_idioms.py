@@ -269,3 +269,31 @@ def test_subtracting_a_boolean_is_refused_as_in_eager(subtract) -> None:  # type
         subtract(t.clone().mncore())
         torch_mncore.sync()
     assert str(device.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("update", [lambda x: x.pow_(2), lambda x: x.square_(),
+                                    lambda x: x.pow_(0.5), lambda x: x.__ipow__(3)],
+                         ids=["pow_(2)", "square_()", "pow_(0.5)", "**= 3"])
+def test_in_place_powers_of_a_number(update: object) -> None:
+    """``pow_(number)``'s functional form is ``pow.Tensor_Scalar``, not the overload of
+    its name (``pow.Scalar`` raises a number to tensor powers): it failed inside."""
+    x = torch.tensor([1.5, 2.0, 4.0])
+    expected = update(x.clone())  # type: ignore[operator]
+    got = update(x.mncore())  # type: ignore[operator]
+    torch_mncore.sync()
+    torch.testing.assert_close(got.cpu(), expected)
+
+
+def test_printing_and_formatting_as_eager_does() -> None:
+    """``f"{loss:.4f}"`` formats a 0-d tensor's number (it raised a TypeError); a tensor
+    prints as eager prints a device tensor."""
+    loss = torch.tensor(3.14159).mncore()
+    assert f"{loss:.3f}" == "3.142"
+    assert repr(torch.tensor([1, 2], dtype=torch.int32).mncore()) == \
+        "tensor([1, 2], device='mncore:0', dtype=torch.int32)"
+    assert repr(torch.zeros(0, 3).mncore()) == "tensor([], device='mncore:0', size=(0, 3))"
+    w = torch.ones(2).mncore().requires_grad_()
+    assert repr(w) == "tensor([1., 1.], device='mncore:0', requires_grad=True)"
+    assert repr(w * 2) == "tensor([2., 2.], device='mncore:0', grad_fn=<MulBackward0>)"
+    with pytest.raises(TypeError):
+        f"{torch.ones(2).mncore():.2f}"  # as eager: a format spec needs one number

@@ -85,6 +85,52 @@ def test_moving_a_module_keeps_tied_parameters(move: Callable[[nn.Module], nn.Mo
         torch.testing.assert_close(lazy_state[name], value, rtol=1e-5, atol=1e-5, msg=name)
 
 
+@pytest.mark.parametrize("back", [lambda m: m.cpu(), lambda m: m.to("cpu"),
+                                  lambda m: m.to(torch.device("cpu"), torch.float64)],
+                         ids=["cpu()", "to('cpu')", "to(cpu, float64)"])
+def test_moving_a_module_back_keeps_its_parameters(back: Callable[[nn.Module], nn.Module]
+                                                   ) -> None:
+    """After training on the device, ``model.cpu()`` keeps each Parameter (as moving from
+    CUDA does): an optimizer built earlier still updates the module."""
+    torch_mncore.init("cpu")
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2).mncore()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 3)
+    model(x.mncore()).sum().backward()
+    optimizer.step()
+    torch_mncore.sync()
+    weight = model.weight
+    assert back(model) is model and model.weight is weight
+    assert weight.device.type == "cpu" and optimizer.param_groups[0]["params"][0] is weight
+    before = weight.detach().clone()
+    optimizer.zero_grad()
+    model(x.to(weight.dtype)).sum().backward()
+    optimizer.step()
+    torch_mncore.sync()
+    step = 0.1 * x.to(weight.dtype).sum(0).expand(2, 3)
+    torch.testing.assert_close(weight.detach(), before - step)
+
+
+def test_a_backward_on_the_host_before_the_import_leaves_the_device_working() -> None:
+    """Autograd sizes its per-device queues at the process's first backward: one on the
+    host before ``import torch_mncore`` left none for the device (an internal assertion
+    at every backward there)."""
+    done = run_python("""
+        import torch
+        x = torch.randn(3, requires_grad=True)
+        (x * 2).sum().backward()
+        import torch_mncore
+        torch_mncore.init("cpu")
+        w = torch.randn(3).mncore().requires_grad_()
+        (w * 3).sum().backward()
+        torch_mncore.sync()
+        print(w.grad.cpu().tolist())
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[3.0, 3.0, 3.0]"
+
+
 def test_other_moves_are_unchanged() -> None:
     """Only moves to the device swap parameters; dtype casts still go through torch."""
     model = nn.Linear(2, 2)

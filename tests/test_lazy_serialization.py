@@ -74,3 +74,15 @@ def test_deepcopy_of_a_device_module_trains_as_its_original() -> None:
         net(x).sum().backward()
     torch_mncore.sync()
     assert torch.equal(m[0].weight.grad.cpu(), twin[0].weight.grad.cpu())
+
+
+def test_map_location_to_the_device_is_a_clear_error(tmp_path: Path) -> None:
+    """torch maps storages, which the device does not hold: the error says what works."""
+    path = tmp_path / "host.pt"
+    torch.save(model().state_dict(), path)
+    for location in ("mncore", "mncore:0", torch.device("mncore"), {"cpu": "mncore"}):
+        with pytest.raises(torch_mncore.LazyError, match="map_location='cpu'"):
+            torch.load(path, map_location=location)
+    loaded = model().mncore()
+    loaded.load_state_dict(torch.load(path, map_location="cpu"))
+    torch.testing.assert_close(loaded[0].weight.cpu(), model()[0].weight)

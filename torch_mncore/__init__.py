@@ -82,22 +82,43 @@ def _name_module(module: nn.Module) -> None:
 _TORCH_MODULE_TO = getattr(nn.Module.to, "_mncore_wraps", nn.Module.to)
 
 
+_TORCH_MODULE_CPU = getattr(nn.Module.cpu, "_mncore_wraps", nn.Module.cpu)
+
+
+def _on_the_device(module: nn.Module) -> bool:
+    return any(isinstance(t, _LazyTensor) for t in (*module.parameters(), *module.buffers()))
+
+
 @functools.wraps(_TORCH_MODULE_TO)
 def _module_to(self: _M, *args: Any, **kwargs: Any) -> _M:
-    # nn.Module.to, keeping parameter identity when the target is the mncore device
+    # nn.Module.to, keeping parameter identity when the target is the mncore device or
+    # the module leaves it (as moves between CUDA and the host keep it)
     device = torch._C._nn._parse_to(*args, **kwargs)[0]
-    if device is None or device.type != _DEVICE_NAME:
+    if device is None or (device.type != _DEVICE_NAME and not _on_the_device(self)):
         return _TORCH_MODULE_TO(self, *args, **kwargs)
     with _swapping_parameters():
         moved = _TORCH_MODULE_TO(self, *args, **kwargs)
-    _name_module(moved)
+    if device.type == _DEVICE_NAME:
+        _name_module(moved)
     return moved
+
+
+@functools.wraps(_TORCH_MODULE_CPU)
+def _module_cpu(self: _M) -> _M:
+    # nn.Module.cpu, keeping parameter identity when the module leaves the device: an
+    # optimizer built earlier still holds its parameters
+    if not _on_the_device(self):
+        return _TORCH_MODULE_CPU(self)
+    with _swapping_parameters():
+        return _TORCH_MODULE_CPU(self)
 
 
 # torch's classes do not declare these attributes: set them as attributes, not fields
 setattr(_module_to, "_mncore_wraps", _TORCH_MODULE_TO)  # noqa: B010
+setattr(_module_cpu, "_mncore_wraps", _TORCH_MODULE_CPU)  # noqa: B010
 setattr(nn.Module, "mncore", _module_mncore)  # noqa: B010
 setattr(nn.Module, "to", _module_to)  # noqa: B010
+setattr(nn.Module, "cpu", _module_cpu)  # noqa: B010
 
 __all__ = [
     "DEVICES",
