@@ -71,7 +71,7 @@ _UNARY = {
 _ARITHMETIC = (g.MulOp, g.DivOp)
 
 
-def _computed_in(imp: FxImporter, node: fx.Node, dtype: torch.dtype) -> torch.dtype:
+def computed_in(imp: FxImporter, node: fx.Node, dtype: torch.dtype) -> torch.dtype:
     """The type eager computes ``node``'s product or quotient in: a narrow float's with a
     Python number or a wider 0-d float tensor (whose own value CPU kernels read) is
     computed in f32 and rounded once (``x16 * 70000.0`` is 35008 for ``x16 = 0.5``:
@@ -98,7 +98,7 @@ def _binary(imp: FxImporter, node: fx.Node) -> SSAValue:
         alpha = widened(imp, imp.as_type(node.kwargs["alpha"], dtype))
         result = imp.insert(op(x, imp.insert(g.MulOp(y, alpha))))
         return narrowed(imp, result, TORCH_TO_ELEMENT[dtype])
-    if op in _ARITHMETIC and (compute := _computed_in(imp, node, dtype)) != dtype:
+    if op in _ARITHMETIC and (compute := computed_in(imp, node, dtype)) != dtype:
         result = imp.insert(op(imp.as_type(a, compute), imp.as_type(b, compute)))
         return imp.insert(g.ConvertOp(result, TORCH_TO_ELEMENT[dtype]))
     if op in (g.AndOp, g.OrOp) and dtype != torch.bool:

@@ -17,7 +17,7 @@ from xdsl.ir import SSAValue
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects.graph_semantics_transcendental import Math
 from mncore_ir.frontends.aten_expansions import argument
-from mncore_ir.frontends.aten_handlers import handles, narrowed, splat, widened
+from mncore_ir.frontends.aten_handlers import computed_in, handles, narrowed, splat, widened
 from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, unsupported
 
 aten = torch.ops.aten
@@ -60,11 +60,18 @@ def _polygamma(imp: FxImporter, node: fx.Node) -> SSAValue:
 # ------------------------------------------------------------------ remainders
 
 
-def _in(imp: FxImporter, node: fx.Node) -> tuple[Math, SSAValue, SSAValue, Any]:
+def _in(imp: FxImporter, node: fx.Node, opmath: bool = False
+        ) -> tuple[Math, SSAValue, SSAValue, Any]:
     """The operands in the result's type, and Math on them (in f32 for a narrow float:
-    several ops, one rounding)."""
-    typ = TORCH_TO_ELEMENT[imp.meta(node).dtype]
-    a, b = (widened(imp, v) for v in _operands(imp, node, 2))
+    several ops, one rounding). ``opmath``: a number or wider 0-d operand of a narrow
+    float enters at its own value where eager's kernel reads it so (:func:`computed_in`:
+    ``bf16 // 0.3`` divides by 0.3, not by 0.30078125)."""
+    dtype = imp.meta(node).dtype
+    typ = TORCH_TO_ELEMENT[dtype]
+    if opmath and computed_in(imp, node, dtype) != dtype:
+        a, b = (imp.as_type(v, torch.float32) for v in node.args[:2])
+    else:
+        a, b = (widened(imp, v) for v in _operands(imp, node, 2))
     return Math(imp.builder, a), a, b, typ
 
 
@@ -89,7 +96,7 @@ def _rounding_division(imp: FxImporter, node: fx.Node) -> SSAValue:
                            else None)
     if mode is None:
         return imp.insert(g.DivOp(*_operands(imp, node, 2)))
-    m, a, b, typ = _in(imp, node)
+    m, a, b, typ = _in(imp, node, opmath=True)
     if not g.is_float(typ):
         return _integer_division(imp, m, a, b, typ, mode)
     if mode == "trunc":

@@ -57,6 +57,8 @@ def ensure_backend() -> None:
         lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
                  "AutogradPrivateUse1")
         lib.impl("one_hot", _one_hot, "AutogradPrivateUse1")
+        lib.impl("floor_divide", _floor_divide, "AutogradPrivateUse1")
+        lib.impl("floor_divide_.Tensor", _floor_divide_, "AutogradPrivateUse1")
         torch.serialization.register_package(18, lambda storage: None, _restore_location)
         # above autograd: resampling as its decomposition (indices, products), whose
         # backward autograd derives; the fused backward kernels have no decomposition
@@ -103,6 +105,17 @@ def _restore_location(storage: Any, location: str) -> None:
         raise LazyError(f"torch.load cannot map storages to the {DEVICE_NAME} device: load "
                         "with map_location='cpu', then move the tensors (.mncore()) or load "
                         "the state dict into a model already on the device")
+
+
+def _floor_divide(x: torch.Tensor, other: Any) -> torch.Tensor:
+    """``x // y`` as eager's kernel computes it, a division rounded down with a number
+    at its own value (torch's reference, traced otherwise, rounds the number to the
+    tensor's type first: ``bf16 // 0.3`` divided by 0.30078125)."""
+    return torch.div(x, other, rounding_mode="floor")
+
+
+def _floor_divide_(x: torch.Tensor, other: Any) -> torch.Tensor:
+    return x.div_(other, rounding_mode="floor")
 
 
 def _one_hot(x: torch.Tensor, num_classes: int = -1) -> torch.Tensor:

@@ -212,10 +212,13 @@ def wrapped_int(value: int, dtype: torch.dtype, func: torch._ops.OpOverload) -> 
 
 
 #: Ops whose eager CPU kernels compute a narrow float tensor with a Python number's own
-#: value, in f32 (multiplication and division; addition and subtraction round the
-#: number to the tensor's type first): the number is hoisted as an f32 tensor, not
-#: rounded (``x16 * 70000.0`` would overflow), and the importer computes in f32.
-_OPMATH = {aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar}
+#: value, in f32 (multiplication, division with or without rounding, ``lerp``'s
+#: weight; addition and subtraction round the number to the tensor's type first): the
+#: number is hoisted as an f32 tensor, not rounded (``x16 * 70000.0`` would overflow;
+#: ``bf16 // 0.3`` divided by 0.30078125; AdamW's ``exp_avg.lerp_(grad, 0.1)`` on bf16
+#: weighed by 0.10009765625), and the importer computes in f32.
+_OPMATH = {aten.mul.Tensor, aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar,
+           aten.div.Tensor_mode, aten.div.Scalar_mode, aten.lerp.Scalar}
 _TRUE_DIVISION = {aten.div.Tensor, aten.div.Scalar}
 NARROW_FLOATS = (torch.float16, torch.bfloat16)
 
@@ -237,6 +240,10 @@ def hoisted_number(value: int | float, dtype: torch.dtype, rank: int,
     f32 one would widen the result), and int64 for an int dividing an integer tensor
     (true division keeps its value: ``int8 / 1000`` divides by 1000.0)."""
     kind = type(value)
+    if func is aten.pow.Tensor_Scalar and kind is int and value < 0 and not (
+            dtype.is_floating_point or dtype.is_complex):  # eager's check (a hoisted
+        # number reaches the meta kernel as a 0-d tensor, whose value it cannot check)
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     hoisted = SCALAR_DTYPES.get((dtype, kind)) or scalar_dtype(dtype, kind)
     if hoisted in NARROW_FLOATS and rank and func in _OPMATH:
         hoisted = torch.float32

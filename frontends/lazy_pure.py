@@ -93,7 +93,10 @@ class _PureFunction(torch.autograd.Function):
         needs = tuple(ctx.needs_input_grad[2:])
         vjp = functools.partial(_vjp, ctx.pure, ctx.arguments, len(tensors), needs)
         inputs = (*tensors, *grads)
-        if all(isinstance(t, LazyTensor) for t in inputs):
+        if torch.is_grad_enabled():  # create_graph: the gradients are differentiated again
+            found = _vjp(ctx.pure, ctx.arguments, len(tensors), needs, *inputs,
+                         create_graph=True)
+        elif all(isinstance(t, LazyTensor) for t in inputs):
             runtime = _runtime()
             template, values = ctx.pure.template(
                 runtime, "backward", vjp, inputs, (_constant_key(ctx.arguments), needs))
@@ -121,18 +124,22 @@ def _star(call: Callable[[Arguments, tuple[Any, ...]], Any], arguments: Argument
 
 
 def _vjp(pure: _Pure, arguments: Arguments, count: int, needs: tuple[bool, ...],
-         *tensors_and_grads: torch.Tensor) -> tuple[torch.Tensor, ...]:
+         *tensors_and_grads: torch.Tensor, create_graph: bool = False
+         ) -> tuple[torch.Tensor, ...]:
     """The gradients of ``fn``'s outputs with respect to its inputs that need one, given
-    the outputs' gradients: ``fn`` recomputed under autograd."""
+    the outputs' gradients: ``fn`` recomputed under autograd (``create_graph``: from the
+    inputs themselves, so that the gradients can be differentiated again; a template
+    of the backward could not be)."""
     tensors, grads = tensors_and_grads[:count], tensors_and_grads[count:]
     with torch.enable_grad():
-        inputs = tuple(t.detach().requires_grad_(need)
+        inputs = tuple(t if create_graph and need else t.detach().requires_grad_(need)
                        for t, need in zip(tensors, needs, strict=True))
         outs = pure.call(arguments, inputs)
         pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if o.requires_grad]
         wanted = [x for x, need in zip(inputs, needs, strict=True) if need]
         found = (torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
-                                     allow_unused=True) if pairs else [None] * len(wanted))
+                                     allow_unused=True, create_graph=create_graph)
+                 if pairs else [None] * len(wanted))
     return tuple(g if g is not None else torch.zeros_like(x)
                  for g, x in zip(found, wanted, strict=True))
 

@@ -286,7 +286,11 @@ def _is_bool(x: Any) -> bool:
 
 def _check_like_eager(op: torch._ops.OpOverload, args: tuple[Any, ...]) -> None:
     """What eager's kernels refuse and the meta kernels let through: subtraction with a
-    boolean (``t - (t > 0)``), with eager's message."""
+    boolean (``t - (t > 0)``), an integer tensor to a negative integer power, with
+    eager's messages."""
+    if (op is torch.ops.aten.pow.Tensor_Scalar and type(args[1]) is int and args[1] < 0
+            and not (args[0].is_floating_point() or args[0].is_complex())):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     if op.overloadpacket in (torch.ops.aten.sub, torch.ops.aten.rsub) and len(args) > 1:
         if _is_bool(args[0]) and _is_bool(args[1]):
             raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "

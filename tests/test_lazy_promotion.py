@@ -67,6 +67,8 @@ REFUSED: list[tuple[Case, torch.dtype, str]] = [
     (lambda a, b: torch.add(a, b, alpha=True), torch.float32, "Boolean alpha"),
     (lambda a, b: torch.sub(a, b, alpha=0.5), torch.int64, "alpha must not be a floating"),
     (lambda a, b: torch.addcdiv(a, b, b), torch.int32, "Integer division with addcdiv"),
+    (lambda a, b: a ** -3, torch.int64, "negative integer powers"),
+    (lambda a, b: a.pow(-1), torch.int32, "negative integer powers"),
 ]
 
 
@@ -77,3 +79,36 @@ def test_what_eager_refuses_is_refused(case: Case, dtype: torch.dtype, message: 
         case(a, a)
     with pytest.raises(RuntimeError, match=message):
         run_on_device("cpu", case, a, a)
+
+
+#: a narrow float with a Python number that eager's kernels read at its own value (in
+#: f32): rounded to bf16 first, ``bf16 // 0.3`` divided by 0.30078125 and AdamW's
+#: ``exp_avg.lerp_(grad, 0.1)`` weighed by 0.10009765625
+NARROW: dict[str, Case] = {
+    "floor_divide": lambda x, y: x // 0.3,
+    "floor_divide_small": lambda x, y: x // 0.001,
+    "floor_divide_": lambda x, y: x.clone().floor_divide_(0.3),
+    "div_trunc": lambda x, y: torch.div(x, 0.3, rounding_mode="trunc"),
+    "div_floor_0d": lambda x, y: torch.div(x, y.sum() * 0 + 0.3, rounding_mode="floor"),
+    "lerp": lambda x, y: torch.lerp(x, y, 0.9),
+    "lerp_": lambda x, y: x.clone().lerp_(y, 0.1),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", sorted(NARROW))
+def test_narrow_floats_use_numbers_at_their_own_value(device: str, dtype: torch.dtype,
+                                                      name: str) -> None:
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(2048, generator=g) * 4).to(dtype)
+    y = torch.randn(2048, generator=g).to(dtype)
+    if name == "div_floor_0d":
+        y = y.float()  # a 0-d f32 tensor, read at its own value as a number is
+    case = NARROW[name]
+    (got,), host = run_on_device(device, case, x, y)
+    assert not host
+    # bit for bit through torch; the interpreter's f32 (numpy, no fused multiply-add)
+    # may round a lerp to the neighbouring value
+    rtol = 0.0 if device == "cpu" else torch.finfo(dtype).eps
+    torch.testing.assert_close(got, case(x, y), rtol=rtol, atol=0)

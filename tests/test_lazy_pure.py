@@ -124,3 +124,28 @@ def test_the_three_ways_example_agrees_with_eager() -> None:
     losses = [line.split("last loss")[1].strip() for line in out.splitlines()
               if "last loss" in line]
     assert len(losses) == 4 and len(set(losses)) == 1, out
+
+
+def _critic(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.tanh(x @ w).sum(-1)
+
+
+def test_gradients_with_create_graph_are_differentiable() -> None:
+    """A gradient penalty (WGAN-GP): gradients taken with ``create_graph=True`` through
+    a pure function are differentiated again, as eager's (the backward template's were
+    constants: the penalty added nothing to the weights' gradients)."""
+    pure_critic = torch_mncore.assume_pure(_critic)
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 3), torch.randn(3, 2)
+
+    def weight_grad(fn: Any, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        x, w = x.clone().requires_grad_(), w.clone().requires_grad_()
+        out = fn(x, w)
+        (gx,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+        (out.mean() + 10 * ((gx.norm(dim=1) - 1) ** 2).mean()).backward()
+        return w.grad
+
+    expected = weight_grad(_critic, x, w)
+    got = weight_grad(pure_critic, x.mncore(), w.mncore())
+    torch_mncore.sync()
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
