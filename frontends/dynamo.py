@@ -22,6 +22,7 @@ import torch
 from torch import fx
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
 from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS, math_attention
@@ -108,31 +109,68 @@ def _compiler(active: Runtime, kind: str) -> Callable[[fx.GraphModule, Sequence[
         symbolic = [x for x in example_inputs if isinstance(x, torch.SymInt) or (
             isinstance(x, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in x.shape))]
         if symbolic:
-            return _eager(active, gm, "symbolic shapes (use torch.compile(dynamic=False))")
-        _rewrite_gradient_copies(gm)
-        plan = _plan_outputs(gm, _saved_from(kind))
-        try:
-            # AOTAutograd calls the backend with its fake mode on: the executable's
-            # constant tensors must be real ones
-            with unset_fake_temporarily():
-                compiled = active.compiler.compile_fx(gm, example_inputs, f"dynamo_{kind}")
-        except Exception as error:
-            why = str(error).splitlines()[0] if str(error) else type(error).__name__
-            return _eager(active, gm, why, plan)
-        active.metrics.counters["DynamoCompiles"] += 1
-        return _runner(compiled.run, plan, active.metrics.counters)
+            return _per_shape(active, gm, kind)
+        return _static(active, gm, kind, example_inputs)
 
     return compile_graph
+
+
+def _static(active: Runtime, gm: fx.GraphModule, kind: str, example_inputs: Sequence[Any]
+            ) -> Any:
+    """``gm`` (static shapes) as the device's executable, or eagerly where it cannot
+    compile."""
+    _rewrite_gradient_copies(gm)
+    plan = _plan_outputs(gm, _saved_from(kind))
+    try:
+        # AOTAutograd calls the backend with its fake mode on: the executable's constant
+        # tensors must be real ones
+        with unset_fake_temporarily():
+            compiled = active.compiler.compile_fx(gm, example_inputs, f"dynamo_{kind}")
+    except Exception as error:
+        why = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return _eager(active, gm, why, plan)
+    active.metrics.counters["DynamoCompiles"] += 1
+    return _runner(compiled.run, plan, active.metrics.counters)
+
+
+#: The most shapes one symbolic graph is compiled for; calls with further ones run it
+#: eagerly.
+SHAPE_LIMIT = 16
+
+
+def _per_shape(active: Runtime, gm: fx.GraphModule, kind: str) -> Any:
+    """A graph with symbolic shapes (Dynamo makes a dimension symbolic once it has seen
+    two sizes, as a loader's last, smaller batch does): each call's shapes get a static
+    program, the graph re-traced with that call's inputs, rather than the graph running
+    eagerly from then on. Counted as ``DynamoShapeSpecializations``."""
+    programs: dict[Any, Any] = {}
+
+    def run(args: list[Any]) -> Any:
+        key = tuple((tuple(a.shape), a.stride(), a.dtype) if isinstance(a, torch.Tensor)
+                    else (type(a), a) for a in args)
+        program = programs.get(key)
+        if program is None:
+            if len(programs) >= SHAPE_LIMIT:
+                program = _eager(active, gm, f"more than {SHAPE_LIMIT} shapes")
+            else:
+                active.metrics.counters["DynamoShapeSpecializations"] += 1
+                program = _specialized(active, gm, kind, args)
+            programs[key] = program
+        return program(args)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
 
 
 @dataclass(frozen=True)
 class _Outputs:
     """Where a rewritten graph's results go: ``layout`` gives, for each output
     AOTAutograd expects, ``None`` (a ``None`` output), ``("result", k)`` (the graph's
-    ``k``-th result) or ``("input", i)`` (input ``i`` itself: a saved tensor);
+    ``k``-th result), ``("input", i)`` (input ``i`` itself: a saved tensor) or
+    ``("constant", n)`` (a size a shape-specialised forward saves);
     ``mutations`` pairs each mutated input with the result holding its new value."""
 
-    layout: tuple[tuple[str, int] | None, ...]
+    layout: tuple[tuple[str, Any] | None, ...]
     mutations: tuple[tuple[int, int], ...]
 
 
@@ -170,11 +208,13 @@ def _plan_outputs(gm: fx.GraphModule, saved_from: int | None) -> _Outputs:
             node.replace_all_uses_with(value)  # an output: AOTAutograd returns the input
             graph.erase_node(node)
     output = graph.output_node()
-    layout: list[tuple[str, int] | None] = []
+    layout: list[tuple[str, Any] | None] = []
     results: list[Any] = []
     for position, out in enumerate(output.args[0]):
         if out is None:
             layout.append(None)
+        elif not isinstance(out, fx.Node):  # a size saved for the backward, specialised
+            layout.append(("constant", out))
         elif saved_from is not None and position >= saved_from and out in places:
             layout.append(("input", places[out]))
         else:
@@ -217,6 +257,31 @@ def _like(graph: fx.Graph, at: fx.Node, value: fx.Node, target: fx.Node) -> fx.N
     return value
 
 
+def _specialized(active: Runtime, gm: fx.GraphModule, kind: str, args: list[Any]) -> Any:
+    """``gm`` for the shapes of ``args``: re-traced with their tensors as its inputs and
+    its size arguments as constants, compiled; a boxed call taking ``gm``'s inputs."""
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    sizes = list(args)
+
+    def with_sizes(*given: torch.Tensor) -> Any:
+        full = list(sizes)
+        for i, t in zip(tensors, given, strict=True):
+            full[i] = t
+        return gm(*full)
+
+    static = make_fx(with_sizes, tracing_mode="fake")(*[args[i] for i in tensors])
+    sizes = [None if isinstance(a, torch.Tensor) else a for a in args]  # no tensor kept
+    program = _static(active, static, kind, [args[i] for i in tensors])
+
+    def run(args: list[Any]) -> Any:
+        given = [args[i] for i in tensors]
+        args.clear()
+        return program(given)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
 def _runner(run_graph: Any, plan: _Outputs, counters: Counter[str]) -> Any:
     """A boxed call of the executable that puts AOTAutograd's outputs back (see
     :class:`_Outputs`). A mutated input that no other input shares memory with is
@@ -238,6 +303,8 @@ def _runner(run_graph: Any, plan: _Outputs, counters: Counter[str]) -> Any:
         shared = set(memory)
         in_place = 0
         for k, r in enumerate(results):
+            if not isinstance(r, torch.Tensor):  # a size saved for the backward
+                continue
             place, own = r.untyped_storage().data_ptr(), owner.get(k)
             if own is not None and place == memory[own] and _same_place(r, inputs[own]):
                 in_place += 1  # written where it belongs
@@ -253,8 +320,8 @@ def _runner(run_graph: Any, plan: _Outputs, counters: Counter[str]) -> Any:
         if plan.mutations:
             counters["DynamoCopiedUpdates"] += len(plan.mutations) - in_place
             counters["DynamoInPlaceUpdates"] += in_place
-        return [None if place is None else
-                (results[place[1]] if place[0] == "result" else inputs[place[1]])
+        return [None if place is None else results[place[1]] if place[0] == "result"
+                else inputs[place[1]] if place[0] == "input" else place[1]
                 for place in plan.layout]
 
     run._boxed_call = True  # type: ignore[attr-defined]

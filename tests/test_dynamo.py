@@ -412,3 +412,28 @@ def test_adaptive_optimizers_compile_and_match_eager(device: str, make: Any) -> 
     the importer lacked: every step of these optimizers ran eagerly (correct, slow)."""
     _, counters = _compiled_steps_match_eager(device, _step, make)
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+def test_a_second_batch_size_compiles_per_shape_instead_of_running_eagerly(device: str
+                                                                          ) -> None:
+    """A loader's last, smaller batch makes Dynamo recompile with a symbolic batch
+    dimension: each size then gets a static program (every later call ran eagerly)."""
+    torch_mncore.init(device)
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    ours, theirs = _mlp(), _mlp()
+    theirs.load_state_dict(ours.state_dict())
+    opt_ours, opt_theirs = _sgd(ours.parameters()), _sgd(theirs.parameters())
+    compiled = torch.compile(_step, backend="mncore")
+    g = torch.Generator().manual_seed(1)
+    for batch in (16, 16, 5, 16, 5, 9):
+        x, y = torch.randn(batch, 8, generator=g), torch.randint(0, 4, (batch,), generator=g)
+        torch.testing.assert_close(compiled(ours, opt_ours, x, y),
+                                   _step(theirs, opt_theirs, x, y), rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    counters = torch_mncore.counters()
+    assert not [k for k in counters if k.startswith("DynamoFallback")], counters
+    assert counters["DynamoShapeSpecializations"] >= 4  # forward and backward, sizes 5, 9
+    torch_mncore.init("cpu")
