@@ -12,8 +12,8 @@ enough for ``backend="mncore"``."""
 
 from __future__ import annotations
 
+import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +27,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
 from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS, math_attention
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
+from mncore_ir.frontends.lazy_worker import Metrics
 
 aten = torch.ops.aten
 
@@ -130,7 +131,7 @@ def _static(active: Runtime, gm: fx.GraphModule, kind: str, example_inputs: Sequ
         why = str(error).splitlines()[0] if str(error) else type(error).__name__
         return _eager(active, gm, why, plan)
     active.metrics.counters["DynamoCompiles"] += 1
-    return _runner(compiled.run, plan, active.metrics.counters)
+    return _runner(compiled.run, plan, active.metrics)
 
 
 #: The most shapes one symbolic graph is compiled for; calls with further ones run it
@@ -282,14 +283,18 @@ def _specialized(active: Runtime, gm: fx.GraphModule, kind: str, args: list[Any]
     return run
 
 
-def _runner(run_graph: Any, plan: _Outputs, counters: Counter[str]) -> Any:
+def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = True) -> Any:
     """A boxed call of the executable that puts AOTAutograd's outputs back (see
     :class:`_Outputs`). A mutated input that no other input shares memory with is
     donated to the cpu executable, which then updates it in place (an optimizer step
     writes each parameter once, with no copy); otherwise its new value is copied in.
-    Counted as ``DynamoInPlaceUpdates`` and ``DynamoCopiedUpdates``."""
+    Counted as ``DynamoInPlaceUpdates`` and ``DynamoCopiedUpdates``; each call as the
+    lazy worker counts a step's (``Executions``, ``ExecuteTime``, a simulator's
+    ``MNCoreSteps`` and ``MNCoreCycles``) unless it runs on the host (not ``device``)."""
     donating = getattr(run_graph, "donating", None)
+    take_counts = getattr(run_graph, "take_counts", None)
     owner = {k: i for i, k in plan.mutations}  # result -> the input it updates
+    counters = metrics.counters
 
     def run(args: list[Any]) -> list[Any]:
         inputs = list(args)
@@ -298,8 +303,12 @@ def _runner(run_graph: Any, plan: _Outputs, counters: Counter[str]) -> Any:
                   for a in inputs]
         donated = frozenset(i for i, _ in plan.mutations if memory.count(memory[i]) == 1
                             and inputs[i].is_contiguous() and inputs[i]._base is None)
+        start = time.perf_counter()
         results = list(donating(inputs, donated) if donating and donated else
                        run_graph(inputs))
+        if device:
+            metrics.time("ExecuteTime", time.perf_counter() - start)
+            metrics.count({"Executions": 1, **(take_counts() if take_counts else {})})
         shared = set(memory)
         in_place = 0
         for k, r in enumerate(results):
@@ -343,7 +352,7 @@ def _eager(active: Runtime, gm: fx.GraphModule, why: str, plan: _Outputs | None 
                   f"{why}", stacklevel=2)
     if plan is None:
         return make_boxed_func(gm.forward)
-    return _runner(lambda inputs: gm(*inputs), plan, active.metrics.counters)
+    return _runner(lambda inputs: gm(*inputs), plan, active.metrics, device=False)
 
 
 def _rewrite_gradient_copies(gm: fx.GraphModule) -> None:

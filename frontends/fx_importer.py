@@ -32,7 +32,17 @@ from xdsl.rewriter import InsertPoint
 
 from mncore_ir.dialects import graph as g
 
-TORCH_TO_ELEMENT = {getattr(torch, name): typ for name, typ in g.ELEMENT_TYPES.items()}
+class _ElementTypes(dict[torch.dtype, Attribute]):
+    """torch dtype -> graph element type; a dtype without one is an error that names it
+    (a bare KeyError read ``torch.int8`` in the fallback's warning)."""
+
+    def __missing__(self, dtype: torch.dtype) -> Attribute:
+        raise TypeError(f"{dtype} has no graph element type (the graph dialect has "
+                        f"{', '.join(str(d) for d in self)})")
+
+
+TORCH_TO_ELEMENT = _ElementTypes({getattr(torch, name): typ
+                                  for name, typ in g.ELEMENT_TYPES.items()})
 
 
 class FxImportError(Exception):

@@ -437,3 +437,28 @@ def test_a_second_batch_size_compiles_per_shape_instead_of_running_eagerly(devic
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
     assert counters["DynamoShapeSpecializations"] >= 4  # forward and backward, sizes 5, 9
     torch_mncore.init("cpu")
+
+
+def test_compiled_graphs_count_their_executions_and_simulated_cycles() -> None:
+    """Each call of a compiled graph is counted as a lazy step's execution is, with the
+    mncore simulator's steps and cycles (they stayed in the simulator)."""
+    torch_mncore.init("mncore")
+    torch_mncore.reset_metrics()
+    fn = torch.compile(lambda x: (x * 2 + 1).sum(), backend="mncore")
+    x = torch.arange(8.0)
+    for _ in range(3):
+        assert fn(x).item() == 64.0
+    counters = torch_mncore.counters()
+    assert counters["Executions"] == counters["MNCoreRuns"] == 3
+    assert counters["MNCoreCycles"] > 0 and counters["MNCoreSteps"] > 0
+    assert "ExecuteTime" in torch_mncore.metrics_report()
+    torch_mncore.init("cpu")
+
+
+def test_a_type_the_graph_lacks_is_named_in_the_fallback() -> None:
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    x = torch.arange(-5, 7)
+    with pytest.warns(UserWarning, match="torch.int8 has no graph element type"):
+        got = torch.compile(lambda x: x.to(torch.int8) * 100, backend="mncore")(x)
+    torch.testing.assert_close(got, x.to(torch.int8) * 100)
