@@ -20,12 +20,14 @@ from typing import Any
 
 import torch
 from torch import fx
+from torch._decomp import decomposition_table
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
-from mncore_ir.frontends.fx import DECOMPOSITIONS, HANDLERS, math_attention
+from mncore_ir.frontends.fx import DECOMPOSITIONS, EXPORT_ONLY, HANDLERS, math_attention
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
 from mncore_ir.frontends.lazy_worker import Metrics
 
@@ -69,12 +71,19 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
 
 
 def _register_prims() -> None:
-    """The importer's handler of ``prims.fma``, which Dynamo writes for ``addcmul_``,
-    ``addcdiv_`` (with a value) and ``add_`` (with a tensor alpha): every Adam, AdamW,
-    RMSprop and Adagrad step ran eagerly without it."""
+    """The importer's handlers of the prims Dynamo writes: ``prims.fma`` for
+    ``addcmul_``, ``addcdiv_`` (with a value) and ``add_`` (with a tensor alpha; every
+    Adam, AdamW, RMSprop and Adagrad step ran eagerly without it), and
+    ``prims.convert_element_type`` for a Python float argument whose value changes
+    between calls (a scheduler's learning rate, then a 0-d tensor input)."""
     fma = getattr(torch.ops.prims, "fma", None)  # loaded with Dynamo's own imports
     if fma is not None and fma.default not in HANDLERS:
         HANDLERS[fma.default] = fused_multiply_add
+    HANDLERS.setdefault(torch.ops.prims.convert_element_type.default, _convert_element_type)
+
+
+def _convert_element_type(imp: Any, node: fx.Node) -> Any:
+    return imp.as_type(node.args[0], node.args[1])
 
 
 def _decompositions() -> dict[Any, Any]:
@@ -89,7 +98,25 @@ def _decompositions() -> dict[Any, Any]:
         aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit,
         aten._native_batch_norm_legit_no_training, aten.native_batch_norm,
         aten.native_group_norm, aten.native_group_norm_backward])
-    return {**DECOMPOSITIONS, **{op: f for op, f in norms.items() if op not in HANDLERS}}
+    others = {op: _wide_only(f) for op, f in decomposition_table.items()
+              if op not in DECOMPOSITIONS and op not in HANDLERS and op not in EXPORT_ONLY
+              and isinstance(op, torch._ops.OpOverload)}
+    return {**others, **DECOMPOSITIONS,
+            **{op: f for op, f in norms.items() if op not in HANDLERS}}
+
+
+def _wide_only(decomposition: Callable[..., Any]) -> Callable[..., Any]:
+    """One of torch's decompositions beyond core ATen, for an op the importer lacks
+    (``linalg_vector_norm``: ``F.normalize``, ``clip_grad_norm_``), as the lazy path
+    uses them: not for f16/bf16, which they compute in the narrow type where torch's
+    CPU kernels compute in f32 (the op is then kept, and its graph runs eagerly)."""
+    def decompose(*args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(a, torch.Tensor) and a.dtype in (torch.float16, torch.bfloat16)
+               for a in pytree.tree_leaves((args, kwargs))):
+            return NotImplemented
+        return decomposition(*args, **kwargs)
+
+    return decompose
 
 
 def _count_guard_failures(active: Runtime) -> None:

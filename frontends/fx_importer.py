@@ -32,6 +32,7 @@ from xdsl.rewriter import InsertPoint
 
 from mncore_ir.dialects import graph as g
 
+
 class _ElementTypes(dict[torch.dtype, Attribute]):
     """torch dtype -> graph element type; a dtype without one is an error that names it
     (a bare KeyError read ``torch.int8`` in the fallback's warning)."""

@@ -57,6 +57,7 @@ def ensure_backend() -> None:
         lib.impl("tensor_split.tensor_indices_or_sections", _tensor_split,
                  "AutogradPrivateUse1")
         lib.impl("one_hot", _one_hot, "AutogradPrivateUse1")
+        lib.impl("set_.source_Tensor", _set_to, "AutogradPrivateUse1")
         lib.impl("floor_divide", _floor_divide, "AutogradPrivateUse1")
         lib.impl("floor_divide_.Tensor", _floor_divide_, "AutogradPrivateUse1")
         torch.serialization.register_package(18, lambda storage: None, _restore_location)
@@ -105,6 +106,26 @@ def _restore_location(storage: Any, location: str) -> None:
         raise LazyError(f"torch.load cannot map storages to the {DEVICE_NAME} device: load "
                         "with map_location='cpu', then move the tensors (.mncore()) or load "
                         "the state dict into a model already on the device")
+
+
+_META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+
+
+def _set_to(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """``target.set_(source)``: ``target`` becomes an alias of ``source`` (its storage
+    and view chain, shape and strides), as eager's shares the storage; what
+    ``register_parametrization``'s ``right_inverse`` does to a module on the device."""
+    if not isinstance(source, LazyTensor) or not isinstance(target, LazyTensor):
+        raise LazyError(f"set_ needs two tensors on the {DEVICE_NAME} device (move the "
+                        "other one first: .mncore())")
+    if source.dtype != target.dtype:
+        raise RuntimeError(f"Could not set tensor of type {source.dtype} to a tensor of "
+                           f"type {target.dtype}")
+    aten.set_.source_Storage_storage_offset.redispatch(
+        _META_KEYS, target, target.untyped_storage(), 0, source.shape, source.stride())
+    target._storage_, target._views = source._storage_, source._views
+    target._sig, target._cache = source._sig, source._cache
+    return target
 
 
 def _floor_divide(x: torch.Tensor, other: Any) -> torch.Tensor:

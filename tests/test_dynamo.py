@@ -462,3 +462,41 @@ def test_a_type_the_graph_lacks_is_named_in_the_fallback() -> None:
     with pytest.warns(UserWarning, match="torch.int8 has no graph element type"):
         got = torch.compile(lambda x: x.to(torch.int8) * 100, backend="mncore")(x)
     torch.testing.assert_close(got, x.to(torch.int8) * 100)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, lr: F.normalize(x @ x.T, dim=1) * lr,
+    lambda x, lr: F.cosine_similarity(x, x.flip(0)) + torch.linalg.vector_norm(x, 3, dim=1),
+    lambda x, lr: x - lr * x.sin(),  # a float that changes between calls: a 0-d input
+], ids=["normalize", "cosine_similarity_vector_norm", "changing_float"])
+def test_ops_torch_decomposes_beyond_core_aten_compile(fn: Callable[..., torch.Tensor]
+                                                      ) -> None:
+    """An op the importer lacks, which torch decomposes (``linalg_vector_norm``), and
+    Dynamo's ``prims.convert_element_type`` of a changing float argument: each made the
+    whole graph run eagerly."""
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    compiled = torch.compile(fn, backend="mncore")
+    for lr in (0.1, 0.05, 0.025):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(compiled(x, lr), fn(x, lr))
+    assert not [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]
+
+
+def test_clip_grad_norm_in_a_compiled_step_compiles() -> None:
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    ours, theirs = _mlp(), _mlp()
+    theirs.load_state_dict(ours.state_dict())
+
+    def step(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        model.zero_grad()
+        model(x).square().sum().backward()
+        return torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5, foreach=False)
+
+    x = torch.randn(6, 8)
+    torch.testing.assert_close(torch.compile(step, backend="mncore")(ours, x), step(theirs, x))
+    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
+    assert not [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]

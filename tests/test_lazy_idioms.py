@@ -297,3 +297,46 @@ def test_printing_and_formatting_as_eager_does() -> None:
     assert repr(w * 2) == "tensor([2., 2.], device='mncore:0', grad_fn=<MulBackward0>)"
     with pytest.raises(TypeError):
         f"{torch.ones(2).mncore():.2f}"  # as eager: a format spec needs one number
+
+
+class _Symmetric(nn.Module):
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return w.triu() + w.triu(1).transpose(-1, -2)
+
+    def right_inverse(self, w: torch.Tensor) -> torch.Tensor:
+        return w.triu()
+
+
+def test_a_parametrization_registered_on_the_device_trains_as_in_eager() -> None:
+    """``register_parametrization`` with a ``right_inverse`` sets the original with
+    ``set_``, which the device refused: a module already on it could not be
+    parametrized (spectral_norm, orthogonal, ...)."""
+    import torch.nn.utils.parametrize as parametrize
+
+    torch.manual_seed(0)
+    eager = nn.Linear(4, 4)
+    ours = copy.deepcopy(eager).mncore()
+    parametrize.register_parametrization(eager, "weight", _Symmetric())
+    parametrize.register_parametrization(ours, "weight", _Symmetric())
+    x = torch.randn(3, 4)
+    for model, data in ((eager, x), (ours, x.mncore())):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(data).square().sum().backward()
+            optimizer.step()
+    torch_mncore.sync()
+    torch.testing.assert_close(ours.weight.cpu(), eager.weight)
+    torch.testing.assert_close(ours.parametrizations.weight.original.cpu(),
+                               eager.parametrizations.weight.original)
+
+
+def test_set_makes_an_alias_of_its_source() -> None:
+    p = torch.zeros(3).mncore()
+    source = torch.arange(6.0).mncore()[::2]
+    with torch.no_grad():
+        p.set_(source)
+    source.add_(1)  # one storage: the write shows through p
+    torch.testing.assert_close(p.cpu(), torch.tensor([1.0, 3.0, 5.0]))
+    with pytest.raises(RuntimeError, match="Could not set tensor"):
+        p.set_(torch.zeros(3, dtype=torch.int64).mncore())
