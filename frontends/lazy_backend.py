@@ -90,9 +90,10 @@ def reach_autograd() -> None:
     if thread in _AUTOGRAD_CHECKED:
         return
     _AUTOGRAD_CHECKED.add(thread)
-    leaf = torch.zeros(1, device=DEVICE_NAME, requires_grad=True)
     try:
-        torch.autograd.backward(leaf, torch.ones(1, device=DEVICE_NAME))
+        with torch.inference_mode(False), torch.enable_grad():
+            leaf = torch.zeros(1, device=DEVICE_NAME, requires_grad=True)
+            torch.autograd.backward(leaf, torch.ones(1, device=DEVICE_NAME))
     except RuntimeError as error:
         if "device_ready_queues_" not in str(error):
             raise

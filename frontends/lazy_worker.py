@@ -313,13 +313,15 @@ def unshared_tensors(args: list[torch.Tensor], candidates: frozenset[int]) -> fr
     nothing else sees: no other tensor or view, no array (``.numpy()`` shares it), no
     storage object the user kept (``untyped_storage()`` hands back the one that
     exists); contiguous (a host op's result may be a broadcast view, whose elements
-    share memory). Such a tensor's contents may be overwritten."""
+    share memory); not made under ``torch.inference_mode`` (which torch lets no thread
+    outside it write: the worker's in-place step failed). Such a tensor's contents may
+    be overwritten."""
     use_count = torch._C._storage_Use_Count
     found = []
     for i in candidates:
         # the tensor's holders: the args list, the buffer and getrefcount's argument
         if sys.getrefcount(args[i]) != 3 or args[i]._base is not None or (
-                not args[i].is_contiguous()):
+                not args[i].is_contiguous()) or args[i].is_inference():
             continue
         storage = args[i].untyped_storage()
         # a storage object made for this call (3: this name, the argument and the

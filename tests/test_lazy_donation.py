@@ -98,3 +98,14 @@ def test_a_buffer_a_queued_graph_reads_waits_for_it(runtime: None) -> None:
     assert first.item() == 256.0 ** 3
     np.testing.assert_array_equal(second.cpu().numpy(), np.full((256, 256), 4.0))
     np.testing.assert_array_equal(w.cpu().numpy(), np.full((256, 256), 2.0))
+
+
+def test_buffers_made_under_inference_mode_are_not_donated() -> None:
+    """torch lets no thread outside ``inference_mode`` write a tensor made inside it:
+    the worker's in-place step into such a buffer failed."""
+    torch_mncore.init("cpu")
+    with torch.inference_mode():
+        z = torch.ones(2).mncore() * 3
+        z.add_(1)
+        torch_mncore.sync()
+        torch.testing.assert_close(z.cpu(), torch.full((2,), 4.0))
