@@ -15,9 +15,8 @@ from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dty
 
 from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.fx import DECOMPOSITIONS
+from mncore_ir.frontends.fx import DECOMPOSITIONS, HIDDEN_MUTATION_DECOMPOSITIONS
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
-from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -32,6 +31,27 @@ from mncore_ir.frontends.lazy_tensor import (
 from mncore_ir.frontends.lazy_where import describe_location, user_location
 
 aten = torch.ops.aten
+
+
+def dropout_drawn_on_host(x: torch.Tensor, p: float, train: bool | None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``native_dropout`` (what ``F.dropout`` calls on this device, as on CUDA): its
+    noise drawn on the host as eager's CPU kernel draws it (``bernoulli_`` of a tensor
+    like the input, the default generator: eager's numbers under ``manual_seed``), then
+    scaled in the input's type and multiplied on the device. The input is not read, so
+    the step is not cut there (the op ran on the host, syncing its input)."""
+    if train is not None and not train:
+        return x.clone(), torch.ones_like(x, dtype=torch.bool)
+    noise = torch.empty_like(x).bernoulli_(1.0 - p)  # a factory, then a host op
+    mask = noise != 0
+    noise = noise.mul_(0.0 if p == 1 else 1.0 / (1.0 - p))
+    return x * noise, mask
+
+
+#: What the tracer expands while recording: ops whose schema hides a mutation (as
+#: capture does) and ``native_dropout``.
+TRACE_DECOMPOSITIONS = {**HIDDEN_MUTATION_DECOMPOSITIONS,
+                        aten.native_dropout.default: dropout_drawn_on_host}
 
 # ---------------------------------------------------------------------- scalar hoisting
 

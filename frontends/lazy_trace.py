@@ -17,7 +17,6 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
-from mncore_ir.frontends.fx import HIDDEN_MUTATION_DECOMPOSITIONS as TRACE_DECOMPOSITIONS
 from mncore_ir.frontends.lazy_host import run_on_host
 from mncore_ir.frontends.lazy_ops import (
     ADDC,
@@ -35,6 +34,7 @@ from mncore_ir.frontends.lazy_ops import (
     PROCESS_GROUP,
     RECORD,
     SPECIAL,
+    TRACE_DECOMPOSITIONS,
     UNSUPPORTED,
     VIEW,
     addc_operands,

@@ -193,3 +193,33 @@ def test_a_template_keys_graphs_alike_in_every_process(tmp_path: Any) -> None:
                            text=True, check=True).stdout for _ in range(2)]
     assert "'UncachedCompile'" in runs[0] and "'DiskCachedCompile'" not in runs[0]
     assert "'DiskCachedCompile'" in runs[1] and "'UncachedCompile'" not in runs[1], runs
+
+
+def test_dropout_draws_eagers_numbers_without_reading_its_input() -> None:
+    """``native_dropout`` (what ``F.dropout`` calls on the device) draws its noise on the
+    host as eager's CPU kernel does, and multiplies on the device: eager's numbers and
+    gradients under one seed, new ones at each call (inside attention too), and no sync
+    of the step for the input (the whole op ran on the host)."""
+    torch.manual_seed(0)
+    w, x = torch.randn(8, 8), torch.randn(2, 4, 8)
+
+    def step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        h = F.dropout(x @ w, 0.3, training=True)
+        q = h.reshape(2, 2, 2, 8)
+        a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+        return F.dropout(a, 0.5, training=True).sum() + F.dropout(h, 0.1).sum()
+
+    for seed in (5, 6):  # the second step replays any template: its draws must be new
+        torch.manual_seed(seed)
+        eager_w = w.clone().requires_grad_()
+        expected = step(x, eager_w)
+        expected.backward()
+        torch.manual_seed(seed)
+        ours_w = w.clone().mncore().requires_grad_()
+        torch_mncore.reset_metrics()
+        got = step(x.mncore(), ours_w)
+        got.backward()
+        torch_mncore.sync()
+        torch.testing.assert_close(got.cpu(), expected.detach())
+        torch.testing.assert_close(ours_w.grad.cpu(), eager_w.grad)
+        assert "FallbackSyncs" not in torch_mncore.counters()
