@@ -101,6 +101,10 @@ def _binary(imp: FxImporter, node: fx.Node) -> SSAValue:
     if op in _ARITHMETIC and (compute := computed_in(imp, node, dtype)) != dtype:
         result = imp.insert(op(imp.as_type(a, compute), imp.as_type(b, compute)))
         return imp.insert(g.ConvertOp(result, TORCH_TO_ELEMENT[dtype]))
+    if node.target is aten.pow.Tensor_Scalar and b in (0.5, -0.5) and dtype.is_floating_point:
+        # eager's kernel takes these as sqrt and rsqrt: (-inf) ** 0.5 is nan, not inf
+        root = g.SqrtOp if b == 0.5 else g.RsqrtOp
+        return imp.insert(root(imp.as_type(a, dtype)))
     if op in (g.AndOp, g.OrOp) and dtype != torch.bool:
         raise unsupported(node, f"bitwise ops on {dtype} are not supported")
     if node.target in (aten.logical_and.default, aten.logical_or.default):

@@ -64,9 +64,18 @@ BAKED = (0, 1, -1)
 BAKED_INTEGERS = 2**24
 
 
-def baked(value: int | float) -> bool:
-    """Whether a Python number stays in the graph rather than being hoisted."""
-    return value in BAKED or (type(value) is int and abs(value) >= BAKED_INTEGERS)
+#: Exponents eager's ``pow(tensor, number)`` computes as other ops (``sqrt``, ``rsqrt``,
+#: products, reciprocals: ``(-inf) ** 0.5`` is nan, ``(-0.0) ** -0.5`` is -inf), which
+#: a hoisted exponent would turn into ``pow``'s general case.
+_POW_SPECIAL = (0.5, -0.5, 2, 3, -2)
+_POW = (aten.pow.Tensor_Scalar, aten.pow_.Scalar)
+
+
+def baked(value: int | float, func: Any = None) -> bool:
+    """Whether a Python number argument of ``func`` stays in the graph rather than
+    being hoisted."""
+    return value in BAKED or (type(value) is int and abs(value) >= BAKED_INTEGERS) or (
+        func in _POW and value in _POW_SPECIAL)
 
 
 def _tensor_overload(op: torch._ops.OpOverload, index: int) -> torch._ops.OpOverload | None:

@@ -316,7 +316,7 @@ class Tracer(abc.ABC):
                     first_dtype, first_rank = a.dtype, a.dim()
             elif kind is float or kind is int:
                 target = None
-                if first_dtype is not None and not baked(a) and (
+                if first_dtype is not None and not baked(a, func) and (
                         first_rank or not narrow_opmath(first_dtype, func)):
                     hoist = lt.op_key(func).hoist
                     target = hoist[i] if i in hoist else hoist_target(func, i)
@@ -508,7 +508,7 @@ class Tracer(abc.ABC):
             return None
         hoisted = None
         for i, a in enumerate(args):
-            if (type(a) is not float and type(a) is not int) or baked(a):
+            if (type(a) is not float and type(a) is not int) or baked(a, func):
                 continue
             target = hoist_target(func, i)
             if target is None or not (first.dim() or not narrow_opmath(first.dtype, func)):

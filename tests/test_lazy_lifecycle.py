@@ -350,3 +350,18 @@ def test_the_worker_keeps_its_threads_to_itself(device_threads: int) -> None:
 def test_a_worker_needs_a_thread() -> None:
     with pytest.raises(torch_mncore.LazyError, match=r"device_threads=0: .* at least 1"):
         torch_mncore.init("cpu", device_threads=0)
+
+
+def test_a_module_a_live_graph_holds_is_refused_before_anything_moves() -> None:
+    """An eager output whose autograd graph holds the module's weights (an RNN's):
+    torch's swap failed halfway, with an internal message; now nothing moves and the
+    error says what to do."""
+    torch_mncore.init("cpu")
+    model = nn.Sequential(nn.Linear(4, 4), nn.RNN(4, 4, batch_first=True))
+    out, hidden = model(torch.randn(1, 3, 4))
+    with pytest.raises(torch_mncore.LazyError, match="live autograd graph"):
+        model.mncore()
+    assert all(p.device.type == "cpu" for p in model.parameters())
+    del out, hidden
+    assert model.mncore() is model
+    assert all(p.device.type == "mncore" for p in model.parameters())

@@ -112,3 +112,21 @@ def test_narrow_floats_use_numbers_at_their_own_value(device: str, dtype: torch.
     # may round a lerp to the neighbouring value
     rtol = 0.0 if device == "cpu" else torch.finfo(dtype).eps
     torch.testing.assert_close(got, case(x, y), rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task", "mncore"])
+def test_exponents_eager_computes_as_other_ops(device: str) -> None:
+    """``x ** 0.5`` is eager's sqrt and ``x ** -0.5`` its rsqrt (``(-inf) ** 0.5`` is
+    nan, ``(-0.0) ** -0.5`` is -inf): such exponents stay in the graph, where a hoisted
+    one was ``pow``'s general case (inf and +inf)."""
+    x = torch.tensor([-float("inf"), -0.0, 0.0, -4.0, 2.25, float("inf"), float("nan")])
+
+    def powers(x: torch.Tensor, _: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x ** 0.5, torch.pow(x, -0.5), x ** 2, x ** 3.0, x ** -2, x ** 0.75
+
+    got, host = run_on_device(device, powers, x, x)
+    assert not host
+    for ours, theirs in zip(got, powers(x, x), strict=True):
+        torch.testing.assert_close(ours, theirs, equal_nan=True, rtol=4e-6, atol=0)
+        number = ~theirs.isnan()  # (a NaN's sign is no one's)
+        assert torch.equal(torch.signbit(ours[number]), torch.signbit(theirs[number]))

@@ -44,6 +44,19 @@ _ensure_backend()
 _M = TypeVar("_M", bound=nn.Module)
 
 
+def _check_swappable(module: nn.Module, where: str) -> None:
+    """Refuse, before anything moves, a module whose parameter (or gradient) a live
+    autograd graph also holds (an output of an earlier forward): torch's swap fails on
+    it halfway through the module, with an internal message."""
+    for name, param in module.named_parameters():
+        for tensor, what in ((param, name), (param.grad, f"{name}.grad")):
+            if tensor is not None and tensor._use_count() > 2:
+                raise LazyError(
+                    f"cannot move {what} {where}: a live autograd graph also holds it (an "
+                    "output of an earlier forward, not run under torch.no_grad()); delete "
+                    "or detach that output first, or move a copy (copy.deepcopy)")
+
+
 @contextlib.contextmanager
 def _swapping_parameters() -> Iterator[None]:
     """Make ``nn.Module._apply`` move parameters by ``torch.utils.swap_tensors``.
@@ -65,6 +78,7 @@ def _swapping_parameters() -> Iterator[None]:
 def _module_mncore(self: _M, device: int | torch.device | None = None) -> _M:
     """Move all parameters and buffers to the ``mncore`` device, in place, keeping
     parameter identity as ``.to("cuda")`` does."""
+    _check_swappable(self, f"to the {_DEVICE_NAME} device")
     with _swapping_parameters():
         moved = self._apply(lambda t: t.mncore(device))
     _name_module(moved)
@@ -96,6 +110,7 @@ def _module_to(self: _M, *args: Any, **kwargs: Any) -> _M:
     device = torch._C._nn._parse_to(*args, **kwargs)[0]
     if device is None or (device.type != _DEVICE_NAME and not _on_the_device(self)):
         return _TORCH_MODULE_TO(self, *args, **kwargs)
+    _check_swappable(self, f"to {device}")
     with _swapping_parameters():
         moved = _TORCH_MODULE_TO(self, *args, **kwargs)
     if device.type == _DEVICE_NAME:
@@ -109,6 +124,7 @@ def _module_cpu(self: _M) -> _M:
     # optimizer built earlier still holds its parameters
     if not _on_the_device(self):
         return _TORCH_MODULE_CPU(self)
+    _check_swappable(self, "to the host")
     with _swapping_parameters():
         return _TORCH_MODULE_CPU(self)
 
