@@ -182,7 +182,11 @@ def _per_shape(active: Runtime, gm: fx.GraphModule, kind: str) -> Any:
                 program = _eager(active, gm, f"more than {SHAPE_LIMIT} shapes")
             else:
                 active.metrics.counters["DynamoShapeSpecializations"] += 1
-                program = _specialized(active, gm, kind, args)
+                try:
+                    program = _specialized(active, gm, kind, args)
+                except Exception as error:  # the re-trace itself: the graph runs eagerly
+                    why = str(error).splitlines()[0] if str(error) else type(error).__name__
+                    program = _eager(active, gm, f"re-tracing for shapes: {why}")
             programs[key] = program
         return program(args)
 
