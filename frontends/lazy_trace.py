@@ -37,9 +37,7 @@ from mncore_ir.frontends.lazy_ops import (
     TRACE_DECOMPOSITIONS,
     UNSUPPORTED,
     VIEW,
-    addc_operands,
     baked,
-    check_alpha,
     check_cast,
     core_decomposition,
     hoist_target,
@@ -53,12 +51,12 @@ from mncore_ir.frontends.lazy_ops import (
     plan_of,
     refuse_write_to_copy,
     resize_out,
-    scaled_sum,
     scatter_view,
     single_views,
     underlying_plan,
     view_variant,
 )
+from mncore_ir.frontends.lazy_promotion import addc_operands, check_alpha, scaled_sum
 from mncore_ir.frontends.lazy_templates import LIMIT as TEMPLATE_LIMIT
 from mncore_ir.frontends.lazy_templates import NotPure, Template, capture, signature
 from mncore_ir.frontends.lazy_tensor import (
