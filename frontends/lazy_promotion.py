@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-from mncore_ir.frontends.lazy_ops import NARROW_FLOATS
+from mncore_ir.frontends.lazy_ops import NARROW_FLOATS, check_cast
 from mncore_ir.frontends.lazy_tensor import LazyTensor
 
 aten = torch.ops.aten
@@ -43,6 +43,7 @@ def scaled_sum(dispatch: Callable[..., Any], func: torch._ops.OpOverload,
     if total.dtype != common:
         total = dispatch(aten._to_copy.default, (total,), {"dtype": common})
     if func._schema.is_mutable:
+        check_cast(common, args[0].dtype)  # ``int_tensor.add_(floats, alpha=2)``
         return dispatch(aten.copy_.default, (args[0], total), {})
     return total
 

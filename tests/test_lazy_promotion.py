@@ -68,6 +68,7 @@ REFUSED: list[tuple[Case, torch.dtype, str]] = [
     (lambda a, b: torch.sub(a, b, alpha=0.5), torch.int64, "alpha must not be a floating"),
     (lambda a, b: torch.addcdiv(a, b, b), torch.int32, "Integer division with addcdiv"),
     (lambda a, b: a ** -3, torch.int64, "negative integer powers"),
+    (lambda a, b: a.add_(b.float(), alpha=2), torch.int64, "can't be cast"),
     (lambda a, b: a.pow(-1), torch.int32, "negative integer powers"),
 ]
 
