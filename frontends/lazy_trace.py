@@ -129,8 +129,8 @@ class Tracer(abc.ABC):
             return TRACE_DECOMPOSITIONS[func](*args, **kwargs)
         if plan is ALPHA:
             alpha = kwargs.get("alpha", 1)
-            common = check_alpha(args, alpha)  # eager's checks, before the split
-            if common == torch.bool:
+            common = check_alpha(args, alpha) if "alpha" in kwargs else None  # eager's
+            if common == torch.bool:  # checks, before the split (none without alpha)
                 alpha = bool(alpha)  # as eager's kernel reads it
             if alpha == 1:
                 return (self._inplace if func._schema.is_mutable else self._record)(
