@@ -63,7 +63,8 @@ aten = torch.ops.aten
 #: Composite ops kept whole at capture time: ``graph-decompose`` expands them later,
 #: and later levels may give them dedicated kernels; the importer expands
 #: ``index_add``/``index_copy`` itself (torch's decompositions are index_puts, which
-#: count a negative index from the end where these ops refuse it).
+#: count a negative index from the end where these ops refuse it), and ``index_fill``
+#: (whose decomposition is an ``index_copy``, though it counts from the end).
 KEPT_COMPOSITES = (
     aten._softmax_backward_data.default,
     aten._log_softmax_backward_data.default,
