@@ -16,6 +16,7 @@ from mncore_ir.frontends import lazy_collectives
 from mncore_ir.frontends import lazy_tensor as lt
 from mncore_ir.frontends.fx import DECOMPOSITIONS, HIDDEN_MUTATION_DECOMPOSITIONS
 from mncore_ir.frontends.fx import HANDLERS as IMPORTABLE
+from mncore_ir.frontends.lazy_fast_paths import FAST_PATHS
 from mncore_ir.frontends.lazy_tensor import (
     DeviceData,
     Item,
@@ -48,8 +49,8 @@ def dropout_drawn_on_host(x: torch.Tensor, p: float, train: bool | None
 
 
 #: What the tracer expands while recording: ops whose schema hides a mutation (as
-#: capture does) and ``native_dropout``.
-TRACE_DECOMPOSITIONS = {**HIDDEN_MUTATION_DECOMPOSITIONS,
+#: capture does), ``native_dropout`` and torch.nn's inference fast paths.
+TRACE_DECOMPOSITIONS = {**HIDDEN_MUTATION_DECOMPOSITIONS, **FAST_PATHS,
                         aten.native_dropout.default: dropout_drawn_on_host}
 
 # ---------------------------------------------------------------------- scalar hoisting
