@@ -28,6 +28,7 @@ from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
 from mncore_ir.frontends.fx import DECOMPOSITIONS, EXPORT_ONLY, HANDLERS, math_attention
+from mncore_ir.frontends.lazy_fast_paths import FAST_PATHS
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
 from mncore_ir.frontends.lazy_worker import Metrics
 
@@ -101,7 +102,7 @@ def _decompositions() -> dict[Any, Any]:
     others = {op: _wide_only(f) for op, f in decomposition_table.items()
               if op not in DECOMPOSITIONS and op not in HANDLERS and op not in EXPORT_ONLY
               and isinstance(op, torch._ops.OpOverload)}
-    return {**others, **DECOMPOSITIONS,
+    return {**others, **FAST_PATHS, **DECOMPOSITIONS,
             **{op: f for op, f in norms.items() if op not in HANDLERS}}
 
 

@@ -500,3 +500,20 @@ def test_clip_grad_norm_in_a_compiled_step_compiles() -> None:
     for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad)
     assert not [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]
+
+
+def test_transformer_encoder_inference_compiles() -> None:
+    """``nn.TransformerEncoder``'s eval fast path (a fused op) is decomposed into its
+    slow path's ops: the whole graph ran eagerly."""
+    torch_mncore.init("cpu")
+    torch_mncore.reset_metrics()
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = torch.randn(3, 5, 16)
+    pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+    with torch.no_grad():
+        got = torch.compile(encoder, backend="mncore")(x, src_key_padding_mask=pad)
+        torch.testing.assert_close(got, encoder(x, src_key_padding_mask=pad), rtol=1e-5,
+                                   atol=1e-5)
+    assert not [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]
