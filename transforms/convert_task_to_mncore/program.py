@@ -10,6 +10,7 @@ import math
 import numpy as np
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    Float64Type,
     IntegerType,
     StringAttr,
     TensorType,
@@ -85,8 +86,11 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         if element(v) != f32 and not isinstance(element(v), IntegerType):
             users = (c for task, c in zip(tasks, computed, strict=True)
                      if v in task.operands)
+            why = (" (an f64 value: a float64 tensor, or the exact quotient of an integer "
+                   "division, which the importer computes in f64)"
+                   if element(v) == Float64Type() else "")
             raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} has no word "
-                                        "form (f32, integers and booleans do)",
+                                        f"form (f32, integers and booleans do){why}",
                                         next(users, None))
     e = Emitter(machine, max_instructions)
     for v in fixed:
