@@ -4,10 +4,13 @@ lazy path and capture use these in their place. Each is checked against eager in
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from torch import Tensor
+from torch._C import DispatchKey
 
 aten = torch.ops.aten
 
@@ -30,7 +33,8 @@ def multilabel_margin_loss_forward(input: Tensor, target: Tensor, reduction: int
     valid = idx < end  # (N, slots): the slots before the first -1
     u = torch.gather(input, -1, torch.where(valid, target, 0))
     is_target = torch.any(idx == torch.where(valid, target, -1).unsqueeze(-1), dim=1)
-    z = (1.0 - u.T.unsqueeze(-1) + input).clamp_min(0) / dim  # (slots, N, classes)
+    z = 1.0 - u.T.unsqueeze(-1) + input  # (slots, N, classes)
+    z = torch.where(z > 0, z, 0) / dim  # no gradient at 0, as eager's kernel (clamp passes it)
     z = torch.where(valid.T.unsqueeze(-1) & ~is_target, z, 0)
     per_sample = z.sum(dim=(0, -1))
     loss = per_sample.mean() if reduction == 1 else per_sample.sum() if reduction == 2 \
@@ -43,3 +47,21 @@ def multilabel_margin_loss_forward(input: Tensor, target: Tensor, reduction: int
 CORRECTED: dict[Any, Any] = {
     aten.multilabel_margin_loss_forward.default: multilabel_margin_loss_forward,
 }
+
+
+@contextlib.contextmanager
+def corrected_kernels() -> Iterator[None]:
+    """While ``torch.compile`` traces for the device: torch applies its own wrong
+    decompositions above the dispatcher (a Python kernel at the Autograd key), before
+    any decomposition table; these put the corrected ones there, and take them back."""
+    saved = {op: op.py_kernels[DispatchKey.Autograd] for op in CORRECTED
+             if DispatchKey.Autograd in op.py_kernels}
+    try:
+        for op in saved:
+            op.py_kernels[DispatchKey.Autograd] = CORRECTED[op]
+            op._dispatch_cache.clear()
+        yield
+    finally:
+        for op, kernel in saved.items():
+            op.py_kernels[DispatchKey.Autograd] = kernel
+            op._dispatch_cache.clear()

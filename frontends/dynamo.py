@@ -27,6 +27,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
+from mncore_ir.frontends.corrected_decompositions import corrected_kernels
 from mncore_ir.frontends.fx import DECOMPOSITIONS, EXPORT_ONLY, HANDLERS, math_attention
 from mncore_ir.frontends.lazy_fast_paths import FAST_PATHS
 from mncore_ir.frontends.lazy_runtime import Runtime, runtime
@@ -67,7 +68,7 @@ def mncore_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **kwargs: 
                            decompositions=_decompositions(),
                            partition_fn=min_cut_rematerialization_partition,
                            keep_inference_input_mutations=True)
-    with math_attention():  # AOTAutograd traces forward and backward here
+    with math_attention(), corrected_kernels():  # AOTAutograd traces both passes here
         return backend(gm, example_inputs, **kwargs)
 
 

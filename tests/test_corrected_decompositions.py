@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch_mncore
 from tests.conftest import run_on_device
 
 #: rows padded with -1 after their labels (torch's docs' example, and a row whose
@@ -38,3 +39,28 @@ def test_multilabel_margin_loss_of_one_sample() -> None:
     (got,), host = run_on_device("cpu", lambda x, t: F.multilabel_margin_loss(x, t), x, target)
     assert not host
     torch.testing.assert_close(got, F.multilabel_margin_loss(x, target))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_multilabel_margin_loss_under_torch_compile(reduction: str) -> None:
+    """torch applies its own decomposition above the dispatcher while Dynamo traces:
+    the backend puts the corrected one there for its tracing. A margin of exactly 0
+    (row 2, class 3) passes no gradient, as in eager's kernel."""
+    import torch._dynamo
+
+    torch_mncore.init("cpu")
+    torch._dynamo.reset()
+    x = torch.tensor([[0.1, 0.2, 0.4, 0.8], [0.3, -0.5, 1.0, 0.0]], requires_grad=True)
+    target = torch.tensor([[3, 0, -1, 1], [2, -1, 0, 0]])
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return F.multilabel_margin_loss(x, target, reduction=reduction).sum()
+
+    got = torch.compile(loss, backend="mncore")(x)
+    (got_grad,) = torch.autograd.grad(got, x)
+    expected = loss(x)
+    (expected_grad,) = torch.autograd.grad(expected, x)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(got_grad, expected_grad)
+    assert torch.ops.aten.multilabel_margin_loss_forward.default.py_kernels[
+        torch._C.DispatchKey.Autograd].__module__ == "torch._decomp.decompositions"
