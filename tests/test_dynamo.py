@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -69,11 +69,12 @@ def _sgd(params: Any) -> torch.optim.Optimizer:
 
 
 def _compiled_steps_match_eager(device: str, step: Callable[..., torch.Tensor],
-                                optimizer: Callable[[Any], torch.optim.Optimizer] = _sgd
+                                optimizer: Callable[[Any], torch.optim.Optimizer] = _sgd,
+                                batches: Sequence[int] = (6, 6, 6)
                                 ) -> tuple[nn.Module, dict[str, int]]:
-    """Three steps (SGD with momentum, or ``optimizer``'s) of ``torch.compile(step)`` on
-    ``device`` against ``_step`` in eager, losses and parameters; the compiled model and
-    the counters."""
+    """Steps (SGD with momentum, or ``optimizer``'s) of ``torch.compile(step)`` on
+    ``device``, one per batch size, against ``_step`` in eager, losses and parameters;
+    the compiled model and the counters."""
     torch_mncore.init(device)
     torch_mncore.reset_metrics()
     torch.manual_seed(0)
@@ -81,8 +82,8 @@ def _compiled_steps_match_eager(device: str, step: Callable[..., torch.Tensor],
     theirs.load_state_dict(ours.state_dict())
     our_opt, their_opt = optimizer(ours.parameters()), optimizer(theirs.parameters())
     compiled = torch.compile(step, backend="mncore")
-    for _ in range(3):
-        x, y = torch.randn(6, 8), torch.randint(0, 4, (6,))
+    for batch in batches:
+        x, y = torch.randn(batch, 8), torch.randint(0, 4, (batch,))
         torch.testing.assert_close(compiled(ours, our_opt, x, y),
                                    _step(theirs, their_opt, x, y), rtol=1e-5, atol=1e-6)
     for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
@@ -419,21 +420,7 @@ def test_a_second_batch_size_compiles_per_shape_instead_of_running_eagerly(devic
                                                                           ) -> None:
     """A loader's last, smaller batch makes Dynamo recompile with a symbolic batch
     dimension: each size then gets a static program (every later call ran eagerly)."""
-    torch_mncore.init(device)
-    torch_mncore.reset_metrics()
-    torch.manual_seed(0)
-    ours, theirs = _mlp(), _mlp()
-    theirs.load_state_dict(ours.state_dict())
-    opt_ours, opt_theirs = _sgd(ours.parameters()), _sgd(theirs.parameters())
-    compiled = torch.compile(_step, backend="mncore")
-    g = torch.Generator().manual_seed(1)
-    for batch in (16, 16, 5, 16, 5, 9):
-        x, y = torch.randn(batch, 8, generator=g), torch.randint(0, 4, (batch,), generator=g)
-        torch.testing.assert_close(compiled(ours, opt_ours, x, y),
-                                   _step(theirs, opt_theirs, x, y), rtol=1e-5, atol=1e-6)
-    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    counters = torch_mncore.counters()
+    _, counters = _compiled_steps_match_eager(device, _step, batches=(16, 16, 5, 16, 5, 9))
     assert not [k for k in counters if k.startswith("DynamoFallback")], counters
     assert counters["DynamoShapeSpecializations"] >= 4  # forward and backward, sizes 5, 9
     torch_mncore.init("cpu")
