@@ -172,7 +172,7 @@ def _strided(reference: RefAttr, stride: int) -> str:
 
 class InstructionOp(IRDLOperation):
     """One instruction: ``mncore.<slot> STEP "KIND" SRC, ... -> DST (mask REF)? (words N)?
-    (run N stride N)? (rows N pitch N)? (l2b N)? (tag N)?``."""
+    (lanes N)? (run N stride N)? (rows N pitch N)? (l2b N)? (tag N)?``."""
 
     SLOT: ClassVar[str]
     KINDS: ClassVar[tuple[str, ...]]
@@ -182,6 +182,7 @@ class InstructionOp(IRDLOperation):
     dst = opt_prop_def(RefAttr)
     mask = opt_prop_def(RefAttr)
     words = opt_prop_def(IntegerAttr[I64])
+    lanes = opt_prop_def(IntegerAttr[I64])
     run = opt_prop_def(IntegerAttr[I64])
     stride = opt_prop_def(IntegerAttr[I64])
     rows = opt_prop_def(IntegerAttr[I64])
@@ -193,23 +194,24 @@ class InstructionOp(IRDLOperation):
     advances per iteration."""
     traits = lazy_traits_def(lambda: (HasParent(ProgramOp, RepeatOp),))
 
-    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "run", "stride", "rows", "pitch", "l2b",
-                                          "tag")
+    NUMBERS: ClassVar[tuple[str, ...]] = ("words", "lanes", "run", "stride", "rows", "pitch",
+                                          "l2b", "tag")
 
     def __init__(self, step: int, kind: str, srcs: Sequence[RefAttr] = (),
                  dst: RefAttr | None = None, words: int | None = None,
                  tag: int | None = None, run: int | None = None,
                  stride: int | None = None, l2b: int | None = None,
                  mask: RefAttr | None = None, strides: Sequence[int] | None = None,
-                 rows: int | None = None, pitch: int | None = None) -> None:
+                 rows: int | None = None, pitch: int | None = None,
+                 lanes: int | None = None) -> None:
         props: dict[str, Attribute] = {"step": i64_attr(step), "kind": _kind(kind),
                                        "srcs": ArrayAttr(tuple(srcs))}
         if dst is not None:
             props["dst"] = dst
         if mask is not None:
             props["mask"] = mask
-        for name, value in (("words", words), ("run", run), ("stride", stride), ("rows", rows),
-                            ("pitch", pitch), ("l2b", l2b), ("tag", tag)):
+        for name, value in (("words", words), ("lanes", lanes), ("run", run), ("stride", stride),
+                            ("rows", rows), ("pitch", pitch), ("l2b", l2b), ("tag", tag)):
             if value is not None:
                 props[name] = i64_attr(value)
         if strides is not None and any(strides):
@@ -314,8 +316,8 @@ class InstructionOp(IRDLOperation):
             printer.print_attr_dict(self.attributes)
 
     USES: ClassVar[tuple[str, ...]] = ()
-    """Which of ``words``, ``run``, ``stride``, ``rows``, ``pitch``, ``l2b`` and ``tag`` the
-    instruction takes."""
+    """Which of ``words``, ``lanes``, ``run``, ``stride``, ``rows``, ``pitch``, ``l2b`` and
+    ``tag`` the instruction takes."""
 
     def verify_(self) -> None:
         if self.kind.data not in self.KINDS:
@@ -497,20 +499,41 @@ class L1Op(InstructionOp):
 @instruction_definition
 class L2Op(InstructionOp):
     """L2BM <-> the L1BMs of each L2B, ``words`` per L1BM: ``bcast``, ``scatter``,
-    ``gather``, ``reduce`` (sum over the L1BMs)."""
+    ``gather``, ``reduce`` (sum over the L1BMs). A scatter with ``lanes N`` says that
+    only its first ``N`` source words carry data, counted over the L2Bs' copies in turn
+    (each copy's ``words`` x L1Bs), or, ``N`` no more than one copy's, the first ``N``
+    of every copy (a wave that every L2B repeats): the other words may hold anything,
+    and the program never moves what the scatter makes of them into a lane that
+    matters. It changes no value; ``mncore-forward-stores`` may then read other
+    words in their place."""
 
     name = "mncore.l2"
     SLOT: ClassVar[str] = "l2"
-    USES: ClassVar[tuple[str, ...]] = ("words",)
+    USES: ClassVar[tuple[str, ...]] = ("words", "lanes")
     KINDS: ClassVar[tuple[str, ...]] = ("bcast", "scatter", "gather", "reduce")
 
     def verify_(self) -> None:
         super().verify_()
         if len(self.srcs.data) != 1 or self.dst is None or self.words is None:
             raise VerifyException("mncore.l2 takes one source, a destination and words")
+        if self.lanes is not None and self.kind.data != "scatter":
+            raise VerifyException("mncore.l2: only a scatter takes lanes")
+        if self.lanes is not None and self.lanes.value.data < 1:
+            raise VerifyException("mncore.l2: a scatter's lanes are at least 1")
         inward = self.kind.data in ("bcast", "scatter")
         _spaces(self.srcs.data[0], ("l2bm",) if inward else ("l1bm",), "the source", self)
         _spaces(self.dst, ("l1bm",) if inward else ("l2bm",), "the destination", self)
+
+    def live(self, machine: Machine) -> np.ndarray | None:
+        """Which source words carry data (``lanes``), per word of a copy and L2B; None
+        when all do."""
+        if self.lanes is None:
+            return None
+        per, n = self.count * machine.l1b_per_l2b, self.lanes.value.data
+        index = np.arange(per)[:, None]
+        if n <= per:
+            return np.broadcast_to(index < n, (per, machine.l2bs))
+        return index + per * np.arange(machine.l2bs)[None, :] < n
 
     def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         n = self.count
@@ -1087,6 +1110,10 @@ class ProgramOp(IRDLOperation):
                 _bounds_in(blame, where, [*reads, *writes], machine)
             if isinstance(op, DmaOp) and op.block is not None and op.block >= machine.l2bs:
                 fail(f"l2b {op.block} is beyond the {machine.l2bs} L2Bs of {machine.name}")
+            if isinstance(op, L2Op) and op.lanes is not None and op.lanes.value.data > (
+                    words := op.count * machine.l1b_per_l2b * machine.l2bs):
+                fail(f"lanes {op.lanes.value.data} are more than the {words} words the "
+                     f"scatter reads from the {machine.l2bs} L2Bs")
             for space, *_ in reads:
                 if space == "fwd" and step - 1 not in producers:
                     fail(f"step {step} reads fwd but step {step - 1} has no ALU or MAU result")

@@ -78,17 +78,21 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
 
     def read_l2bm(op: m.InstructionOp, words: slice, copies: int | slice) -> bool:
         """Check a read of L2BM (``copies``: one L2B's or all) against the loads being
-        forwarded: it may read their sources instead if every word it reads, in every
-        copy it reads, was written by them, all shifted alike, and their sources are
-        unchanged; else their loads must stay. True if it reads one."""
+        forwarded: it may read their sources instead if every word it reads that
+        carries data (a scatter's ``lanes``), in every copy it reads, was written by
+        them, all shifted alike, and their sources are unchanged; else their loads
+        must stay. True if it reads one."""
         owners = alias[words, copies]
         if (owners < 0).all():
             return False
-        shifts = {candidates[int(o)].shift if o >= 0 else None for o in owners.flat}
+        live = op.live(machine) if isinstance(op, m.L2Op) else None
+        mine = owners if live is None else owners[live]
+        shifts = {candidates[int(o)].shift if o >= 0 else None for o in mine.flat}
         if len(shifts) == 1 and None not in shifts:
             (shift,) = shifts
             sources = slice(words.start + shift, words.stop + shift)
-            if (version[sources, copies] == expected[words, copies]).all():
+            same = version[sources, copies] == expected[words, copies]
+            if (same if live is None else same[live]).all():
                 renames.append((op, shift))
                 return True
         for owner in set(owners[owners >= 0].tolist()):

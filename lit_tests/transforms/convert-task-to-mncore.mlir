@@ -109,10 +109,17 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 
 // LANE-IR: mncore.program @main machine "tiny" {
 // LANE-IR: mncore.tensor @constant_pool constant
-// The tree: an L1 and an L2 reduce, a broadcast back, mma with a matrix of ones.
-// LANE-IR: mncore.l1 {{[0-9]+}} "reduce" grf0[4] -> l1bm
+// The tree: %sums on an L1B each (two at a time on tiny), %all on the whole L2B. The L1
+// reduce sums over the PEs, a broadcast brings the 4 words back, mma with a matrix of ones
+// adds them, and each L1B's first word is gathered to L2BM and stored with its neighbours'.
+// LANE-IR: mncore.l1 {{[0-9]+}} "reduce" grf0[4] -> [[SUMS:l1bm.[0-9]+.]]
+// LANE-IR: mncore.l1 {{[0-9]+}} "bcast" [[SUMS]] -> [[VEC:grf[01].[0-9]+.]]
+// LANE-IR: mncore.mau {{[0-9]+}} "mma" lm0{{.*}}, [[VEC]], [[TOTAL:grf[01].[0-9]+.]] -> [[TOTAL]]
+// LANE-IR: mncore.l1 {{[0-9]+}} "gather" [[TOTAL]] -> [[ONE:l1bm.[0-9]+.]]
+// LANE-IR: mncore.l2 {{[0-9]+}} "gather" [[ONE]] -> [[WORDS:l2bm.[0-9]+.]] words 1
+// LANE-IR: mncore.dma {{[0-9]+}} "store" [[WORDS]] -> dram{{.*}} words 2 tag
+// A sum over the whole L2B: the L2 reduce sums over the L1Bs.
 // LANE-IR: mncore.l2 {{[0-9]+}} "reduce" l1bm{{.*}} words 4
-// LANE-IR: mncore.mau {{[0-9]+}} "mma" lm0{{.*}}, grf0[8], grf1[4] -> grf1[4]
 
 // KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, matmul_permuted, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding, index_put, conv2d, conv2d_backward, max_pool2d, max_pool2d_backward
 // CAPACITY: mncore-opt: error: convert-task-to-mncore: buffer %x (1100000 words at dram[0]) does not fit in dram (1048576 words on tiny)

@@ -161,3 +161,48 @@ mncore.program @per_l2b machine "mncore2" {
   mncore.dma 10 "store" l2bm[96] -> dram[20] words 4 l2b 2 tag 6
   mncore.wait 11 tag 6
 }
+
+// -----
+
+// A scatter reads 8 words (4 per L1B on tiny's 2 L1Bs), of which the load brings 6: with
+// ``lanes 6`` the other 2 carry no data, so the scatter reads the stored words in place
+// and the load (and then the store, which nobody loads) goes.
+// CHECK-LABEL: mncore.program @padding_lanes
+// CHECK-NOT:     "load" dram[16]
+// CHECK-NOT:     "store" l2bm[0] -> dram[16]
+// CHECK:         mncore.l2 6 "scatter" l2bm[0] -> l1bm[0] words 4 lanes 6
+mncore.program @padding_lanes machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<6xf32>
+  mncore.tensor @y output dram[32] : tensor<8xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 6 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[16] words 6 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[16] -> l2bm[64] words 6 tag 3
+  mncore.wait 5 tag 3
+  mncore.l2 6 "scatter" l2bm[64] -> l1bm[0] words 4 lanes 6
+  mncore.l2 10 "gather" l1bm[0] -> l2bm[128] words 4
+  mncore.dma 14 "store" l2bm[128] -> dram[32] words 8 tag 4
+  mncore.wait 15 tag 4
+}
+
+// -----
+
+// Without lanes, the 2 words past the load's are the scatter's data too: the load stays.
+// CHECK-LABEL: mncore.program @all_lanes
+// CHECK:         mncore.dma 4 "load" dram[16] -> l2bm[64] words 6 tag 3
+// CHECK:         mncore.l2 6 "scatter" l2bm[64] -> l1bm[0] words 4
+mncore.program @all_lanes machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<6xf32>
+  mncore.tensor @y output dram[32] : tensor<8xf32>
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 6 tag 1
+  mncore.wait 1 tag 1
+  mncore.dma 2 "store" l2bm[0] -> dram[16] words 6 tag 2
+  mncore.wait 3 tag 2
+  mncore.dma 4 "load" dram[16] -> l2bm[64] words 6 tag 3
+  mncore.wait 5 tag 3
+  mncore.l2 6 "scatter" l2bm[64] -> l1bm[0] words 4
+  mncore.l2 10 "gather" l1bm[0] -> l2bm[128] words 4
+  mncore.dma 14 "store" l2bm[128] -> dram[32] words 8 tag 4
+  mncore.wait 15 tag 4
+}

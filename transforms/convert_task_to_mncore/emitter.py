@@ -339,10 +339,12 @@ class Emitter:
         self.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4))
         self.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(*slot)))
 
-    def load(self, addresses: np.ndarray) -> Slot:
-        """Lane ``i`` of the wave gets the DRAM word ``addresses[i]``."""
+    def load(self, addresses: np.ndarray, fill: Slot | None = None) -> Slot:
+        """Lane ``i`` of the wave gets the DRAM word ``addresses[i]``; with ``fill`` (a
+        slot of zeros, say), the PEs past the wave's :attr:`width` get its words, not
+        whatever their L1BM words held."""
         slot = self.lm_slot()
-        if (addresses == addresses[0]).all():
+        if (addresses == addresses[0]).all() and fill is None:
             self.broadcast(int(addresses[0]), slot)
             return slot
         stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
@@ -353,7 +355,12 @@ class Emitter:
                     self.dma("load", m.ref("dram", address),
                              m.ref("l2bm", stage[1] + first), words, run, stride, n, rows,
                              pitch)
-        self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.width))
+        if fill is not None and self.width < self.chunk:
+            self.emit(m.L1Op(0, "gather", [m.ref(*fill)], m.ref(*l1)))
+        per_l2b = self.machine.l1b_per_l2b * self.width
+        full = per_l2b if len(addresses) <= per_l2b else per_l2b * self.machine.l2bs
+        lanes = len(addresses) if len(addresses) < full else None  # the rest no lane's
+        self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.width, lanes=lanes))
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
 
@@ -377,12 +384,14 @@ class Emitter:
                              m.ref("dram", address), words, run, stride, n, rows, pitch)
 
     def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
-        """A wave's lanes by L2B: L2B ``n`` takes lanes ``n wave ..``; a wave that one L2B
-        holds goes to all of them (loads) or comes from L2B 0 (stores)."""
-        if len(addresses) <= self.wave:
+        """A wave's lanes by L2B: L2B ``n`` takes lanes ``n L ..`` (``L``: its L1Bs times
+        :attr:`width`); a wave that one L2B holds goes to all of them (loads) or comes
+        from L2B 0 (stores)."""
+        lanes = self.machine.l1b_per_l2b * self.width  # an L2B's lanes, width words each
+        if len(addresses) <= lanes:
             return [(None, addresses)]
-        return [(n, addresses[n * self.wave:(n + 1) * self.wave])
-                for n in range(-(-len(addresses) // self.wave))]
+        return [(n, addresses[n * lanes:(n + 1) * lanes])
+                for n in range(-(-len(addresses) // lanes))]
 
 
 def _bits(values: Sequence[float]) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import i1
@@ -25,6 +26,7 @@ from mncore_ir.transforms.convert_task_to_mncore import scalar
 from mncore_ir.transforms.convert_task_to_mncore.common import (
     REDUCTIONS,
     Slot,
+    descriptors,
     element,
     reduced_dims,
     shape,
@@ -127,7 +129,8 @@ def reduce(e: Emitter, task: t.TaskOp, op: g.ReduceOp, coords: list[np.ndarray]
 def tree_pays(e: Emitter, task: t.TaskOp, op: g.GraphOp) -> bool:
     """Whether a sum or mean goes through the tree: few outputs of many elements.
     Counted in loads: lanes take ``R`` loads per wave of outputs; the tree takes
-    ``R / wave`` per output, plus about 4 for the tree and the store."""
+    :func:`tree_plan`'s passes per wave of sums, plus about 4 for the tree and the
+    store."""
     if not isinstance(op, g.SumOp | g.MeanOp) or type_interval(
             element(task.writes()[0][0])) is not None:
         return False  # integers accumulate in lanes (exactly, then into their type)
@@ -135,20 +138,21 @@ def tree_pays(e: Emitter, task: t.TaskOp, op: g.GraphOp) -> bool:
     sizes = shape(value)
     reduced = math.prod(sizes[d] for d in reduced_dims(task, op)[0])
     outputs = math.prod(task.writes()[0][1].sizes)
-    return outputs * (-(-reduced // e.wave) + 4) < reduced * -(-outputs // e.wave)
+    plan = tree_plan(e, outputs, reduced)
+    waves = -(-outputs // (plan.per * e.machine.l2bs))
+    return waves * (plan.passes + 4) < reduced * -(-outputs // (e.wave * e.machine.l2bs))
 
 
 def reduce_tree(e: Emitter, task: t.TaskOp, op: g.SumOp | g.MeanOp) -> None:
-    """A sum or mean through the tree, one output at a time: its elements spread over
-    every lane of the wave (zeros past the end) and accumulate there, the L1 and L2
-    ``reduce`` sum over PEs and L1Bs keeping the 4 words apart, and the MAU adds the 4
-    (``mma`` with a matrix of ones) after a broadcast back to the PEs."""
+    """A sum or mean through the tree (:func:`sum_trees`), every output of the tile a
+    sum of its reduced elements."""
     ((value, region),) = task.reads()
     ((out, tile),) = task.writes()
     sizes = shape(value)
     dims, kept = reduced_dims(task, op)
     reduced = np.indices([sizes[d] for d in dims]).reshape(len(dims), -1)
     count = reduced.shape[1]
+    rows, targets = [], []
     for flat in range(math.prod(tile.sizes)):
         at = [o + c for o, c in zip(tile.offsets, np.unravel_index(flat, tile.sizes),
                                     strict=True)]
@@ -158,35 +162,109 @@ def reduce_tree(e: Emitter, task: t.TaskOp, op: g.SumOp | g.MeanOp) -> None:
                 mine[d] = np.full(count, at[i], np.int64)
         for d, index in zip(dims, reduced, strict=True):
             mine[d] = index
-        sum_tree(e, e.address(value, mine),
-                 e.address(out, [np.array([c]) for c in at]) if at else
-                 np.array([e.dram[out]]),
-                 1.0 / count if isinstance(op, g.MeanOp) else 1.0)
+        rows.append(e.address(value, mine))
+        targets.append(e.address(out, [np.array([c]) for c in at])[0] if at else
+                       e.dram[out])
+    sum_trees(e, np.stack(rows), np.array(targets, np.int64),
+              1.0 / count if isinstance(op, g.MeanOp) else 1.0)
 
 
-def sum_tree(e: Emitter, addresses: np.ndarray, target: np.ndarray, scale: float) -> None:
-    """``scale`` times the sum of the DRAM words ``addresses``, stored to the word
-    ``target``, through the tree (see :func:`reduce_tree`)."""
+#: About the steps of a tree from its last pass to its store (the L1 and L2 moves and
+#: the MAU's latency).
+TREE_STEPS = 25
+
+
+@dataclass(frozen=True)
+class TreePlan:
+    """How :func:`sum_trees` lays sums out: ``span`` L1Bs each (1, or an L2B's), so
+    ``per`` sums per L2B, in ``passes`` of ``width`` words per L1B (a multiple of 4:
+    one pass of a short sum loads only its words)."""
+
+    span: int
+    per: int
+    passes: int
+    width: int
+
+
+def tree_plan(e: Emitter, sums: int, count: int) -> TreePlan:
+    """Each sum on one L1B (as many at once as there are L1Bs) or on a whole L2B (one
+    per L2B), whichever is estimated faster: the words it moves (every lane of a used
+    L1B is loaded) at the DMA engine's rate, about 4 steps a pass and
+    :data:`TREE_STEPS` a wave of sums, and the L2 reduction's latency."""
+    machine = e.machine
+    plans = []
+    for span in (1, machine.l1b_per_l2b):
+        per = machine.l1b_per_l2b // span
+        passes = max(1, -(-count // (span * e.chunk)))  # an empty sum: a pass of zeros
+        per_l1b = -(-max(1, count) // span)  # a one-pass sum's elements on each L1B
+        width = e.chunk if passes > 1 else min(e.chunk, -(-per_l1b // 4) * 4)
+        used = min(machine.l2bs, -(-sums // per))  # L2Bs of the first wave
+        waves = -(-sums // (per * machine.l2bs))
+        words = waves * passes * used * machine.l1b_per_l2b * width
+        steps = (words / (4 * machine.dma_words_per_cycle) + waves * (4 * passes + TREE_STEPS)
+                 + (2 * machine.l2_latency if span > 1 else 0))
+        plans.append((steps, TreePlan(span, per, passes, width)))
+    return min(plans, key=lambda p: p[0])[1]
+
+
+def sum_trees(e: Emitter, addresses: np.ndarray, targets: np.ndarray, scale: float) -> None:
+    """``scale`` times the sum of each row of the DRAM words ``addresses`` (sums x
+    elements), stored to ``targets``, many sums at once: each on its own L1B (or L2B,
+    :func:`tree_plan`), its elements spread over the block's lanes (zeros past the
+    end) and accumulated there, pass after pass. The L1 ``reduce`` sums over the PEs
+    (and, a sum per L2B, the L2 ``reduce`` over the L1Bs) keeping 4 words apart, a
+    broadcast brings them back to the PEs and the MAU adds the 4 (``mma`` with a
+    matrix of ones); each L1B's first word is gathered to L2BM and stored."""
+    machine = e.machine
+    sums, count = addresses.shape
+    plan = tree_plan(e, sums, count)
+    per, lanes = plan.per, plan.span * plan.width  # lanes of one sum in a pass
+    block = machine.l1b_per_l2b * plan.width  # lanes of one L2B
     zero, ones = e.pooled([0.0]), e.ones_matrix()
-    e.new_wave()
-    acc, vector, total = ("grf0", 4), ("grf0", 8), ("grf1", 4)
-    for first in range(0, len(addresses), e.wave):
-        chunk = np.full(e.wave, zero, np.int64)
-        part = addresses[first:first + e.wave]
-        chunk[:len(part)] = part
-        x = e.load(chunk)
-        e.alu("fadd" if first else "fpass", [acc, x] if first else [x], acc)
-    l1, stage, back = e.l1.take(), e.stage.take(4), e.l1.take()
-    e.emit(m.L1Op(0, "reduce", [m.ref(*acc)], m.ref(*l1)))
-    e.emit(m.L2Op(0, "reduce", [m.ref(*l1)], m.ref(*stage), 4))
-    e.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*back), 4))
-    e.emit(m.L1Op(0, "bcast", [m.ref(*back)], m.ref(*vector)))
-    e.emit(m.AluOp(0, "fzero", [], m.ref(*total)))
-    e.emit(m.MauOp(0, "mma", [m.ref(*ones), m.ref(*vector),
-                              m.ref(*total)], m.ref(*total)))
-    if scale != 1.0:
-        e.alu("fmul", [total, e.constant(scale)], total)
-    e.store(total, target)
+    # each wave its own GRF words while they last, so waves overlap in time
+    capacity = 2 * ((machine.grf_words - 4) // 4) // 4  # waves of 4 slots
+    for k, first in enumerate(range(0, sums, per * machine.l2bs)):
+        wave = range(first, min(sums, first + per * machine.l2bs))
+        used = -(-len(wave) // per)
+        if k % capacity == 0:
+            e.new_wave()
+        e.width = plan.width
+        acc, vector, total = e.fresh(), e.fresh(), e.fresh()
+        zeros = e.fresh()  # what the PEs past the width read
+        e.alu("fzero", [], zeros)
+        for p in range(plan.passes):
+            chunk = np.full(used * block, zero, np.int64)
+            for k, f in enumerate(wave):
+                part = addresses[f, p * lanes:(p + 1) * lanes]
+                at = (k // per) * block + (k % per) * lanes
+                chunk[at:at + len(part)] = part
+            x = e.load(chunk, fill=zeros)
+            e.alu("fadd" if p else "fpass", [acc, x] if p else [x], acc)
+        l1, back = e.l1.take(), e.l1.take()
+        e.emit(m.L1Op(0, "reduce", [m.ref(*acc)], m.ref(*l1)))
+        if per == 1:  # over the L1Bs too, then back to every one
+            stage = e.stage.take(4)
+            e.emit(m.L2Op(0, "reduce", [m.ref(*l1)], m.ref(*stage), 4))
+            e.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*back), 4))
+            l1 = back
+        e.emit(m.L1Op(0, "bcast", [m.ref(*l1)], m.ref(*vector)))
+        e.emit(m.AluOp(0, "fzero", [], m.ref(*total)))
+        e.emit(m.MauOp(0, "mma", [m.ref(*ones), m.ref(*vector), m.ref(*total)],
+                       m.ref(*total)))
+        if scale != 1.0:
+            e.alu("fmul", [total, e.constant(scale)], total)
+        gathered, stage = e.l1.take(), e.stage.take(machine.l1b_per_l2b)
+        e.emit(m.L1Op(0, "gather", [m.ref(*total)], m.ref(*gathered)))
+        e.emit(m.L2Op(0, "gather", [m.ref(*gathered)], m.ref(*stage), 1))
+        with e.transfers():  # the sum on L1Bs g.. is word g of its L2B's stage
+            for n in range(used):
+                mine = targets[wave.start + n * per:min(wave.stop, wave.start + (n + 1) * per)]
+                l2b = n if used > 1 else None
+                for at, address, words, run, stride, rows, pitch in descriptors(
+                        mine, load=False):
+                    e.dma("store", m.ref("l2bm", stage[1] + at * plan.span),
+                          m.ref("dram", address), words, run, stride, l2b, rows, pitch)
+    e.width = e.chunk
 
 
 def select_matching(e: Emitter, index: Slot, candidates: int,

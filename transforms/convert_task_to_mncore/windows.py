@@ -18,7 +18,7 @@ from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
 from mncore_ir.transforms.convert_task_to_mncore.common import Slot, shape
 from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
-from mncore_ir.transforms.convert_task_to_mncore.lanes import lanes_over, sum_tree
+from mncore_ir.transforms.convert_task_to_mncore.lanes import lanes_over, sum_trees
 
 
 def geometry(op: g.WindowOp) -> tuple[list[int], list[int], list[int], int]:
@@ -131,9 +131,8 @@ def lower_conv2d_backward(b: Emitter, task: t.TaskOp, op: g.Conv2dBackwardOp) ->
     lanes_over(b, dw_tile, [(dw, dw_tile)], lambda c: conv2d_grad_weight(b, task, op, c))
     batch, outs, out_h, out_w = shape(grad)
     n, i, j = (a.reshape(-1) for a in np.indices((batch, out_h, out_w)))
-    for o in range(outs):
-        sum_tree(b, b.address(grad, [n, np.full_like(n, o), i, j]),
-                 np.array([b.dram[db] + o]), 1.0)
+    sum_trees(b, np.stack([b.address(grad, [n, np.full_like(n, o), i, j])
+                           for o in range(outs)]), b.dram[db] + np.arange(outs), 1.0)
 
 
 def max_pool2d(b: Emitter, task: t.TaskOp, op: g.MaxPool2dOp, c: list[np.ndarray]

@@ -144,6 +144,37 @@ mncore.program @p machine "tiny" {
 
 // -----
 
+// Lanes say which words of a scatter's source carry data: only a scatter reads so.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l2: only a scatter takes lanes}}
+  mncore.l2 0 "bcast" l2bm[0] -> l1bm[0] words 4 lanes 2
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l2: a scatter's lanes are at least 1}}
+  mncore.l2 0 "scatter" l2bm[0] -> l1bm[0] words 4 lanes 0
+}
+
+// -----
+
+// Lanes past the words the scatter reads from every L2B (2 L1Bs x 16 on tiny).
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{lanes 33 are more than the 32 words the scatter reads from the 1 L2Bs}}
+  mncore.l2 0 "scatter" l2bm[0] -> l1bm[0] words 16 lanes 33
+}
+
+// -----
+
+// Only the L2 transfers take lanes.
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{mncore.l1 takes no lanes}}
+  mncore.l1 0 "scatter" l1bm[0] -> lm0[0] lanes 4
+}
+
+// -----
+
 // ==== spaces a slot reaches
 
 // The ALU writes PE memories only.

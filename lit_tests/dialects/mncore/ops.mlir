@@ -2,7 +2,7 @@
 // the custom and the generic form (which must give the same text). One program per
 // machine, each with every instruction kind: the 13 ALU kinds (fmadd with 3 sources,
 // fzero with none, fwd operands), MAU mma, L1 bcast/scatter/gather/reduce, L2 with
-// words, DMA load/store with words and tags, wait; input and output tensors, buffers (one with a strided layout),
+// words (a scatter with lanes), DMA load/store with words and tags, wait; input and output tensors, buffers (one with a strided layout),
 // steps with several slots, and discardable attributes on instructions. Both programs
 // keep the assembler's rules (dialects/mncore.py, ProgramOp._check_issue), also at
 // their edges (and a third program, a repeated group with strided references, too): one read and one write of a GRF in a step, an LM read 3 steps after a
@@ -27,7 +27,7 @@ mncore.program @tiny_all machine "tiny" {
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 32 tag 1
   mncore.dma 1 "load" dram[32] -> l2bm[32] words 64 tag 2 {note = "weights"}
   mncore.wait 2 tag 1
-  mncore.l2 3 "scatter" l2bm[0] -> l1bm[0] words 16
+  mncore.l2 3 "scatter" l2bm[0] -> l1bm[0] words 16 lanes 20
   mncore.wait 3 tag 2
   mncore.l2 4 "bcast" l2bm[32] -> l1bm[64] words 64
   mncore.l1 8 "bcast" l1bm[0] -> grf0[0]
@@ -87,7 +87,7 @@ mncore.program @tiny_all machine "tiny" {
 // CHECK-NEXT:  mncore.dma 0 "load" dram[0] -> l2bm[0] words 32 tag 1{{$}}
 // CHECK-NEXT:  mncore.dma 1 "load" dram[32] -> l2bm[32] words 64 tag 2 {note = "weights"}{{$}}
 // CHECK-NEXT:  mncore.wait 2 tag 1{{$}}
-// CHECK-NEXT:  mncore.l2 3 "scatter" l2bm[0] -> l1bm[0] words 16{{$}}
+// CHECK-NEXT:  mncore.l2 3 "scatter" l2bm[0] -> l1bm[0] words 16 lanes 20{{$}}
 // CHECK-NEXT:  mncore.wait 3 tag 2{{$}}
 // CHECK-NEXT:  mncore.l2 4 "bcast" l2bm[32] -> l1bm[64] words 64{{$}}
 // CHECK-NEXT:  mncore.l1 8 "bcast" l1bm[0] -> grf0[0]{{$}}
@@ -143,7 +143,7 @@ mncore.program @tiny_all machine "tiny" {
 // GENERIC-NEXT:  "mncore.dma"() <{step = 0 : i64, kind = "load", srcs = [#mncore.ref<dram[0]>], dst = #mncore.ref<l2bm[0]>, words = 32 : i64, tag = 1 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.dma"() <{step = 1 : i64, kind = "load", srcs = [#mncore.ref<dram[32]>], dst = #mncore.ref<l2bm[32]>, words = 64 : i64, tag = 2 : i64}> {note = "weights"} : () -> ()
 // GENERIC-NEXT:  "mncore.wait"() <{step = 2 : i64, kind = "", srcs = [], tag = 1 : i64}> : () -> ()
-// GENERIC-NEXT:  "mncore.l2"() <{step = 3 : i64, kind = "scatter", srcs = [#mncore.ref<l2bm[0]>], dst = #mncore.ref<l1bm[0]>, words = 16 : i64}> : () -> ()
+// GENERIC-NEXT:  "mncore.l2"() <{step = 3 : i64, kind = "scatter", srcs = [#mncore.ref<l2bm[0]>], dst = #mncore.ref<l1bm[0]>, words = 16 : i64, lanes = 20 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.wait"() <{step = 3 : i64, kind = "", srcs = [], tag = 2 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.l2"() <{step = 4 : i64, kind = "bcast", srcs = [#mncore.ref<l2bm[32]>], dst = #mncore.ref<l1bm[64]>, words = 64 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.l1"() <{step = 8 : i64, kind = "bcast", srcs = [#mncore.ref<l1bm[0]>], dst = #mncore.ref<grf0[0]>}> : () -> ()
