@@ -19,6 +19,7 @@ read of a word before it is ready.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import (
@@ -46,6 +48,8 @@ from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
 from mncore_ir.testing.model_zoo import Block, TrainingStep, cnn_sgd, gpt_adamw, mlp_sgd
+from mncore_ir.transforms.convert_task_to_mncore import MNCoreConversionError
+from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
 
 TO_TINY = (GRAPH_PIPELINE + ",convert-graph-to-task{target=mncore},"
            "convert-task-to-mncore{machine=tiny},mncore-schedule")
@@ -463,3 +467,31 @@ def test_division_rounds_as_ieee_division(seed: int) -> None:
         same = (ours.view(np.int32) == theirs.view(np.int32)) | (np.isnan(ours)
                                                                  & np.isnan(theirs))
         assert same.all(), (a[~same][:4], b[~same][:4], ours[~same][:4], theirs[~same][:4])
+
+
+def test_consecutive_waves_write_other_grf_words() -> None:
+    """Each wave's GRF words start past the last wave's, round the GRF (word 0 of each
+    stays the copy scratch): an independent task's first writes no longer wait for
+    the last task's reads of the same words."""
+    e = Emitter(MACHINES["tiny"])
+    taken: list[set[tuple[str, int]]] = []
+    for _ in range(12):
+        e.new_wave()
+        taken.append({e.fresh() for _ in range(3)})
+    for before, after in itertools.pairwise(taken):
+        assert not before & after
+    words = {at for wave in taken for _, at in wave}
+    assert min(words) == 4 and max(words) <= MACHINES["tiny"].grf_words - 4
+    assert len(words) == (MACHINES["tiny"].grf_words - 4) // 4  # every slot, round
+
+
+def test_a_wave_needing_more_values_than_the_grfs_hold_is_refused() -> None:
+    machine = MACHINES["tiny"]
+    e = Emitter(machine)
+    e.new_wave()
+    e.fresh()
+    e.new_wave()  # from a rotated start, still the whole GRFs
+    slots = {e.fresh() for _ in range(2 * (machine.grf_words - 4) // 4)}
+    assert len(slots) == 2 * (machine.grf_words - 4) // 4
+    with pytest.raises(MNCoreConversionError, match="more values at once than the GRFs hold"):
+        e.fresh()

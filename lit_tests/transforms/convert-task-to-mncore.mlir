@@ -112,7 +112,7 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // The tree: %sums on an L1B each (two at a time on tiny), %all on the whole L2B. The L1
 // reduce sums over the PEs, a broadcast brings the 4 words back, mma with a matrix of ones
 // adds them, and each L1B's first word is gathered to L2BM and stored with its neighbours'.
-// LANE-IR: mncore.l1 {{[0-9]+}} "reduce" grf0[4] -> [[SUMS:l1bm.[0-9]+.]]
+// LANE-IR: mncore.l1 {{[0-9]+}} "reduce" grf{{[01]}}[{{[0-9]+}}] -> [[SUMS:l1bm.[0-9]+.]]
 // LANE-IR: mncore.l1 {{[0-9]+}} "bcast" [[SUMS]] -> [[VEC:grf[01].[0-9]+.]]
 // LANE-IR: mncore.mau {{[0-9]+}} "mma" lm0{{.*}}, [[VEC]], [[TOTAL:grf[01].[0-9]+.]] -> [[TOTAL]]
 // LANE-IR: mncore.l1 {{[0-9]+}} "gather" [[TOTAL]] -> [[ONE:l1bm.[0-9]+.]]

@@ -79,7 +79,8 @@ class Emitter:
         self.l1 = Ring("l1bm", 0, self.chunk, chunks)
         self.l1_out = chunks * self.chunk
         self.l1_top = self.l1_out + JC * self.chunk
-        self.grf: dict[str, int] = {}
+        self.grf: dict[str, int] = {}  # GRF words the current wave took, per GRF
+        self.grf_base = 0  # where the current wave's GRF words start (past word 4)
         self.group: bool | None = None  # inside transfers(): whether a DMA joined
         self.released: list[Slot] = []
         #: Steps between instructions in program order: past every latency and the
@@ -175,10 +176,15 @@ class Emitter:
         return self.lm_ring[self.loads % 2].take()
 
     def new_wave(self, lanes: int | None = None) -> None:
-        """Every GRF slot is free again (word 0 of each GRF stays a copy scratch); a wave
-        of ``lanes`` lanes (default: a whole wave of every L2B) is spread as few words
-        over each L1B (:attr:`width`)."""
-        self.grf = {"grf0": 4, "grf1": 4}
+        """Every GRF slot is free again (word 0 of each GRF stays a copy scratch), handed
+        out from past the last wave's, round the GRF: consecutive waves (independent
+        tasks' above all) write other words than the last one read, so the scheduler
+        can overlap them. A wave of ``lanes`` lanes (default: a whole wave of every L2B)
+        is spread as few words over each L1B (:attr:`width`)."""
+        if self.grf:
+            self.grf_base = (self.grf_base + max(self.grf.values())) % (
+                self.machine.grf_words - 4)
+        self.grf = {"grf0": 0, "grf1": 0}
         self.released = []
         self.width = self.chunk
         if lanes is not None and lanes <= self.wave:
@@ -190,13 +196,13 @@ class Emitter:
         if self.released:
             return self.released.pop()
         space = min(self.grf, key=lambda s: self.grf[s])
-        at = self.grf[space]
-        if at + 4 > self.machine.grf_words:
+        used, ring = self.grf[space], self.machine.grf_words - 4
+        if used + 4 > ring:
             raise MNCoreConversionError("convert-task-to-mncore: a task needs more values "
                                         f"at once than the GRFs hold ({self.machine.grf_words} "
                                         f"words each on {self.machine.name})")
         self.grf[space] += 4
-        return space, at
+        return space, 4 + (self.grf_base + used) % ring
 
     def release(self, slot: Slot) -> None:
         """``slot``'s value is dead: a later :meth:`fresh` may reuse it (the scheduler

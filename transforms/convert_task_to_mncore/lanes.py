@@ -221,13 +221,10 @@ def sum_trees(e: Emitter, addresses: np.ndarray, targets: np.ndarray, scale: flo
     per, lanes = plan.per, plan.span * plan.width  # lanes of one sum in a pass
     block = machine.l1b_per_l2b * plan.width  # lanes of one L2B
     zero, ones = e.pooled([0.0]), e.ones_matrix()
-    # each wave its own GRF words while they last, so waves overlap in time
-    capacity = 2 * ((machine.grf_words - 4) // 4) // 4  # waves of 4 slots
-    for k, first in enumerate(range(0, sums, per * machine.l2bs)):
+    for first in range(0, sums, per * machine.l2bs):
         wave = range(first, min(sums, first + per * machine.l2bs))
         used = -(-len(wave) // per)
-        if k % capacity == 0:
-            e.new_wave()
+        e.new_wave()  # GRF words past the last wave's: waves overlap in time
         e.width = plan.width
         acc, vector, total = e.fresh(), e.fresh(), e.fresh()
         zeros = e.fresh()  # what the PEs past the width read
