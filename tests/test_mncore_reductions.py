@@ -133,3 +133,19 @@ def test_random_sums_match_eager(shape: list[int], data: st.DataObject, machine:
     event(f"tree: {bool(trees(program))}")
     outputs, _ = simulate(program, [x.numpy()])
     assert_all_close(outputs, eager)
+
+
+@pytest.mark.parametrize(("shape", "maxed"), [((40, 33), 4), ((40, 7), 3)])
+def test_lane_reductions_take_turns_with_accumulators(shape: tuple[int, int],
+                                                      maxed: int) -> None:
+    """A lane reduction (amax never goes through the tree) accumulates into up to 4
+    GRF words in turn, combined at the end: each chain of dependent ``fmax``es is a
+    quarter as long. Of 7 elements, the fourth accumulator only takes its first (a
+    copy), so 3 accumulators see an ``fmax``."""
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    program, eager = lowered(lambda x: x.amax(1), [x], "tiny")
+    written = {str(op.destination()) for op in program.instructions()
+               if isinstance(op, m.AluOp) and op.kind.data == "fmax"}
+    assert len(written) == maxed  # the combine writes the first one again
+    outputs, _ = simulate(program, [x.numpy()])
+    assert_all_close(outputs, eager)

@@ -34,6 +34,9 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 from mncore_ir.transforms.convert_task_to_mncore.emitter import Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Interval, type_interval
 
+#: Accumulators a lane reduction takes turns with.
+ACCUMULATORS = 4
+
 Lanes = Callable[[list[np.ndarray]], list[Slot]]  # absolute coordinates -> result slots
 
 
@@ -100,7 +103,8 @@ def copy(e: Emitter, task: t.TaskOp, op: g.PermuteOp | g.ReshapeOp | g.SliceOp,
 
 def reduce(e: Emitter, task: t.TaskOp, op: g.ReduceOp, coords: list[np.ndarray]
            ) -> list[Slot]:
-    """Each lane accumulates its reduced elements, loaded one after another."""
+    """Each lane accumulates its reduced elements, loaded one after another, into
+    :data:`ACCUMULATORS` accumulators in turn, combined at the end."""
     ((value, region),) = task.reads()
     sizes = shape(value)
     dims, kept = reduced_dims(task, op)
@@ -110,14 +114,20 @@ def reduce(e: Emitter, task: t.TaskOp, op: g.ReduceOp, coords: list[np.ndarray]
         if d not in dims:
             base[d] = coords[i]
     kind = REDUCTIONS[type(op)]
-    acc = e.fresh()
     reduced = [sizes[d] for d in dims]
+    # a few accumulators in turn, then combined: each chain is a few times shorter
+    # (an ALU result is read 3 steps after its issue)
+    accs = [e.fresh() for _ in range(max(1, min(ACCUMULATORS, math.prod(reduced))))]
     for r, index in enumerate(np.ndindex(*reduced)):
         mine = list(base)
         for d, i in zip(dims, index, strict=True):
             mine[d] = np.full(count, i, np.int64)
         x = e.load(e.address(value, mine))
-        e.alu(kind if r else "fpass", [acc, x] if r else [x], acc)
+        acc = accs[r % len(accs)]
+        e.alu(kind if r >= len(accs) else "fpass", [acc, x] if r >= len(accs) else [x], acc)
+    acc = accs[0]
+    for other in accs[1:]:
+        e.alu(kind, [acc, other], acc)
     element_type = element(task.writes()[0][0])
     if isinstance(op, g.MeanOp) and type_interval(element_type) is None:
         e.alu("fmul", [acc, e.constant(1.0 / math.prod(reduced))], acc)
