@@ -50,8 +50,10 @@ class ConvertTaskToMNCorePass(ModulePass):
 
     matmul_kernel: str = "auto"
     """``stationary`` (A in LM, ``mma``; K padded to a multiple of 4), ``swapped`` (the
-    same kernel on ``C^T = B^T A^T``: B^T in LM), ``streaming`` (any K, ``vmm``) or
-    ``auto``: stationary or swapped, whichever is estimated faster, where they apply."""
+    same kernel on ``C^T = B^T A^T``: B^T in LM), ``split`` and ``swapped-split`` (either
+    with K shared out among the L1Bs of each L2B, whose parts the L2 ``reduce`` adds:
+    few columns of long K use every L1B), ``streaming`` (any K, ``vmm``) or ``auto``:
+    the stationary kernels, whichever is estimated faster, where they apply."""
 
     max_instructions: int = MAX_INSTRUCTIONS
     """The compile budget: a kernel whose program needs more instructions is refused
@@ -65,10 +67,11 @@ class ConvertTaskToMNCorePass(ModulePass):
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
                                         f"{self.machine!r}; machines: {', '.join(MACHINES)}")
-        if self.matmul_kernel not in ("auto", "stationary", "swapped", "streaming"):
+        if self.matmul_kernel not in ("auto", "stationary", "swapped", "split",
+                                      "swapped-split", "streaming"):
             raise MNCoreConversionError(f"convert-task-to-mncore: matmul_kernel is auto, "
-                                        "stationary, swapped or streaming, not "
-                                        f"{self.matmul_kernel!r}")
+                                        "stationary, swapped, split, swapped-split or "
+                                        f"streaming, not {self.matmul_kernel!r}")
         if self.max_instructions < 1:
             raise MNCoreConversionError("convert-task-to-mncore: max_instructions must be at "
                                         f"least 1, not {self.max_instructions}")

@@ -46,15 +46,29 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
     depth = task.reads()[0][1].sizes[-1]
     chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4  # K whose matrices fit
     fits = chunk >= 4 and stationary_width(pb, min(depth, chunk)) >= 4
-    if kernel in ("stationary", "swapped") and not fits:
+    if kernel in ("stationary", "swapped", "split", "swapped-split") and not fits:
         raise MNCoreConversionError(
             f"convert-task-to-mncore: matmul_kernel={kernel} needs room for 4 rows of B "
             f"per column in L1BM and L2BM on {pb.machine.name}")
     transposed = isinstance(op, g.MatmulPermutedOp)
+    blocks = pb.machine.l1b_per_l2b
+    splits = blocks > 1 and depth % (4 * blocks) == 0 and depth // blocks <= chunk
+    if kernel in ("split", "swapped-split") and not splits:
+        raise MNCoreConversionError(
+            f"convert-task-to-mncore: matmul_kernel={kernel} splits K ({depth}) over the "
+            f"{blocks} L1Bs of an L2B: K must be a multiple of {4 * blocks} and its share "
+            f"at most {chunk}", op)
     if fits and kernel != "streaming":
         plain, swapped = (operands(pb, task, transposed, swap) for swap in (False, True))
-        faster = estimate(pb, swapped, depth) < estimate(pb, plain, depth)
-        chosen = swapped if kernel == "swapped" or (kernel == "auto" and faster) else plain
+        options = {"stationary": plain, "swapped": swapped}
+        if splits:
+            options |= {"split": replace(plain, split=blocks),
+                        "swapped-split": replace(swapped, split=blocks)}
+        chosen = options[kernel] if kernel != "auto" else min(
+            options.values(), key=lambda o: estimate(pb, o, depth))
+        if chosen.split > 1:  # every L1B holds its share of K: one chunk
+            lower_matmul_stationary(pb, chosen, depth)
+            return
         for k_lo in range(0, depth, chunk):
             lower_matmul_stationary(pb, chosen.from_k(k_lo), min(chunk, depth - k_lo))
     else:
@@ -77,6 +91,9 @@ class Operands:
     """The first word of ``O``, its stride between rows, between columns."""
     k_lo: int = 0
     """Where along K ``s`` and ``t`` start (after the first chunk, O is added to)."""
+    split: int = 1
+    """L1Bs that share K (1: none): L1B ``g`` of each L2B multiplies the ``g``-th share
+    of K, all of them the same columns of O, and the L2 ``reduce`` adds their parts."""
 
     def from_k(self, k_lo: int) -> Operands:
         """The same product from row ``k_lo`` of K on (of the product from 0)."""
@@ -103,21 +120,33 @@ def operands(pb: Emitter, task: t.TaskOp, transposed: bool, swap: bool) -> Opera
 
 def estimate(pb: Emitter, ops: Operands, depth: int) -> float:
     """Estimated cycles of the stationary kernel on ``ops``: the most of its MAU cycles,
-    its DMA words at the engine's bandwidth and its DMAs at one a step (four per 4
+    its DMA words at the engine's bandwidth, its DMAs at one a step (four per 4
     columns of K of S, a column of ``T`` that is not one run of words one of its own,
-    and one per column of ``O``)."""
-    machine, rows, cols = pb.machine, ops.rows, ops.cols
-    by_rows = split_rows(pb, rows, cols, depth)
+    and one per column of ``O``) and its L1 and L2 transfers at one a step (four per 4
+    columns of K of S; an L1 broadcast per 4 rows of T and column of an L1B). K split
+    over the L1Bs (``ops.split``) takes each L1B's share of the 4-row steps, for
+    fewer columns at once."""
+    machine, rows, cols, share = pb.machine, ops.rows, ops.cols, -(-depth // ops.split)
+    by_rows = split_rows(pb, rows, cols, depth, ops.split)
     parts = machine.l2bs if by_rows else 1
     passes = -(-rows // (4 * machine.pes_per_l1b * parts))
-    span = machine.l1b_per_l2b * JC * (1 if by_rows else machine.l2bs)
-    units, width = -(-cols // span), max(4, stationary_width(pb, depth))
-    mau = passes * units * depth * JC
+    span = columns_per_unit(pb, by_rows, ops.split)
+    units, width = -(-cols // span), max(4, stationary_width(pb, share))
+    steps, pieces = -(-share // 4), -(-share // width)
+    mau = passes * units * share * JC
     words = rows * depth + passes * depth * cols + rows * cols
-    t_dmas = machine.l2bs if ops.t[1] == 1 else min(span, cols)
-    dmas = passes * (-(-depth // 4) * 4 * parts + units * -(-depth // width) * t_dmas
-                     + units * min(span, cols) * parts)
-    return max(mau, words / machine.dma_words_per_cycle, 4 * dmas)
+    t_dmas = (machine.l2bs if ops.t[1] == 1 else min(span, cols)) * ops.split
+    dmas = passes * (steps * 4 * parts + units * pieces * t_dmas + units * min(span, cols) * parts)
+    l1 = passes * (steps * 4 + units * steps * JC)
+    l2 = passes * (steps * 4 + units * (pieces + 1))
+    return max(mau, words / machine.dma_words_per_cycle, 4 * dmas, 4 * l1, 4 * l2)
+
+
+def columns_per_unit(pb: Emitter, by_rows: bool, split: int) -> int:
+    """Columns of O a unit of the stationary kernel computes: ``JC`` per L1B (per L2B
+    when the L1Bs split K), on every L2B unless they split the rows."""
+    machine = pb.machine
+    return (machine.l1b_per_l2b if split == 1 else 1) * JC * (1 if by_rows else machine.l2bs)
 
 
 def operand_b(pb: Emitter, task: t.TaskOp, transposed: bool) -> tuple[int, int, int]:
@@ -183,20 +212,21 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
     base_s, s_row, s_k = ops.s
     base_t, t_k, t_col = ops.t
     by_k = s_k == 1  # a row of S is a run: 4x4 matrices as they lie
-    width = stationary_width(pb, depth)
-    per, blocks, jc, l2bs = (pb.machine.pes_per_l1b, pb.machine.l1b_per_l2b, JC,
-                             pb.machine.l2bs)
+    split = ops.split
+    share = depth // split  # the rows of K each L1B multiplies (a multiple of 4 if split)
+    width = stationary_width(pb, share)
+    per, jc, l2bs = pb.machine.pes_per_l1b, JC, pb.machine.l2bs
     bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
     b_areas = Ring("l1bm", pb.l1_top, bl1, 2)
     half = pb.lm_limit
     vectors = Ring("grf0", 4, 4, (pb.machine.grf_words - 4) // 4)
     accs = [("grf1", 4 + 4 * j) for j in range(jc)]
     scratch = ("grf1", 4 + 4 * jc)
-    a_stages = Ring("l2bm", pb.big_stage.start, 4 * per,  # S's pieces, many in flight
-                    pb.big_stage.size * pb.big_stage.count // (4 * per))
-    by_rows = split_rows(pb, rows, cols, depth)
+    a_stages = Ring("l2bm", pb.big_stage.start, 4 * per * split,  # S's pieces, many in
+                    pb.big_stage.size * pb.big_stage.count // (4 * per * split))  # flight
+    by_rows = split_rows(pb, rows, cols, depth, split)
     tall = 4 * per  # rows of S an L2B holds
-    span = blocks * jc * (1 if by_rows else l2bs)  # columns of O per unit
+    span = columns_per_unit(pb, by_rows, split)
 
     def matrix(kc: int) -> tuple[str, int]:
         return ("lm0", "lm1")[kc % 2], half + 16 * (kc // 2)
@@ -206,42 +236,44 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
         parts = [(one_l2b(pb, n), r0 + tall * n, min(tall, rows - r0 - tall * n))
                  for n in range(l2bs) if r0 + tall * n < rows] if by_rows else [
             (None, r0, min(tall, rows - r0))]
-        for kc in range(-(-depth // 4)):
+        for kc in range(-(-share // 4)):
             # by_k: S[first + 4p + i, 4kc:4kc+4] -> row i of PE p's matrix; else
-            # S[first + 4p:first + 4p + 4, 4kc + i] -> its row i (the transpose)
-            pieces = min(4, parts[0][2]) if by_k else min(4, depth - 4 * kc)
+            # S[first + 4p:first + 4p + 4, 4kc + i] -> its row i (the transpose); split,
+            # L1B g's from row g share of K on, from word g sizes[i] of the stage on
+            pieces = min(4, parts[0][2]) if by_k else min(4, share - 4 * kc)
             stages = [a_stages.take() for _ in range(pieces)]
+            sizes = [4 * (-(-(parts[0][2] - i) // 4) if by_k else -(-parts[0][2] // 4))
+                     for i in range(pieces)]  # each L1B's words of each piece
             with pb.transfers():  # the 4 rows of one column of matrices: one wait
                 for i, stage in enumerate(stages):
                     for n, first, block in parts:
                         if not by_k:
-                            pb.dma("load", m.ref("dram", base_s + first * s_row
-                                                 + (4 * kc + i) * s_k), m.ref(*stage),
-                                   block, *((None, None) if s_row == 1 else (1, s_row)), n)
+                            load_piece(pb, base_s + first * s_row + (4 * kc + i) * s_k,
+                                       stage, block, (None, None) if s_row == 1 else
+                                       (1, s_row), n, split, share * s_k, sizes[i])
                         elif i < block:
-                            count = -(-(block - i) // 4)
-                            pb.dma("load", m.ref("dram", base_s + (first + i) * s_row
-                                                 + 4 * kc), m.ref(*stage), 4 * count, 4,
-                                   4 * s_row, n)
+                            load_piece(pb, base_s + (first + i) * s_row + 4 * kc, stage,
+                                       4 * -(-(block - i) // 4), (4, 4 * s_row), n, split,
+                                       share, sizes[i])
             space, at_ = matrix(kc)
             for i, stage in enumerate(stages):
                 l1 = pb.l1.take()
-                count = -(-(parts[0][2] - i) // 4) if by_k else -(-parts[0][2] // 4)
-                pb.emit(m.L2Op(0, "bcast", [m.ref(*stage)], m.ref(*l1), 4 * count))
+                pb.emit(m.L2Op(0, "bcast" if split == 1 else "scatter", [m.ref(*stage)],
+                               m.ref(*l1), sizes[i]))
                 pb.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(space, at_ + 4 * i)))
-                if by_k and 4 * kc + 4 > depth:  # the words past K are the next row's
-                    _zero_past(pb, (space, at_ + 4 * i), depth - 4 * kc, scratch)
+                if by_k and 4 * kc + 4 > share:  # the words past K are the next row's
+                    _zero_past(pb, (space, at_ + 4 * i), share - 4 * kc, scratch)
             for i in range(pieces if not by_k else 4, 4):  # rows of S^T past K
                 pb.alu("fzero", [], (space, at_ + 4 * i))
         # Units of (columns, rows of T): the next unit's DMAs are emitted before
         # this unit's work, so the engine's queue runs ahead of the MAU.
-        units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, depth, width)]
-        areas = {0: load_columns(pb, base_t, (t_k, t_col), cols, depth, width, *units[0],
-                                 b_areas, by_rows)}
+        units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, share, width)]
+        areas = {0: load_columns(pb, base_t, (t_k, t_col), cols, share, width, *units[0],
+                                 b_areas, by_rows, split)}
         for u, (c0, k0) in enumerate(units):
             if u + 1 < len(units):
-                areas[u + 1] = load_columns(pb, base_t, (t_k, t_col), cols, depth, width,
-                                            *units[u + 1], b_areas, by_rows)
+                areas[u + 1] = load_columns(pb, base_t, (t_k, t_col), cols, share, width,
+                                            *units[u + 1], b_areas, by_rows, split)
             live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
             if k0 == 0 and ops.k_lo == 0:
                 for jl in live:
@@ -249,7 +281,7 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
             elif k0 == 0:  # a later chunk of K adds to what the earlier ones stored
                 columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live,
                              store=False)
-            area, kw = areas.pop(u), min(width, depth - k0)
+            area, kw = areas.pop(u), min(width, share - k0)
 
             full = kw // 4  # the 4-row steps with no words past K
             lead = min(full, (k0 // 4) % 2)  # a group starts on lm0's matrix
@@ -267,9 +299,28 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
             for kc in range(lead + 2 * pairs, -(-kw // 4)):
                 for op in _k_step(pb, unit, kc):
                     pb.emit(op)
-            if k0 + width < depth:
+            if k0 + width < share:
                 continue
-            columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live, store=True)
+            columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live, store=True,
+                         split=split)
+
+
+def load_piece(pb: Emitter, address: int, stage: tuple[str, int], words: int,
+               runs: tuple[int | None, int | None], l2b: int | None, split: int,
+               pitch: int, size: int) -> None:
+    """One piece of S's matrices into ``stage``: ``words`` from DRAM ``address`` (runs
+    of ``runs``), or, K split over ``split`` L1Bs, L1B ``g``'s from ``g pitch`` words
+    on into ``g size`` words on of the stage: one DMA of ``split`` rows where the
+    pieces follow one another in the stage, else one each."""
+    if split == 1:
+        pb.dma("load", m.ref("dram", address), m.ref(*stage), words, *runs, l2b)
+    elif words == size:
+        pb.dma("load", m.ref("dram", address), m.ref(*stage), words * split, *runs, l2b,
+               rows=split, pitch=pitch)
+    else:
+        for g in range(split):
+            pb.dma("load", m.ref("dram", address + g * pitch),
+                   m.ref(stage[0], stage[1] + g * size), words, *runs, l2b)
 
 
 @dataclass(frozen=True)
@@ -313,20 +364,24 @@ def _k_step(pb: Emitter, unit: _Unit, kc: int, repeated: bool = False) -> list[m
 
 def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: int, c0: int,
                  cols: int, o: tuple[int, int, int], by_rows: bool,
-                 accs: list[tuple[str, int]], live: list[int], store: bool) -> None:
+                 accs: list[tuple[str, int]], live: list[int], store: bool,
+                 split: int = 1) -> None:
     """The accumulators of a unit's columns of O (``o``: its first word, its strides
     between rows and between columns) to DRAM (``store``: gathered through L1BM and
     L2BM, stored by a DMA per column: a run where O is C^T), or back from DRAM by the
     inverse path. PE ``p`` of L1B ``g`` holds ``O[first + 4p + i, c0 + g JC + jl]`` in
-    word ``i`` of ``accs[jl]``."""
-    blocks = pb.machine.l1b_per_l2b
+    word ``i`` of ``accs[jl]``; with K split over the L1Bs, its part of
+    ``O[first + 4p + i, c0 + jl]``, which the L2 ``reduce`` adds up."""
+    blocks = pb.machine.l1b_per_l2b if split == 1 else 1
+    assert store or split == 1, "a split K is one chunk: nothing to add to"
     base_o, o_row, o_col = o
     out = pb.big_stage.take()
     if store:
         for jl in live:
             pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
                            m.ref("l1bm", pb.l1_out + jl * pb.chunk)))
-        pb.emit(m.L2Op(0, "gather", [m.ref("l1bm", pb.l1_out)], m.ref(*out), JC * pb.chunk))
+        pb.emit(m.L2Op(0, "gather" if split == 1 else "reduce", [m.ref("l1bm", pb.l1_out)],
+                       m.ref(*out), JC * pb.chunk))
     with pb.transfers():
         for index in range(span):
             if c0 + index >= cols:
@@ -346,7 +401,7 @@ def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: in
                            m.ref(*accs[jl])))
 
 
-def split_rows(pb: Emitter, rows: int, cols: int, depth: int) -> bool:
+def split_rows(pb: Emitter, rows: int, cols: int, depth: int, split: int = 1) -> bool:
     """Whether the L2Bs split C's rows (A loaded once; B once per pass of ``l2bs``
     row blocks) rather than its columns (B once per row block): the smaller of the
     estimated max(DMA cycles, MAU cycles), then the fewer MAU cycles."""
@@ -356,8 +411,8 @@ def split_rows(pb: Emitter, rows: int, cols: int, depth: int) -> bool:
 
     def cost(by_rows: bool) -> tuple[float, float]:
         passes = -(-rows // (4 * machine.pes_per_l1b * (machine.l2bs if by_rows else 1)))
-        span = machine.l1b_per_l2b * jc * (1 if by_rows else machine.l2bs)
-        mau = passes * -(-cols // span) * depth * jc  # (depth / 4) jc steps of 4 cycles
+        span = columns_per_unit(pb, by_rows, split)
+        mau = passes * -(-cols // span) * (depth // split) * jc  # 4-row steps x jc
         words = rows * depth + passes * depth * cols + rows * cols
         return max(mau, words / machine.dma_words_per_cycle), mau
 
@@ -370,27 +425,33 @@ def one_l2b(pb: Emitter, n: int) -> int | None:
 
 
 def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth: int,
-                 width: int, c0: int, k0: int, areas: Ring, shared: bool) -> tuple[str, int]:
+                 width: int, c0: int, k0: int, areas: Ring, shared: bool, split: int = 1
+                 ) -> tuple[str, int]:
     """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
     ``[jl][row]``, ``width`` words a column (past K, the next column's: selected away
     where read): each L2B gets its own columns (DMAs to one L2B each), or with
     ``shared`` every L2B the same ones (``n = 0``, broadcast DMAs). A column is a
     strided DMA, or, read through a transpose (``sb[0] == 1``), a run: an L2B's columns
-    are then one DMA."""
+    are then one DMA. With K split over ``split`` L1Bs (``depth`` rows each), L1B
+    ``g`` gets ``B[g depth + k0.., c0 + n JC + jl]``."""
     kw, jc = min(width, depth - k0), JC
     stage = pb.big_stage.take()
-    per_l2b = pb.machine.l1b_per_l2b * jc
+    per_l2b = (pb.machine.l1b_per_l2b if split == 1 else 1) * jc
     with pb.transfers():
         for n in range(1 if shared else pb.machine.l2bs):
             first = c0 + n * per_l2b
             count = min(per_l2b, cols - first)
             l2b = None if shared else one_l2b(pb, n)
-            if count > 0 and sb[0] == 1:
-                pb.dma("load", m.ref("dram", base_b + k0 + first * sb[1]), m.ref(*stage),
-                       count * kw, kw, sb[1], l2b)
-            for local in range(count if sb[0] != 1 else 0):
-                pb.dma("load", m.ref("dram", base_b + k0 * sb[0] + (first + local) * sb[1]),
-                       m.ref(stage[0], stage[1] + local * kw), kw, 1, sb[0], l2b)
+            for g in range(split if count > 0 else 0):
+                top = base_b + (g * depth + k0) * sb[0] + first * sb[1]
+                at = stage[1] + g * jc * kw  # L1B g's words
+                if sb[0] == 1:
+                    pb.dma("load", m.ref("dram", top), m.ref(stage[0], at), count * kw, kw,
+                           sb[1], l2b)
+                    continue
+                for local in range(count):
+                    pb.dma("load", m.ref("dram", top + local * sb[1]),
+                           m.ref(stage[0], at + local * kw), kw, 1, sb[0], l2b)
     area = areas.take()
     pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kw))
     return area
