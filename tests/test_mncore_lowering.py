@@ -495,3 +495,22 @@ def test_a_wave_needing_more_values_than_the_grfs_hold_is_refused() -> None:
     assert len(slots) == 2 * (machine.grf_words - 4) // 4
     with pytest.raises(MNCoreConversionError, match="more values at once than the GRFs hold"):
         e.fresh()
+
+
+def test_consecutive_waves_copy_through_other_scratches() -> None:
+    """The ALU's port rules copy a second source of one memory to a scratch first; on
+    mncore2 each wave takes the next of 4 scratches in each GRF and LM, so independent
+    tasks' copies no longer wait for one another (the GPT-2 step's optimizer updates
+    were chained through word 0 of grf1)."""
+    e = Emitter(MACHINES["mncore2"])
+    written = []
+    for _ in range(5):
+        e.new_wave()
+        a, b, c = e.fresh(), e.fresh(), e.fresh()  # grf0, grf1, grf0
+        before = len(e.ops)
+        e.alu("fadd", [a, c], b)  # both sources in grf0: c is copied to grf1's scratch
+        copy = e.ops[before]
+        assert copy.kind.data == "fpass" and copy.destination().space.data == "grf1"
+        written.append(copy.destination().address.data)
+        assert all(slot[1] >= e.grf_first for slot in (a, b, c))
+    assert written == [4, 8, 12, 0, 4]

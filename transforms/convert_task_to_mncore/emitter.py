@@ -62,7 +62,13 @@ class Emitter:
         self.lm_constants = {"lm0": 0, "lm1": 0}  # constants fill each LM's lower half
         self.lm_limit = half
         self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
-        self.lm_scratch = {s: self.reserve_lm(s) for s in ("lm0", "lm1")}
+        #: Copy scratches (the ALU's port rules): at the start of each GRF and in each
+        #: LM's constants, a wave's in turn, so consecutive tasks' copies do not wait
+        #: for one another.
+        self.scratches = min(4, machine.grf_words // 64)
+        self.scratch = 0
+        self.lm_scratch = {s: [self.reserve_lm(s) for _ in range(self.scratches)]
+                           for s in ("lm0", "lm1")}
         self.loads = 0
         # L2BM: staging areas, each as large as its transfer, then a ring of three large
         # areas for matmul operands and results; L1BM: a ring of chunks, a matmul result
@@ -75,12 +81,13 @@ class Emitter:
         self.width = self.chunk
         top = stages * self.wave
         self.big_stage = Ring("l2bm", top, (machine.l2bm_words - top) // 3, 3)
-        chunks = max(2, min(8, machine.l1bm_words // self.chunk // 2))
+        chunks = max(2, min(16, machine.l1bm_words // self.chunk // 2))
         self.l1 = Ring("l1bm", 0, self.chunk, chunks)
         self.l1_out = chunks * self.chunk
         self.l1_top = self.l1_out + JC * self.chunk
         self.grf: dict[str, int] = {}  # GRF words the current wave took, per GRF
-        self.grf_base = 0  # where the current wave's GRF words start (past word 4)
+        self.grf_base = 0  # where the current wave's GRF words start (past the scratches)
+        self.grf_first = 4 * self.scratches  # the first GRF word kernels hand out
         self.group: bool | None = None  # inside transfers(): whether a DMA joined
         self.released: list[Slot] = []
         #: Steps between instructions in program order: past every latency and the
@@ -176,14 +183,16 @@ class Emitter:
         return self.lm_ring[self.loads % 2].take()
 
     def new_wave(self, lanes: int | None = None) -> None:
-        """Every GRF slot is free again (word 0 of each GRF stays a copy scratch), handed
-        out from past the last wave's, round the GRF: consecutive waves (independent
-        tasks' above all) write other words than the last one read, so the scheduler
-        can overlap them. A wave of ``lanes`` lanes (default: a whole wave of every L2B)
-        is spread as few words over each L1B (:attr:`width`)."""
+        """Every GRF slot is free again (the first words of each GRF stay copy
+        scratches, the next one in turn), handed out from past the last wave's, round
+        the GRF: consecutive waves (independent tasks' above all) write other words
+        than the last one read, so the scheduler can overlap them. A wave of ``lanes``
+        lanes (default: a whole wave of every L2B) is spread as few words over each L1B
+        (:attr:`width`)."""
         if self.grf:
             self.grf_base = (self.grf_base + max(self.grf.values())) % (
-                self.machine.grf_words - 4)
+                self.machine.grf_words - self.grf_first)
+        self.scratch = (self.scratch + 1) % self.scratches
         self.grf = {"grf0": 0, "grf1": 0}
         self.released = []
         self.width = self.chunk
@@ -196,13 +205,13 @@ class Emitter:
         if self.released:
             return self.released.pop()
         space = min(self.grf, key=lambda s: self.grf[s])
-        used, ring = self.grf[space], self.machine.grf_words - 4
+        used, ring = self.grf[space], self.machine.grf_words - self.grf_first
         if used + 4 > ring:
             raise MNCoreConversionError("convert-task-to-mncore: a task needs more values "
                                         f"at once than the GRFs hold ({self.machine.grf_words} "
                                         f"words each on {self.machine.name})")
         self.grf[space] += 4
-        return space, 4 + (self.grf_base + used) % ring
+        return space, self.grf_first + (self.grf_base + used) % ring
 
     def release(self, slot: Slot) -> None:
         """``slot``'s value is dead: a later :meth:`fresh` may reuse it (the scheduler
@@ -329,7 +338,8 @@ class Emitter:
             if srcs[i][0] in used:
                 space = next(s for s in ("grf0", "grf1", "lm0", "lm1")
                              if s not in used and s not in (x[0] for x in srcs[i + 1:]))
-                scratch = (space, 0 if space.startswith("grf") else self.lm_scratch[space])
+                scratch = (space, 4 * self.scratch if space.startswith("grf") else
+                           self.lm_scratch[space][self.scratch])
                 self.emit(m.AluOp(0, "fpass", [m.ref(*srcs[i])], m.ref(*scratch)))
                 srcs[i] = scratch
             used.add(srcs[i][0])

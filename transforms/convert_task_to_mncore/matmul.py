@@ -219,9 +219,10 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
     bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
     b_areas = Ring("l1bm", pb.l1_top, bl1, 2)
     half = pb.lm_limit
-    vectors = Ring("grf0", 4, 4, (pb.machine.grf_words - 4) // 4)
-    accs = [("grf1", 4 + 4 * j) for j in range(jc)]
-    scratch = ("grf1", 4 + 4 * jc)
+    first = pb.grf_first  # past the copy scratches
+    vectors = Ring("grf0", first, 4, (pb.machine.grf_words - first) // 4)
+    accs = [("grf1", first + 4 * j) for j in range(jc)]
+    scratch = ("grf1", first + 4 * jc)
     a_stages = Ring("l2bm", pb.big_stage.start, 4 * per * split,  # S's pieces, many in
                     pb.big_stage.size * pb.big_stage.count // (4 * per * split))  # flight
     by_rows = split_rows(pb, rows, cols, depth, split)
@@ -475,7 +476,7 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False
     row_blocks, col_blocks = -(-rows // per), -(-cols_all // 4)
     groups = [(jb, rb) for jb in range(col_blocks) for rb in range(row_blocks)]
     pb.new_wave()
-    matrix, acc = ("grf0", 4), ("grf1", 4)
+    matrix, acc = ("grf0", pb.grf_first), ("grf1", pb.grf_first)
     for first in range(0, len(groups), blocks):
         wave = groups[first:first + blocks]
         pb.emit(m.AluOp(0, "fzero", [], m.ref(*acc)))
@@ -514,7 +515,7 @@ def lower_matmul_streaming(pb: Emitter, task: t.TaskOp, transposed: bool = False
             vector = pb.lm_slot()
             pb.emit(m.L1Op(0, "scatter", [m.ref(*l1_v)], m.ref(*vector)))
             if width < 4:  # past K: the next row's words
-                _zero_past(pb, vector, width, ("grf1", 8))  # past the accumulator
+                _zero_past(pb, vector, width, ("grf1", pb.grf_first + 4))  # past acc
             pb.emit(m.MauOp(0, "vmm", [m.ref(*matrix), m.ref(*vector),
                                          m.ref(*acc)], m.ref(*acc)))
         stage_c, l1_c = pb.stage.take(4 * per * blocks)[1], pb.l1.take()
