@@ -118,14 +118,15 @@ def operands(pb: Emitter, task: t.TaskOp, transposed: bool, swap: bool) -> Opera
                     (base_c, int(sc[-2]), int(sc[-1])))
 
 
-def estimate(pb: Emitter, ops: Operands, depth: int) -> float:
+def estimate(pb: Emitter, ops: Operands, depth: int) -> tuple[float, float]:
     """Estimated cycles of the stationary kernel on ``ops``: the most of its MAU cycles,
     its DMA words at the engine's bandwidth, its DMAs at one a step (four per 4
     columns of K of S, a column of ``T`` that is not one run of words one of its own,
     and one per column of ``O``) and its L1 and L2 transfers at one a step (four per 4
     columns of K of S; an L1 broadcast per 4 rows of T and column of an L1B). K split
     over the L1Bs (``ops.split``) takes each L1B's share of the 4-row steps, for
-    fewer columns at once."""
+    fewer columns at once. Then, between kernels bound alike (by the DMA engine's
+    words, say), the sum of all of them: the less work besides."""
     machine, rows, cols, share = pb.machine, ops.rows, ops.cols, -(-depth // ops.split)
     by_rows = split_rows(pb, rows, cols, depth, ops.split)
     parts = machine.l2bs if by_rows else 1
@@ -139,7 +140,8 @@ def estimate(pb: Emitter, ops: Operands, depth: int) -> float:
     dmas = passes * (steps * 4 * parts + units * pieces * t_dmas + units * min(span, cols) * parts)
     l1 = passes * (steps * 4 + units * steps * JC)
     l2 = passes * (steps * 4 + units * (pieces + 1))
-    return max(mau, words / machine.dma_words_per_cycle, 4 * dmas, 4 * l1, 4 * l2)
+    bounds = (mau, words / machine.dma_words_per_cycle, 4 * dmas, 4 * l1, 4 * l2)
+    return max(bounds), sum(bounds)
 
 
 def columns_per_unit(pb: Emitter, by_rows: bool, split: int) -> int:
