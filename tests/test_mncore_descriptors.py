@@ -58,3 +58,13 @@ def test_windows_and_transposes_are_one_dma(rows: int, cols: int, step: int, bas
     addresses = (base + (c * 16 + r if transposed else r * 32 + c * step)).reshape(-1)
     assert len(_dmas(addresses, load=True)) == 1
     assert (_covered(addresses, load=True) == addresses).all()
+
+
+def test_a_load_repeating_each_word_is_one_dma() -> None:
+    """Lanes reading each word many times (a channel's scale over its plane) are rows
+    of one word read again (stride 0), not a DMA per change of word; consecutive words
+    stay one run."""
+    addresses = np.repeat(np.arange(7, 11), 64)
+    assert descriptors(addresses, load=True) == [(0, 7, 256, 1, 0, 4, 1)]
+    assert (_covered(addresses, load=True) == addresses).all()
+    assert descriptors(np.arange(7, 263), load=True) == [(0, 7, 256, None, None, None, None)]

@@ -20,6 +20,7 @@ read of a word before it is ready.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -33,6 +34,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import mncore
 from mncore_ir.dialects.mncore_machines import MACHINES
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
@@ -514,3 +516,80 @@ def test_consecutive_waves_copy_through_other_scratches() -> None:
         written.append(copy.destination().address.data)
         assert all(slot[1] >= e.grf_first for slot in (a, b, c))
     assert written == [4, 8, 12, 0, 4]
+
+
+CHANNEL_SCALE = """func.func @main(%x: tensor<2x4x16x16xf32>, %s: tensor<1x4x1x1xf32>,
+                   %b: tensor<16xf32>) -> tensor<2x4x16x16xf32> {
+  %0 = graph.mul %x, %s : tensor<2x4x16x16xf32>, tensor<1x4x1x1xf32> -> tensor<2x4x16x16xf32>
+  %1 = graph.add %0, %b : tensor<2x4x16x16xf32>, tensor<16xf32> -> tensor<2x4x16x16xf32>
+  func.return %1 : tensor<2x4x16x16xf32>
+}"""
+
+
+@pytest.mark.parametrize("machine", ["tiny", "mncore2"])
+def test_loads_of_repeated_words_take_each_word_once(machine: str) -> None:
+    """A channel's scale read over its plane, and a bias row read by every row, cross
+    DMA once per distinct word (or once per L1B's row), and the L2/L1 broadcasts
+    repeat them: before, every lane's word came from DRAM."""
+    module = parse_module(make_context(), CHANNEL_SCALE, "scale.mlir")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore},"
+                           f"convert-task-to-mncore{{machine={machine}}},mncore-schedule")
+    rng = np.random.default_rng(0)
+    x, s, b = (rng.standard_normal(shape).astype(np.float32)
+               for shape in [(2, 4, 16, 16), (1, 4, 1, 1), (16,)])
+    (out,), _ = simulate(find_program(module), [x, s, b])
+    np.testing.assert_array_equal(out, x * s + b)
+    at = {op.sym_name.data: op.at.address.data for op in module.walk()
+          if isinstance(op, mncore.TensorOp)}
+    loaded = {"s": 0, "b": 0}
+    for op in module.walk():
+        if isinstance(op, mncore.DmaOp) and op.kind.data == "load":
+            for name, (first, size) in {"s": (at["s"], 4), "b": (at["b"], 16)}.items():
+                if first <= op.dram.address.data < first + size:
+                    loaded[name] += op.count
+    assert 0 < 16 * loaded["s"] <= x.size and 0 < 2 * loaded["b"] <= x.size, loaded
+
+
+
+@st.composite
+def broadcasts(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A shape of up to 4 dims and two operands broadcast against it (trailing dims,
+    some of size 1): planes of up to 40x40, so lanes repeat words within and across
+    L1Bs and L2Bs."""
+    shape = tuple(draw(st.lists(st.integers(1, 40), min_size=1, max_size=4).filter(
+        lambda dims: math.prod(dims) <= 12_000)))
+    ys = []
+    for _ in range(2):
+        tail = shape[draw(st.integers(0, len(shape) - 1)):]
+        ys.append(tuple(n if draw(st.booleans()) else 1 for n in tail))
+    return shape, ys[0], ys[1]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=broadcasts(), machine=st.sampled_from(["tiny", "mncore2"]),
+       seed=st.integers(0, 2**16))
+def test_broadcast_operands_match_numpy(
+        shapes: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], machine: str,
+        seed: int) -> None:
+    """``x * y + z`` with y and z broadcast: whatever pattern their lanes repeat
+    (one word per L1B, one row per L1B, runs, the same word everywhere), the DMAs that
+    read each word fewer times give every lane its word."""
+    shape, y_shape, z_shape = shapes
+    rng = np.random.default_rng(seed)
+    x, y, z = (rng.standard_normal(s).astype(np.float32) for s in (shape, y_shape, z_shape))
+    text = (f"func.func @main(%x: {_tensor(shape)}, %y: {_tensor(y_shape)}, "
+            f"%z: {_tensor(z_shape)}) -> {_tensor(shape)} {{\n"
+            f"  %0 = graph.mul %x, %y : {_tensor(shape)}, {_tensor(y_shape)} -> "
+            f"{_tensor(shape)}\n"
+            f"  %1 = graph.add %0, %z : {_tensor(shape)}, {_tensor(z_shape)} -> "
+            f"{_tensor(shape)}\n"
+            f"  func.return %1 : {_tensor(shape)}\n}}")
+    module = parse_module(make_context(), text, "broadcast.mlir")
+    apply_pipeline(module, "convert-graph-to-task{target=mncore},"
+                           f"convert-task-to-mncore{{machine={machine}}},mncore-schedule")
+    (out,), _ = simulate(find_program(module), [x, y, z])
+    np.testing.assert_array_equal(out, x * y + z)
+
+
+def _tensor(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"

@@ -72,17 +72,18 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-NEXT:   mncore.tensor @constant_pool constant dram[544] = dense<4.097000e+03> : tensor<1xf32>
 // Tiles are 2 rows of 40 (80 elements, a wave of the 128 that 32 PEs x 4 take, spread
 // as 40 words over each of the 2 L1Bs, so each staging area is 80 words of L2BM).
-// The first tile: %x's rows are one run of 80 words; %b is read twice by one DMA of
-// two runs of 40 with stride 0; the scalar divisor is one word read 4 times, then
-// broadcast (its staging area is 16 words, the areas' alignment).
+// The first tile: %x's rows are one run of 80 words; %b's row is the same on both
+// L1Bs, so it crosses DMA once (40 words) and the L2 broadcasts it to them; the scalar
+// divisor is one word read 4 times, then broadcast (staging areas are aligned to 16
+// words).
 // CHECK-NEXT: mncore.dma 0 "load" dram[0] -> l2bm[0] words 80 tag 1
-// CHECK-NEXT: mncore.dma 1 "load" dram[240] -> l2bm[80] words 80 run 40 stride 0 tag 2
-// CHECK-NEXT: mncore.dma 2 "load" dram[288] -> l2bm[160] words 4 run 1 stride 0 tag 3
+// CHECK-NEXT: mncore.dma 1 "load" dram[240] -> l2bm[80] words 40 tag 2
+// CHECK-NEXT: mncore.dma 2 "load" dram[288] -> l2bm[128] words 4 run 1 stride 0 tag 3
 // CHECK-DAG:  mncore.l2 {{[0-9]+}} "scatter" l2bm[0] -> l1bm[0] words 40
 // CHECK-DAG:  mncore.l1 {{[0-9]+}} "scatter" l1bm[0] -> lm1[128]
-// CHECK-DAG:  mncore.l2 {{[0-9]+}} "scatter" l2bm[80] -> l1bm[64] words 40
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[80] -> l1bm[64] words 40
 // CHECK-DAG:  mncore.l1 {{[0-9]+}} "scatter" l1bm[64] -> lm0[128]
-// CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[160] -> l1bm[128] words 4
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "bcast" l2bm[128] -> l1bm[128] words 4
 // CHECK-DAG:  mncore.l1 {{[0-9]+}} "bcast" l1bm[128] -> lm1[132]
 // a + b, then a * a reading grf0 twice: the second read goes through a copy to grf1[0];
 // the division is a reciprocal and a product (into grf0[8]), corrected by its exact
@@ -97,8 +98,8 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fmul" grf0[8], lm0[4] -> grf0[12]
 // CHECK-DAG:  mncore.alu {{[0-9]+}} "fsel" grf0[12], grf1[20], lm0[0] -> grf0[4]
 // CHECK-DAG:  mncore.l1 {{[0-9]+}} "gather" grf0[4] -> l1bm[256]
-// CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[256] -> l2bm[192] words 40
-// CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[192] -> dram[304] words 80 tag
+// CHECK-DAG:  mncore.l2 {{[0-9]+}} "gather" l1bm[256] -> l2bm[160] words 40
+// CHECK-DAG:  mncore.dma {{[0-9]+}} "store" l2bm[160] -> dram[304] words 80 tag
 
 // LIVENESS:      mncore.tensor @x input dram[0] : tensor<4x8xf32>
 // LIVENESS-NEXT: mncore.tensor @output0 output dram[32] : tensor<4x8xf32>

@@ -92,9 +92,31 @@ Descriptor = tuple[int, int, int, int | None, int | None, int | None, int | None
 def descriptors(addresses: np.ndarray, load: bool) -> list[Descriptor]:
     """The runs of ``addresses`` grouped into strided DMAs, and those into rows: the
     lanes of a window's or a transposed block's rows are one DMA, not one per row. A
-    load may read a word again (stride or pitch 0); a store never writes one twice."""
+    load may read a word again (stride or pitch 0); a store never writes one twice. A
+    load whose lanes repeat each word (a channel's scale over its plane) is read as
+    rows of one word each where that takes fewer DMAs."""
+    found = _rows(_strided(runs(addresses), load), load)
+    if load and len(found) > 1:
+        repeated = _rows(_repeats(addresses), load)
+        if len(repeated) < len(found):
+            return repeated
+    return found
+
+
+def _repeats(addresses: np.ndarray) -> list[tuple[int, int, int, int | None, int | None]]:
+    """Each stretch of lanes reading one word, as a DMA that reads it again and again."""
+    breaks = np.flatnonzero(np.diff(addresses) != 0) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [len(addresses)]])
+    return [(int(s), int(addresses[s]), int(e - s), 1, 0) if e - s > 1
+            else (int(s), int(addresses[s]), 1, None, None)
+            for s, e in zip(starts, ends, strict=True)]
+
+
+def _strided(found: list[tuple[int, int, int]], load: bool
+             ) -> list[tuple[int, int, int, int | None, int | None]]:
+    """Consecutive runs of one length a fixed stride apart, as one strided DMA each."""
     out: list[tuple[int, int, int, int | None, int | None]] = []
-    found = runs(addresses)
     i = 0
     while i < len(found):
         first, address, length = found[i]
@@ -110,7 +132,7 @@ def descriptors(addresses: np.ndarray, load: bool) -> list[Descriptor]:
                 continue
         out.append((first, address, length, None, None))
         i += 1
-    return _rows(out, load)
+    return out
 
 
 def _rows(found: list[tuple[int, int, int, int | None, int | None]], load: bool

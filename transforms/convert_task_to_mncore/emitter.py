@@ -20,6 +20,7 @@ from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.mncore_machines import Machine
 from mncore_ir.transforms.convert_task_to_mncore.common import (
+    Descriptor,
     MNCoreConversionError,
     Ring,
     Slot,
@@ -363,6 +364,8 @@ class Emitter:
         if (addresses == addresses[0]).all() and fill is None:
             self.broadcast(int(addresses[0]), slot)
             return slot
+        if fill is None and self._load_repeated(addresses, slot):
+            return slot
         stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
         with self.transfers():
             for n, part in self.per_l2b(addresses):
@@ -379,6 +382,56 @@ class Emitter:
         self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.width, lanes=lanes))
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
+
+    def _load_repeated(self, addresses: np.ndarray, slot: Slot) -> bool:
+        """Lanes that repeat words along the tree take only the distinct ones through
+        DMA: one word per L1B where each L1B's lanes read one word (an L2 scatter of
+        4 words, an L1 broadcast to its PEs: a channel's value of batch norm), or one
+        L1B's words where every L1B's lanes read the same (an L2 broadcast: a bias
+        row). False, and nothing emitted, for other lanes."""
+        blocks = self.machine.l1b_per_l2b
+        parts = self.per_l2b(addresses)
+        rows = []
+        for _, part in parts:  # each L2B's lanes as (L1B, word), the missing ones -1
+            padded = np.full(blocks * self.width, -1, np.int64)
+            padded[:len(part)] = part
+            rows.append(padded.reshape(blocks, self.width))
+        missing = [r < 0 for r in rows]
+        firsts = [r[:, :1] for r in rows]
+        if all(((r == f) | gone).all() for r, f, gone in zip(rows, firsts, missing,
+                                                             strict=True)):
+            # one word per L1B (a block with no lane reads its first's, any word)
+            words = [np.where(f[:, 0] < 0, part[0], f[:, 0]) for (_, part), f in
+                     zip(parts, firsts, strict=True)]
+            kind, count = "scatter", 4
+            sources = [np.repeat(w, 4) for w in words]
+            l1_kind = "bcast"
+        elif all(((r == r[:1]) | gone | (r[:1] < 0)).all() for r, gone in
+                 zip(rows, missing, strict=True)) and all((r[0] >= 0).all() for r in rows):
+            kind, count, l1_kind = "bcast", self.width, "scatter"
+            sources = [r[0] for r in rows]
+        else:
+            return False
+        fewer = [descriptors(source, load=True) for source in sources]
+        plain = [descriptors(part, load=True) for _, part in parts]
+        if self._dma_cycles(fewer) >= self._dma_cycles(plain):
+            return False  # the repeated words' pattern takes more descriptors than it saves
+        stage, l1 = self.stage.take(len(sources[0])), self.l1.take()
+        with self.transfers():
+            for (n, _), source_descriptors in zip(parts, fewer, strict=True):
+                for first, address, words_, run, stride, rows_, pitch in source_descriptors:
+                    self.dma("load", m.ref("dram", address),
+                             m.ref("l2bm", stage[1] + first), words_, run, stride, n,
+                             rows_, pitch)
+        self.emit(m.L2Op(0, kind, [m.ref(*stage)], m.ref(*l1), count))
+        self.emit(m.L1Op(0, l1_kind, [m.ref(*l1)], m.ref(*slot)))
+        return True
+
+    def _dma_cycles(self, per_l2b: list[list[Descriptor]]) -> int:
+        """The DMA engine's cycles for these transfers, set-ups included."""
+        machine = self.machine
+        return sum(machine.dma_setup_cycles + -(-d[2] // machine.dma_words_per_cycle)
+                   for part in per_l2b for d in part)
 
     def keep(self, slot: Slot) -> Slot:
         """A loaded value copied to GRF: load slots are reused after a ring's worth of
