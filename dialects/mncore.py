@@ -633,28 +633,6 @@ class DmaOp(InstructionOp):
         rows, pitch = self.row_layout()
         return pitch * (rows - 1) + self._row_extent(self.count // rows)
 
-    def dram_intervals(self) -> list[tuple[int, int]]:
-        """The DRAM words the transfer touches as (first, past the last) intervals: its
-        runs, merged where they meet (a scheduler tracks these, not each word)."""
-        first = self.dram.address.data
-        rows, pitch = self.row_layout()
-        per = self.count // rows
-        if self.run is None or self.stride is None or (
-                self.stride.value.data <= self.run.value.data):
-            row = [(0, self._row_extent(per))]
-        else:
-            run, stride = self.run.value.data, self.stride.value.data
-            row = [(k * stride, k * stride + run) for k in range(per // run)]
-        found = sorted((first + k * pitch + lo, first + k * pitch + hi)
-                       for k in range(rows) for lo, hi in row)
-        merged = [found[0]]
-        for lo, hi in found[1:]:
-            if lo <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-            else:
-                merged.append((lo, hi))
-        return merged
-
     def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """The DRAM side as its extent (first to last word touched)."""
         extent = self.dram_extent()

@@ -85,12 +85,17 @@ def instruction(draw: st.DrawFn, tag: int, l2bs: int = 1) -> list[str]:
             return [f'mncore.l2 {{}} "{kind}" {l2bm} -> {l1bm} words 8']
         return [f'mncore.l2 {{}} "{kind}" {l1bm} -> {l2bm} words 8']
     copy = f" l2b {draw(st.integers(0, l2bs - 1))}" if l2bs > 1 and draw(st.booleans()) else ""
+    # whole runs, or every other word (a column's stride: interleaved stores touch
+    # disjoint words of one range), or one word again and again (a load's stride 0)
+    layout = draw(st.sampled_from(["words 16", "words 8 run 1 stride 2",
+                                   "words 8 run 1 stride 0"]))
     if draw(st.booleans()):
-        transfer = (f'mncore.dma {{}} "load" dram[{draw(st.sampled_from([0, 16]))}] -> '
-                    f"l2bm[{draw(st.sampled_from([0, 8, 32]))}] words 16{copy} tag {tag}")
+        transfer = (f'mncore.dma {{}} "load" dram[{draw(st.sampled_from([0, 1, 16, 64, 65]))}] -> '
+                    f"l2bm[{draw(st.sampled_from([0, 8, 32]))}] {layout}{copy} tag {tag}")
     else:
+        layout = layout.replace("stride 0", "stride 2")  # a store writes each word once
         transfer = (f'mncore.dma {{}} "store" l2bm[{draw(st.sampled_from([0, 8, 32]))}] -> '
-                    f"dram[{draw(st.sampled_from([64, 80]))}] words 16{copy} tag {tag}")
+                    f"dram[{draw(st.sampled_from([64, 65, 80]))}] {layout}{copy} tag {tag}")
     return [transfer, f"mncore.wait {{}} tag {tag}"]
 
 

@@ -21,11 +21,11 @@ accepted here.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -34,14 +34,21 @@ from xdsl.utils.exceptions import DiagnosticException
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import Machine
 from mncore_ir.dialects.values import paused_gc
+from mncore_ir.transforms.mncore_schedule_histories import (
+    Interval,
+    PerSpace,
+    Segments,
+    WordHistories,
+)
 
 
 class ScheduleError(DiagnosticException):
     """A program the scheduler cannot place."""
 
 
-Interval = tuple[int, int]  # first word, past the last
-Access = tuple[str, list[Interval], int | None]  # space, words, the one L2B or None: all
+#: space, words (intervals; for DRAM every word, a DMA's strided runs being many), the
+#: one L2B or None: all
+Access = tuple[str, "list[Interval] | np.ndarray", int | None]
 
 
 def accesses(op: m.InstructionOp | m.RepeatOp, machine: Machine
@@ -67,7 +74,7 @@ def accesses(op: m.InstructionOp | m.RepeatOp, machine: Machine
           block if r.space.data == "l2bm" else None) for r, n in writes])
     if isinstance(op, m.DmaOp):  # the DRAM side may be strided
         side = found[0] if op.kind.data == "load" else found[1]
-        side[0] = ("dram", op.dram_intervals(), None)
+        side[0] = ("dram", op.dram_words(), None)
     return found
 
 
@@ -82,13 +89,14 @@ def body_accesses(op: m.InstructionOp, machine: Machine) -> tuple[list[Piece], l
             [(sp, a, a + n, st) for sp, a, n, st in writes])
 
 
-def touch(group: m.RepeatOp, pieces: list[tuple[int, Piece]], other: Node, last: bool
-          ) -> int:
+def touch(group: m.RepeatOp, pieces: list[tuple[int, Piece]], other: Node, last: bool,
+          span: int) -> int:
     """The steps from ``group``'s start to its first (``last``: its last) issue that
     touches a word ``other`` reads or writes (a dependence holds from, or until, there);
-    ``pieces``: (step in the body, access) of its instructions' accesses."""
+    ``pieces``: (step in the body, access) of its instructions' accesses; ``span``: its
+    :func:`extent`."""
     period, count = group.every, group.times
-    found = 0 if last else group.last_step() - group.at
+    found = 0 if last else span
     for rel, (space, lo, hi, stride) in pieces:
         for other_space, intervals, _ in [*other.reads, *other.writes]:
             if other_space != space:
@@ -140,92 +148,6 @@ def dma_steps(op: m.InstructionOp, machine: Machine) -> int:
     return -(-cycles // 4)
 
 
-History = tuple[tuple[int, "int | None"], ...]
-
-
-#: Words per block of :class:`Segments` (a split shifts at most one block's list).
-BLOCK = 1024
-
-
-class Segments:
-    """A history per word of one memory, kept as segments of equal history (an access
-    touches a few segments, not each of its words), in blocks of :data:`BLOCK` words:
-    segment ``i`` of a block runs from ``starts[i]`` to ``starts[i + 1]`` or the
-    block's end."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[int, tuple[list[int], list[History]]] = {}
-
-    @staticmethod
-    def _pieces(intervals: Sequence[Interval]) -> Iterator[tuple[int, int, int]]:
-        """(block, first word, past the last) of each interval, cut at block ends."""
-        for lo, hi in intervals:
-            while lo < hi:
-                block = lo // BLOCK
-                end = min(hi, (block + 1) * BLOCK)
-                yield block, lo, end
-                lo = end
-
-    def _block(self, block: int) -> tuple[list[int], list[History]]:
-        found = self.blocks.get(block)
-        if found is None:
-            found = self.blocks[block] = ([block * BLOCK], [()])
-        return found
-
-    @staticmethod
-    def _split(starts: list[int], values: list[History], at: int, end: int) -> int:
-        """The index of the segment starting at ``at`` (split off if need be; the
-        block's length if ``at`` is its ``end``)."""
-        if at >= end:
-            return len(starts)
-        i = bisect_right(starts, at) - 1
-        if starts[i] == at:
-            return i
-        starts.insert(i + 1, at)
-        values.insert(i + 1, values[i])
-        return i + 1
-
-    def distinct(self, intervals: Sequence[Interval]) -> list[History]:
-        """The different histories of the words of ``intervals``."""
-        found: dict[int, History] = {}
-        for block, lo, hi in self._pieces(intervals):
-            if block not in self.blocks:
-                found.setdefault(id(()), ())
-                continue
-            starts, values = self.blocks[block]
-            i = bisect_right(starts, lo) - 1
-            while i < len(starts) and starts[i] < hi:
-                found.setdefault(id(values[i]), values[i])
-                i += 1
-        return list(found.values())
-
-    def extend(self, intervals: Sequence[Interval], change: Callable[[History], History]
-               ) -> None:
-        """Replace each word's history by ``change`` of it, computing each distinct one
-        once (the originals are kept alive while their ids key the memo)."""
-        memo: dict[int, tuple[History, History]] = {}
-        for block, lo, hi in self._pieces(intervals):
-            starts, values = self._block(block)
-            end = (block + 1) * BLOCK
-            first, last = self._split(starts, values, lo, end), self._split(
-                starts, values, hi, end)
-            for i in range(first, last):
-                old = values[i]
-                if id(old) not in memo:
-                    memo[id(old)] = (old, change(old))
-                values[i] = memo[id(old)][1]
-
-    def assign(self, intervals: Sequence[Interval], history: History) -> None:
-        """Every word of ``intervals`` gets ``history`` (one segment per piece)."""
-        for block, lo, hi in self._pieces(intervals):
-            starts, values = self._block(block)
-            end = (block + 1) * BLOCK
-            first, last = self._split(starts, values, lo, end), self._split(
-                starts, values, hi, end)
-            starts[first:last] = [lo]
-            values[first:last] = [history]
-
-
 def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -> list[Node]:
     """Nodes with their dependency edges. Per memory word, the last writer and the
     readers since it are enough: older accesses are ordered through them."""
@@ -235,14 +157,16 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
             raise ScheduleError(f"mncore-schedule: step {op.at}: {op.name} reads fwd, which "
                                 "ties it to the previous step; write the value to a memory")
         nodes.append(Node(op, *accesses(op, machine)))
+    extents = [extent(node.op) for node in nodes]  # a group's walks its body: once
+    latencies = [latency(node.op, machine) for node in nodes]
     waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
     # Per word, the writers and readers since the last write that covered them: (node,
     # L2B or None); L2BM words have a copy per L2B, which DMAs may touch one at a time.
     # Words an instruction touches together share one tuple, so each distinct history
     # is looked at (and extended) once per access.
-    writers: dict[str, Segments] = defaultdict(Segments)
-    readers: dict[str, Segments] = defaultdict(Segments)
+    writers: dict[str, Segments | WordHistories] = PerSpace()
+    readers: dict[str, Segments | WordHistories] = PerSpace()
     pieces: dict[int, list[tuple[int, Piece]]] = {}  # a group's accesses, by its node
 
     def group_pieces(k: int) -> list[tuple[int, Piece]]:
@@ -278,23 +202,24 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
             for history in writers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
-                        found[(i, "reads")] = latency(nodes[i].op, machine)
+                        found[(i, "reads")] = latencies[i]
         for space, words, block in node.writes:
             for history in writers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
-                        found[(i, "overwrites")] = 1 + extent(nodes[i].op)
+                        found[(i, "overwrites")] = 1 + extents[i]
             for history in readers[space].distinct(words):
                 for i, other in history:
                     if _meet(block, other):
-                        found.setdefault((i, "overwrites"), extent(nodes[i].op))
+                        found.setdefault((i, "overwrites"), extents[i])
         needs: dict[int, int] = {}
         for (i, what), distance in found.items():
             source, gap = after(i, j, distance, what)
             if isinstance(nodes[i].op, m.RepeatOp):  # after the last issue touching j's words
-                gap -= extent(nodes[i].op) - touch(nodes[i].op, group_pieces(i), node, last=True)
+                gap -= extents[i] - touch(nodes[i].op, group_pieces(i), node, True,
+                                          extents[i])
             if isinstance(node.op, m.RepeatOp):  # from the first issue touching i's words
-                gap -= touch(node.op, group_pieces(j), nodes[i], last=False)
+                gap -= touch(node.op, group_pieces(j), nodes[i], False, extents[j])
             needs[source] = max(needs.get(source, gap), gap)
         for i, gap in needs.items():
             if i != j:
@@ -541,7 +466,7 @@ def schedule(program: m.ProgramOp) -> int:
         if isinstance(node.op, m.DmaOp):
             last_dma = step
             start = max(4 * step + machine.dma_setup_cycles, engine_free)
-            engine_free = finish[i] = start + -(-len(node.op.dram_words()) //
+            engine_free = finish[i] = start + -(-node.op.count //
                                                 machine.dma_words_per_cycle)
         for s, _ in node.succs:
             remaining[s] -= 1
