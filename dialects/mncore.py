@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -1062,44 +1062,55 @@ class ProgramOp(IRDLOperation):
 
     def _check_issue(self, machine: Machine) -> None:
         """One instruction per slot per step, the port rules: on every issue, a
-        repeated group's blamed on the group with its iteration."""
+        repeated group's blamed on the group with its iteration. The loop does only
+        what every issue needs (a program has a million of them); messages are built
+        when a rule is broken."""
         used: set[tuple[int, str]] = set()
-        lm_written: dict[str, int] = {}  # LM -> last step that wrote it
+        lm_written = {"lm0": -99, "lm1": -99}  # LM -> last step that wrote it
         ports: dict[tuple[int, str], list[str]] = {}
         producers: set[int] = set()
         dma_tags: dict[int, set[int]] = {}  # step -> tags of the DMAs issued then
+        sizes = {space: machine.size(space) for space in
+                 ("lm0", "lm1", "grf0", "grf1", "l1bm", "l2bm", "dram")}
+        blocked = machine.lm_write_blocks_reads
         for step, op, iteration, reads, writes in self.issues():
-            blame: IRDLOperation = op if iteration is None else op.parent_op()  # type: ignore[assignment]
-            where = "" if iteration is None else \
-                f"iteration {iteration}: {op.name} {op.kind.data!r}: "
+            slot = op.SLOT
 
-            def fail(message: str, blame: IRDLOperation = blame, where: str = where) -> None:
-                raise OpVerifyException(blame, where + message)
+            def fail(message: str, op: InstructionOp = op, iteration: int | None = iteration
+                     ) -> NoReturn:
+                if iteration is None:
+                    raise OpVerifyException(op, message)
+                raise OpVerifyException(op.parent_op(),  # type: ignore[arg-type]
+                                        f"iteration {iteration}: {op.name} "
+                                        f"{op.kind.data!r}: {message}")
 
-            if isinstance(op, DmaOp):
+            if slot == "dma" and isinstance(op, DmaOp):
                 dma_tags.setdefault(step, set()).add(op.tag_number())
-            if isinstance(op, WaitOp) and op.tag_number() in dma_tags.get(step, ()):
+                if op.block is not None and op.block >= machine.l2bs:
+                    fail(f"l2b {op.block} is beyond the {machine.l2bs} L2Bs of "
+                         f"{machine.name}")
+            elif slot == "ctrl" and isinstance(op, WaitOp) and \
+                    op.tag_number() in dma_tags.get(step, ()):
                 fail(f"step {step} waits on tag {op.tag_number()} issued in the same step: "
                      "a wait takes effect before its bundle issues")
-            if (step, op.SLOT) in used:
-                fail(f"step {step} already has an instruction in the {op.SLOT} slot")
-            used.add((step, op.SLOT))
-            self._check_bounds(blame, [*reads, *writes], machine) if iteration is None else \
-                _bounds_in(blame, where, [*reads, *writes], machine)
-            if isinstance(op, DmaOp) and op.block is not None and op.block >= machine.l2bs:
-                fail(f"l2b {op.block} is beyond the {machine.l2bs} L2Bs of {machine.name}")
-            if isinstance(op, L2Op) and op.lanes is not None and op.lanes.value.data > (
-                    words := op.count * machine.l1b_per_l2b * machine.l2bs):
+            if (step, slot) in used:
+                fail(f"step {step} already has an instruction in the {slot} slot")
+            used.add((step, slot))
+            for space, address, words, _ in (*reads, *writes):
+                if space != "fwd" and address + words > sizes[space]:
+                    fail(f"{space}[{address}] + {words} words is beyond {space} "
+                         f"({sizes[space]} words on {machine.name})")
+            if slot == "l2" and isinstance(op, L2Op) and op.lanes is not None and \
+                    op.lanes.value.data > (words := op.count * machine.l1b_per_l2b
+                                           * machine.l2bs):
                 fail(f"lanes {op.lanes.value.data} are more than the {words} words the "
                      f"scatter reads from the {machine.l2bs} L2Bs")
             for space, *_ in reads:
                 if space == "fwd" and step - 1 not in producers:
                     fail(f"step {step} reads fwd but step {step - 1} has no ALU or MAU result")
-                if space in ("lm0", "lm1") and step - lm_written.get(space, -99) <= \
-                        machine.lm_write_blocks_reads:
+                if space in lm_written and step - lm_written[space] <= blocked:
                     fail(f"step {step} reads {space}, written at step {lm_written[space]}: "
-                         f"an LM cannot be read for {machine.lm_write_blocks_reads} steps "
-                         "after a write")
+                         f"an LM cannot be read for {blocked} steps after a write")
             for space, direction in [*((r[0], "read") for r in reads),
                                      *((w[0], "write") for w in writes)]:
                 if space not in PE_SPACES:
@@ -1113,19 +1124,10 @@ class ProgramOp(IRDLOperation):
                     fail(f"step {step} has two {direction}s of {space}: a GRF has one read "
                          "and one write port")
             for space, *_ in writes:
-                if space in ("lm0", "lm1"):
+                if space in lm_written:
                     lm_written[space] = step
-            if op.SLOT in ("alu", "mau"):
+            if slot in ("alu", "mau"):
                 producers.add(step)
-
-
-def _bounds_in(group: IRDLOperation, where: str, spans: Sequence[Span],
-               machine: Machine) -> None:
-    try:
-        ProgramOp._check_bounds(group, spans, machine)
-    except OpVerifyException as error:
-        raise OpVerifyException(group, where + str(error)) from None
-
 
 def _check_dimensions(op: TensorOp, machine: Machine) -> None:
     """Even an empty tensor's non-zero dimensions must fit in DRAM together: its strides
