@@ -89,17 +89,15 @@ def _convert_element_type(imp: Any, node: fx.Node) -> Any:
 
 
 def _decompositions() -> dict[Any, Any]:
-    """The importer's core-ATen decompositions, and those of the norms: AOTAutograd
-    hands over batch norm's functional forms (``_native_batch_norm_legit_functional``,
-    whose running statistics are outputs) and group norm's fused kernels with their
-    backward, which the lazy path never records (it decomposes them while tracing)
-    and the importer has no handler for."""
+    """The importer's decompositions (those of :func:`capture`), and batch norm's:
+    AOTAutograd hands over its functional forms (``_native_batch_norm_legit_functional``,
+    whose running statistics are outputs), which the lazy path never records (it
+    decomposes them while tracing) and the importer has no handler for."""
     from torch._decomp import get_decompositions
 
     norms = get_decompositions([
         aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit,
-        aten._native_batch_norm_legit_no_training, aten.native_batch_norm,
-        aten.native_group_norm, aten.native_group_norm_backward])
+        aten._native_batch_norm_legit_no_training, aten.native_batch_norm])
     others = {op: _wide_only(f) for op, f in decomposition_table.items()
               if op not in DECOMPOSITIONS and op not in HANDLERS and op not in EXPORT_ONLY
               and isinstance(op, torch._ops.OpOverload)}

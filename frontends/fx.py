@@ -93,11 +93,17 @@ def math_attention() -> contextlib.AbstractContextManager[None]:
 
 
 #: The decomposition table used by :func:`capture`: torch's core-ATen decompositions
-#: without :data:`KEPT_COMPOSITES`, and the fused RNN cells and resampling backward
-#: kernels torch has none for. Batch norm is decomposed before functionalization
-#: (torch's ``native_batch_norm`` schema hides its running-stat mutation).
+#: without :data:`KEPT_COMPOSITES`; group norm (with its backward) and ``repeat``, core
+#: ATen ops that torch decomposes but the importer has no handler for (``nn.GroupNorm``
+#: and ``nn.InstanceNorm2d`` were refused); and the fused RNN cells and resampling
+#: backward kernels torch has none for. Batch norm is decomposed before
+#: functionalization (torch's ``native_batch_norm`` schema hides its running-stat
+#: mutation).
 DECOMPOSITIONS = {**{k: v for k, v in core_aten_decompositions().items()
-                     if k not in KEPT_COMPOSITES and k not in EXPORT_ONLY}, **CORRECTED,
+                     if k not in KEPT_COMPOSITES and k not in EXPORT_ONLY},
+                  **get_decompositions([aten.repeat, aten.native_group_norm,
+                                        aten.native_group_norm_backward]),
+                  **CORRECTED,
                   **RNN_DECOMPOSITIONS,
                   **RESAMPLING_DECOMPOSITIONS}
 HIDDEN_MUTATION_DECOMPOSITIONS = get_decompositions(
