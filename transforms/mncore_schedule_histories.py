@@ -103,12 +103,12 @@ class WordHistories:
     :class:`Segments` would split a segment per run."""
 
     def __init__(self) -> None:
-        self.ids = np.zeros(0, np.int64)  # 0: the empty history
+        self.ids = np.zeros(0, np.int32)  # 0: the empty history (4 bytes a word)
         self.table: list[History] = [()]
 
     def _ids(self, words: np.ndarray) -> np.ndarray:
         if len(words) and int(words.max()) >= len(self.ids):
-            grown = np.zeros(max(2 * len(self.ids), int(words.max()) + 1), np.int64)
+            grown = np.zeros(max(2 * len(self.ids), int(words.max()) + 1), np.int32)
             grown[:len(self.ids)] = self.ids
             self.ids = grown
         return self.ids[words]
