@@ -550,7 +550,6 @@ def test_loads_of_repeated_words_take_each_word_once(machine: str) -> None:
     assert 0 < 16 * loaded["s"] <= x.size and 0 < 2 * loaded["b"] <= x.size, loaded
 
 
-
 @st.composite
 def broadcasts(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """A shape of up to 4 dims and two operands broadcast against it (trailing dims,
