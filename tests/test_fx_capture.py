@@ -13,10 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mncore_ir.frontends.fx import capture, import_captured
-from mncore_ir.pipeline import MNCORE_GRAPH_PIPELINE, MNCORE_TASKS, apply_pipeline
-from mncore_ir.targets.graph_interpreter import run_function
-from mncore_ir.targets.mncore_simulator import find_program, simulate
+from mncore_ir.frontends.fx import capture
+from tests.test_mncore_lowering import interpreted_and_simulated
 
 
 def group_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -54,13 +52,7 @@ def test_captured_layer_and_its_gradients_match_eager(name: str) -> None:
     weights = torch.randn(out_shape, generator=g)  # each element weighed differently
     fn = with_gradients(LAYERS[name])
     expected = [t.numpy() for t in fn(x, w, b, weights)]
-    captured = capture(fn, x, w, b, weights)
-    inputs = [t.numpy() for t in captured.example_inputs]
-    interpreted = run_function(import_captured(captured), inputs)
-    module = import_captured(captured)
-    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
-                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
-    simulated, _ = simulate(find_program(module), inputs)
+    interpreted, simulated, _ = interpreted_and_simulated(capture(fn, x, w, b, weights))
     for ours in (interpreted, simulated):
         assert len(ours) == len(expected)
         for got, want in zip(ours, expected, strict=True):

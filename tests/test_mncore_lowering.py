@@ -36,7 +36,7 @@ from torch import nn
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import mncore
 from mncore_ir.dialects.mncore_machines import MACHINES
-from mncore_ir.frontends.fx import capture, import_captured
+from mncore_ir.frontends.fx import CapturedGraph, capture, import_captured
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import (
     GRAPH_PIPELINE,
@@ -329,14 +329,23 @@ def test_training_steps_on_tiny_match_the_graph_interpreter(
     momentum; convolutions as matrix products on the MAU)."""
     step = make_step()
     captured = capture(step, *step.example_inputs())
-    inputs = [x.numpy() for x in captured.example_inputs]
-    expected = run_function(import_captured(captured), inputs)
-    module = import_captured(captured)
-    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
-                           "convert-task-to-mncore{machine=tiny},mncore-schedule")
-    outs, report = simulate(find_program(module), inputs)
+    expected, outs, report = interpreted_and_simulated(captured)
     assert_same_results(outs, expected, rtol=1e-4, atol=1e-5, names=captured.output_names)
     assert report.issued["mau"] > 0
+
+
+def interpreted_and_simulated(captured: CapturedGraph, machine: str = "tiny"
+                              ) -> tuple[list[np.ndarray], list[np.ndarray], Any]:
+    """A captured graph's outputs from the graph interpreter and from the simulated
+    program the mncore device's pipeline makes of it for ``machine``, with the
+    simulator's report."""
+    inputs = [x.numpy() for x in captured.example_inputs]
+    interpreted = run_function(import_captured(captured), inputs)
+    module = import_captured(captured)
+    apply_pipeline(module, f"{MNCORE_GRAPH_PIPELINE},convert-graph-to-task{{{MNCORE_TASKS}}},"
+                           f"convert-task-to-mncore{{machine={machine}}},mncore-schedule")
+    outs, report = simulate(find_program(module), inputs)
+    return interpreted, outs, report
 
 
 @pytest.mark.parametrize("graph_pipeline", [GRAPH_PIPELINE, MNCORE_GRAPH_PIPELINE],

@@ -364,13 +364,14 @@ class Emitter:
         if (addresses == addresses[0]).all() and fill is None:
             self.broadcast(int(addresses[0]), slot)
             return slot
-        if fill is None and self._load_repeated(addresses, slot):
+        parts = self.per_l2b(addresses)
+        plain = [descriptors(part, load=True) for _, part in parts]
+        if fill is None and self._load_repeated(parts, plain, slot):
             return slot
         stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
         with self.transfers():
-            for n, part in self.per_l2b(addresses):
-                for first, address, words, run, stride, rows, pitch in descriptors(
-                        part, load=True):
+            for (n, _), part_descriptors in zip(parts, plain, strict=True):
+                for first, address, words, run, stride, rows, pitch in part_descriptors:
                     self.dma("load", m.ref("dram", address),
                              m.ref("l2bm", stage[1] + first), words, run, stride, n, rows,
                              pitch)
@@ -383,14 +384,15 @@ class Emitter:
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
         return slot
 
-    def _load_repeated(self, addresses: np.ndarray, slot: Slot) -> bool:
-        """Lanes that repeat words along the tree take only the distinct ones through
-        DMA: one word per L1B where each L1B's lanes read one word (an L2 scatter of
-        4 words, an L1 broadcast to its PEs: a channel's value of batch norm), or one
-        L1B's words where every L1B's lanes read the same (an L2 broadcast: a bias
-        row). False, and nothing emitted, for other lanes."""
+    def _load_repeated(self, parts: list[tuple[int | None, np.ndarray]],
+                       plain: list[list[Descriptor]], slot: Slot) -> bool:
+        """Lanes (``parts``: :meth:`per_l2b`'s, whose DMAs would be ``plain``) that
+        repeat words along the tree take only the distinct ones through DMA: one word
+        per L1B where each L1B's lanes read one word (an L2 scatter of 4 words, an L1
+        broadcast to its PEs: a channel's value of batch norm), or one L1B's words
+        where every L1B's lanes read the same (an L2 broadcast: a bias row). False, and
+        nothing emitted, for other lanes or where that is no cheaper."""
         blocks = self.machine.l1b_per_l2b
-        parts = self.per_l2b(addresses)
         rows = []
         for _, part in parts:  # each L2B's lanes as (L1B, word), the missing ones -1
             padded = np.full(blocks * self.width, -1, np.int64)
@@ -413,7 +415,6 @@ class Emitter:
         else:
             return False
         fewer = [descriptors(source, load=True) for source in sources]
-        plain = [descriptors(part, load=True) for _, part in parts]
         if self._dma_cycles(fewer) >= self._dma_cycles(plain):
             return False  # the repeated words' pattern takes more descriptors than it saves
         stage, l1 = self.stage.take(len(sources[0])), self.l1.take()
