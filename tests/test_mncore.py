@@ -32,7 +32,7 @@ from mncore_ir.targets.task_simulator import find_kernel
 from mncore_ir.targets.task_simulator import simulate as simulate_kernel
 from mncore_ir.testing.model_zoo import MLP
 from mncore_ir.transforms.convert_task_to_mncore import MNCoreConversionError
-from mncore_ir.transforms.mncore_schedule import ScheduleError, schedule
+from mncore_ir.transforms.mncore_schedule import DmaQueue, ScheduleError, schedule
 
 SPACING = 12  # steps between instructions of the reference: more than any latency
 
@@ -115,10 +115,11 @@ def program_text(lines: list[str], name: str = "p", machine: str = "tiny") -> st
             f"{body}\n}}\n")
 
 
-def run(program: m.ProgramOp, x: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
+def run(program: m.ProgramOp, x: np.ndarray) -> tuple[dict[str, np.ndarray], int, int]:
+    """The memories after ``program``, its steps and its cycles of DMA stalls."""
     memories: dict[str, np.ndarray] = {}
     _, report = simulate(program, [x], memories=memories)
-    return memories, report.steps
+    return memories, report.steps, report.stall_cycles
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -136,19 +137,20 @@ def test_scheduled_random_programs_on_mncore2_keep_their_meaning(lines: list[str
 
 
 def check_scheduled(lines: list[str], machine: str) -> None:
-    """The scheduled program runs without a hazard and ends with every memory as the
-    one spaced out step by step does."""
+    """The scheduled program runs without a hazard and without a stall (the scheduler's
+    model of the DMA queue is the simulator's) and ends with every memory as the one
+    spaced out step by step does."""
     ctx = make_context()
     x = np.linspace(-1, 1, 32, dtype=np.float32)
     text = program_text(lines, machine=machine)
     reference = find_program(parse_module(ctx, text, "reference.mlir"))
-    expected, spaced_steps = run(reference, x)
+    expected, spaced_steps, _ = run(reference, x)
     module = parse_module(ctx, text, "scheduled.mlir")
     program = find_program(module)
     steps = schedule(program)
     module.verify()
-    got, scheduled_steps = run(program, x)  # raises HazardError on any hazard
-    assert scheduled_steps == steps
+    got, scheduled_steps, stalls = run(program, x)  # raises HazardError on any hazard
+    assert (scheduled_steps, stalls) == (steps, 0)
     if machine == "tiny":  # on mncore2 a wait lands after a DMA's 100 cycles of set-up,
         assert steps <= spaced_steps  # where the reference's stalls at its step
     assert sorted(got) == sorted(expected)
@@ -170,6 +172,44 @@ def test_scheduler_overlaps_independent_work() -> None:
     assert schedule(program) == 4
     assert [(op.name, op.at) for op in program.instructions()] == [
         ("mncore.alu", 0), ("mncore.l1", 0), ("mncore.l1", 1), ("mncore.alu", 3)]
+
+
+def test_a_dma_ready_early_goes_before_one_placed_earlier_but_waiting() -> None:
+    """The store waits for a chain of ALU results and is placed first (it leads a
+    longer path: a DRAM round trip); the independent load, ready at once, still issues
+    first, in a gap of the engine's queue that delays nothing placed before it."""
+    chain = ['mncore.alu {} "fzero" -> grf0[0]'] + [
+        'mncore.alu {} "fadd" grf0[0], lm1[0] -> grf0[0]'] * 8
+    lines = [*chain,
+             'mncore.l1 {} "gather" grf0[0] -> l1bm[0]',
+             'mncore.l2 {} "gather" l1bm[0] -> l2bm[0] words 8',
+             'mncore.dma {} "store" l2bm[0] -> dram[64] words 16 tag 1', "mncore.wait {} tag 1",
+             'mncore.dma {} "load" dram[64] -> l2bm[32] words 16 tag 2', "mncore.wait {} tag 2",
+             'mncore.l2 {} "bcast" l2bm[32] -> l1bm[64] words 8',
+             'mncore.dma {} "load" dram[0] -> l2bm[64] words 16 tag 3', "mncore.wait {} tag 3",
+             'mncore.l2 {} "bcast" l2bm[64] -> l1bm[128] words 8']
+    check_scheduled(lines, "mncore2")
+    program = parse_program(program_text(lines, machine="mncore2"))
+    schedule(program)
+    dmas = [(op.kind.data, op.tag_number(), op.at) for op in program.instructions()
+            if isinstance(op, m.DmaOp)]
+    assert [d[:2] for d in dmas] == [("load", 3), ("store", 1), ("load", 2)], dmas
+    assert dmas[0][2] == 0
+
+
+def test_dma_queue_places_a_dma_only_where_it_delays_none() -> None:
+    """mncore2: 100 cycles of set-up, 16 words a cycle, 4 cycles a step."""
+    queue = DmaQueue(MACHINES["mncore2"])
+    assert queue.place(10, 1600) == 40 + 100 + 100  # steps 10 to 60: the engine busy
+    # 16 words at step 0 finish at cycle 101, before the first starts at 140
+    assert queue.earliest(0, 16) == 0
+    # 1,600 words would push it to cycle 200: placed after it instead, and queued behind
+    assert queue.earliest(0, 1600) == 11
+    assert queue.place(11, 1600) == 240 + 100
+    assert queue.earliest(5, 16) == 5 and queue.place(5, 16) == 121
+    assert queue.earliest(6, 16) == 6  # from cycle 124 to 125: the gap holds it
+    assert queue.earliest(6, 400) == 12  # to 149, past the next start: after the last
+    assert queue.finishes == [121, 240, 340]
 
 
 def test_scheduler_refuses_dma_data_read_before_its_wait() -> None:

@@ -78,13 +78,13 @@ def check_packed(units: list[Unit], machine: str) -> None:
     ctx = make_context()
     x = np.linspace(-1, 1, 32, dtype=np.float32)
     text = spaced_text(units, machine)
-    expected, spaced_steps = run(find_program(parse_module(ctx, text, "spaced.mlir")), x)
+    expected, spaced_steps, _ = run(find_program(parse_module(ctx, text, "spaced.mlir")), x)
     module = parse_module(ctx, text, "packed.mlir")
     program = find_program(module)
     steps = schedule(program)
     module.verify()
-    got, packed_steps = run(program, x)  # raises HazardError on any hazard
-    assert packed_steps == steps
+    got, packed_steps, stalls = run(program, x)  # raises HazardError on any hazard
+    assert (packed_steps, stalls) == (steps, 0)
     if machine == "tiny":
         assert steps <= spaced_steps
     groups = sum(isinstance(op, m.RepeatOp) for op in program.units())
@@ -92,7 +92,7 @@ def check_packed(units: list[Unit], machine: str) -> None:
     expand_repeats(program)
     module.verify()
     assert not any(isinstance(op, m.RepeatOp) for op in program.units())
-    flat, _ = run(program, x)
+    flat, _, _ = run(program, x)
     for space in expected:
         np.testing.assert_array_equal(got[space], expected[space], err_msg=space)
         np.testing.assert_array_equal(flat[space], expected[space], err_msg=space)

@@ -5,10 +5,11 @@ the pass gives every instruction the earliest step that keeps that meaning and o
 the machine: one instruction per slot per step, the LM/GRF port rules, and the
 latencies — a value is read only once its writer's latency has passed, DMA data only
 after the wait on its tag, and a wait is placed once its transfers are done (so it does
-not stall): DMAs issue in the order they are placed, which is the order of the engine's
-queue, so the scheduler knows when each one finishes. Instructions are placed in
-critical-path order (longest latency-weighted path to the end first), each at its
-earliest free step.
+not stall). The DMA engine's queue is the DMAs' issue order: a DMA may be placed before
+others already placed only where it delays none of them (:class:`DmaQueue`), so the
+finish the scheduler gave each DMA, and the steps of the waits placed by them, hold.
+Instructions are placed in critical-path order (longest latency-weighted path to the
+end first), each at its earliest free step.
 
 Dependencies come from the words instructions touch, per memory space: read after
 write (the writer's latency; after the wait for DMA writes), write after read (same
@@ -21,6 +22,7 @@ accepted here.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -313,6 +315,45 @@ class Reservations:
                 self.ports.setdefault((self._key(step), space), []).append(direction)
 
 
+class DmaQueue:
+    """The DMA engine as placed so far: the DMAs' issue steps in order, with the cycle
+    each starts moving words (after its set-up and the words queued before it) and
+    finishes. A DMA issued at step ``s`` queues behind every DMA issued before ``s``."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.steps: list[int] = []
+        self.starts: list[int] = []
+        self.finishes: list[int] = []
+
+    def _finish(self, i: int, step: int, words: int) -> int:
+        """The finish of ``words`` issued at ``step``, behind the ``i`` DMAs before it."""
+        machine = self.machine
+        start = max(4 * step + machine.dma_setup_cycles, self.finishes[i - 1] if i else 0)
+        return start + -(-words // machine.dma_words_per_cycle)
+
+    def earliest(self, step: int, words: int) -> int:
+        """The first step from ``step`` where a DMA of ``words`` finishes before the next
+        placed DMA starts (so it delays none); past the last one, any step."""
+        steps, starts = self.steps, self.starts
+        i = bisect_left(steps, step)
+        while i < len(steps):
+            if steps[i] != step and self._finish(i, step, words) <= starts[i]:
+                return step
+            step = max(step, steps[i] + 1)  # later in this gap only finishes later
+            i += 1
+        return step
+
+    def place(self, step: int, words: int) -> int:
+        """Queue a DMA at ``step`` (found by :meth:`earliest`); returns its finish cycle."""
+        i = bisect_left(self.steps, step)
+        finish = self._finish(i, step, words)
+        self.steps.insert(i, step)
+        self.starts.insert(i, finish - -(-words // self.machine.dma_words_per_cycle))
+        self.finishes.insert(i, finish)
+        return finish
+
+
 @dataclass
 class Group:
     """A repeated group as the scheduler places it: its body's nodes (iteration 0's
@@ -442,32 +483,32 @@ def schedule(program: m.ProgramOp) -> int:
     ready = [(-n.priority, i) for i, n in enumerate(nodes) if not n.preds]
     heapq.heapify(ready)
     table = Reservations()
-    engine_free = 0  # the cycle the DMA engine finishes the transfers placed so far
-    last_dma = -1  # the step of the last DMA placed
-    finish: dict[int, int] = {}
+    queue = DmaQueue(machine)
+    finish: dict[int, int] = {}  # a DMA node's finish cycle
     while ready:
         _, i = heapq.heappop(ready)
         node = nodes[i]
         step = max([0] + [nodes[p].step + d for p, d in node.preds])
         if isinstance(node.op, m.WaitOp):  # when its transfers leave the engine's queue
             step = max([step] + [-(-finish[p] // 4) for p, _ in node.preds if p in finish])
-        if isinstance(node.op, m.DmaOp):  # issued in the order placed: the queue's order
-            step = max(step, last_dma + 1)
         if i in groups:
             node.step = step = _place_group(table, groups[i], step, machine)
             for offset, body in groups[i].issues:
                 table.take(body, step + offset)
         else:
-            step = table.free_from(node.op.SLOT, step)
-            while not table.fits(node, step, machine):
-                step = table.free_from(node.op.SLOT, step + 1)
+            dma = isinstance(node.op, m.DmaOp)
+            while True:
+                step = table.free_from(node.op.SLOT, step)
+                if dma and (free := queue.earliest(step, node.op.count)) != step:
+                    step = free
+                elif table.fits(node, step, machine):
+                    break
+                else:
+                    step += 1
             node.step = step
             table.take(node, step)
-        if isinstance(node.op, m.DmaOp):
-            last_dma = step
-            start = max(4 * step + machine.dma_setup_cycles, engine_free)
-            engine_free = finish[i] = start + -(-node.op.count //
-                                                machine.dma_words_per_cycle)
+            if dma:
+                finish[i] = queue.place(step, node.op.count)
         for s, _ in node.succs:
             remaining[s] -= 1
             if remaining[s] == 0:
