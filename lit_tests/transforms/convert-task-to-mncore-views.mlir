@@ -31,6 +31,20 @@
 // RUN: mncore-run %t.tiled.mlir --random-inputs 1 | diff - %t.tiled.out
 // RUN: filecheck %s --input-file %t.tiled.mlir --check-prefix=TILED
 
+// A reshape whose tiles are unequal (Inputs/views_uneven.mlir: its tasks have two
+// bodies, @reshape0 and @reshape1) is a view too: %r lies on %a's words and only %x is
+// loaded and the result stored.
+// RUN: mncore-opt %S/Inputs/views_uneven.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false elementwise_tile=16}' -o %t.uneven.task.mlir
+// RUN: filecheck %s --input-file %t.uneven.task.mlir --check-prefix=UNEVEN-TASKS
+// RUN: mncore-run %t.uneven.task.mlir --random-inputs 1 > %t.uneven.out
+// RUN: mncore-opt %t.uneven.task.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.uneven.mlir
+// RUN: mncore-run %t.uneven.mlir --random-inputs 1 | diff - %t.uneven.out
+// RUN: filecheck %s --input-file %t.uneven.mlir --check-prefix=UNEVEN
+// UNEVEN-TASKS: task.task @reshape0
+// UNEVEN-TASKS: task.task @reshape1
+// UNEVEN:      mncore.buffer @buffer0 dram[[[A:[0-9]+]]] words 40
+// UNEVEN-NEXT: mncore.buffer @buffer1 dram[[[A]]] words 40{{$}}
+
 // CHECK:      mncore.buffer @buffer0 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer1 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer2 dram[136] words 16

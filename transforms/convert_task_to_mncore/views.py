@@ -87,6 +87,13 @@ def _reshaped(offset: int, source: tuple[int, ...], strides: tuple[int, ...],
         return None
 
 
+def _copy_kind(op: t.BodyOp | g.GraphOp) -> t.BodyOp | g.GraphOp | str:
+    """What tells one copy from another: a reshape's tiles are one reshape (its layout
+    depends only on the whole buffers' shapes, and the tiles cover the destination),
+    any other op only itself (a slice tile's start is its tile's)."""
+    return "reshape" if isinstance(op, g.ReshapeOp) else op
+
+
 def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp],
                buffers: Sequence[SSAValue]) -> dict[SSAValue, View]:
     """Each intermediate buffer that can be a view, with its root (a buffer that is no
@@ -103,11 +110,12 @@ def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphO
     for dst, written_by in writers.items():
         if dst not in intermediate:
             continue
-        found = {(tasks[i].ins[0], computed[i]) if len(tasks[i].ins) == 1
+        found = {(tasks[i].ins[0], _copy_kind(computed[i])) if len(tasks[i].ins) == 1
                  and len(tasks[i].outs) == 1 else (None, None) for i in written_by}
         if len(found) != 1:
             continue
-        ((src, op),) = found
+        ((src, _),) = found
+        op = computed[written_by[0]]
         if src is None or element(src) != element(dst):
             continue
         if sum(math.prod(region.sizes) for i in written_by
