@@ -45,6 +45,32 @@
 // UNEVEN:      mncore.buffer @buffer0 dram[[[A:[0-9]+]]] words 40
 // UNEVEN-NEXT: mncore.buffer @buffer1 dram[[[A]]] words 40{{$}}
 
+// A buffer copied whole into a slab of another (Inputs/views_in_place.mlir: zero
+// padding by graph.concat) lies in that slab: %e at row 1, column 1 of %c (320 + 6 + 1,
+// %c's strides), %r at column 1; the copies emit nothing and exp stores straight into
+// %c. The zero row, copied to two slabs, keeps a buffer of its own (dram[544]).
+// RUN: mncore-opt %S/Inputs/views_in_place.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false}' -o %t.in_place.task.mlir
+// RUN: mncore-run %t.in_place.task.mlir --random-inputs 1 > %t.in_place.out
+// RUN: mncore-opt %t.in_place.task.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.in_place.mlir
+// RUN: mncore-run %t.in_place.mlir --random-inputs 1 | diff - %t.in_place.out
+// RUN: mncore-opt %t.in_place.task.mlir -p 'convert-task-to-mncore{views=false},mncore-schedule' | mncore-run --random-inputs 1 | diff - %t.in_place.out
+// RUN: filecheck %s --input-file %t.in_place.mlir --check-prefix=IN-PLACE
+// IN-PLACE:      mncore.buffer @buffer0 dram[327] words 96 shape [2, 3, 4, 4] strides [108, 36, 6, 1]
+// IN-PLACE-NEXT: mncore.buffer @buffer1 dram[544] words 24{{$}}
+// IN-PLACE-NEXT: mncore.buffer @buffer2 dram[321] words 144 shape [2, 3, 6, 4] strides [108, 36, 6, 1]
+// IN-PLACE-NEXT: mncore.buffer @buffer3 dram[544] words 36{{$}}
+// IN-PLACE-NEXT: mncore.buffer @buffer4 dram[320] words 216{{$}}
+// IN-PLACE:      "store" l2bm[{{[0-9]+}}] -> dram[327] words 96 run 4 stride 6 rows 6 pitch 36
+// Copies that must stay (Inputs/views_in_place_kept.mlir): the source written again
+// after its copy, and the slab written again after it; each equals the task level.
+// RUN: mncore-opt %S/Inputs/views_in_place_kept.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.kept.mlir
+// RUN: filecheck %s --input-file %t.kept.mlir --check-prefix=KEPT
+// RUN: mncore-run %S/Inputs/views_in_place_kept.mlir --function rewritten --random-inputs 1 > %t.rewritten.task.out
+// RUN: mncore-run %t.kept.mlir --function rewritten --random-inputs 1 | diff - %t.rewritten.task.out
+// RUN: mncore-run %S/Inputs/views_in_place_kept.mlir --function overwritten --random-inputs 1 > %t.overwritten.task.out
+// RUN: mncore-run %t.kept.mlir --function overwritten --random-inputs 1 | diff - %t.overwritten.task.out
+// KEPT-COUNT-2: mncore.buffer @buffer0 dram[48] words 4{{$}}
+
 // CHECK:      mncore.buffer @buffer0 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer1 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer2 dram[136] words 16

@@ -35,7 +35,11 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
-from mncore_ir.transforms.convert_task_to_mncore.views import find_views, is_dense
+from mncore_ir.transforms.convert_task_to_mncore.views import (
+    find_in_place,
+    find_views,
+    is_dense,
+)
 
 #: The graph ops whose tasks are lowered (besides pointwise ``task.body``s).
 LOWERED_OPS: tuple[type[g.GraphOp], ...] = (
@@ -96,7 +100,8 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     for v in fixed:
         e.place(v, math.prod(shape(v)))
     intervals = Intervals(kernel)
-    views = find_views(tasks, computed, buffers) if use_views else {}
+    in_place, done = find_in_place(tasks, computed, buffers) if use_views else ({}, set())
+    views = find_views(tasks, computed, buffers, in_place) if use_views else {}
     e.allocate(buffers, tasks, views)
     e.pool_base = e.size
     placed: list[Operation] = [*tensors(e, kernel)]
@@ -104,10 +109,11 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         f"buffer{i}", m.ref("dram", e.dram[v]), math.prod(shape(v)),
         (shape(v), views[v].strides) if v in views and not is_dense(shape(v), views[v].strides)
         else None) for i, v in enumerate(buffers)]
-    for task, op in zip(tasks, computed, strict=True):
+    for i, (task, op) in enumerate(zip(tasks, computed, strict=True)):
         assert isinstance(op, t.BodyOp | g.GraphOp)
         try:
-            if task.outs[0] in views:  # its words are already there
+            if i in done or (task.outs[0] in views and task.outs[0] not in in_place):
+                # a copy whose words are already there
                 intervals.task(task, op)
             elif isinstance(op, g.MATMULS):
                 intervals.task(task, op)  # refuses integers

@@ -16,6 +16,14 @@ together covering the view, and no other task writes the source from the first o
 those copies to the view's last reader (the source then lives as long as the view).
 A reshape of a strided view is one where the dimensions it merges are laid out one
 after another (as numpy's reshape without a copy); else it stays a copy.
+
+The other way round, a buffer that a concatenation copies whole into a slab of another
+(``graph.concat``'s tasks: pointwise copies, as a convolution's zero padding makes
+them) is laid out *in* that slab (:func:`find_in_place`): its writers write the
+destination's words, and the copies emit nothing. Safe when every writer of the
+buffer comes before its copies and is pointwise (its words addressed through the
+strides), every copy is the same shift into one destination, and no other task writes
+that slab.
 """
 
 from __future__ import annotations
@@ -87,6 +95,86 @@ def _reshaped(offset: int, source: tuple[int, ...], strides: tuple[int, ...],
         return None
 
 
+def is_copy(op: t.BodyOp | g.GraphOp) -> bool:
+    """Whether ``op`` is a pointwise body that yields its only argument."""
+    if not isinstance(op, t.BodyOp) or not op.is_pointwise():
+        return False
+    block = op.body.block
+    last = block.first_op
+    return (len(block.args) == 1 and isinstance(last, t.YieldOp)
+            and list(last.values) == [block.args[0]])
+
+
+def find_in_place(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp],
+                  buffers: Sequence[SSAValue]) -> tuple[dict[SSAValue, View], set[int]]:
+    """The intermediate buffers laid out in the slab of another that copies take them
+    to (each with its root, a buffer in no other, and its layout on the root's words),
+    and the indices of those copy tasks, which emit nothing."""
+    intermediate = set(buffers)
+    writers: dict[SSAValue, list[int]] = {}
+    copies: dict[SSAValue, list[int]] = {}
+    for i, (task, op) in enumerate(zip(tasks, computed, strict=True)):
+        for v in task.outs:
+            writers.setdefault(v, []).append(i)
+        if len(task.ins) == 1 and len(task.outs) == 1 and is_copy(op) \
+                and task.ins[0] != task.outs[0]:
+            copies.setdefault(task.ins[0], []).append(i)
+    hosts: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]] = {}
+    skipped: set[int] = set()
+    for x, found in copies.items():
+        destinations = {tasks[i].outs[0] for i in found}
+        wrote = writers.get(x, [])
+        if (x not in intermediate or len(destinations) != 1 or not wrote
+                or max(wrote) > min(found)
+                or not all(isinstance(computed[i], t.BodyOp) for i in wrote)):
+            continue
+        (d,) = destinations
+        shift = _one_shift(tasks, found, shape(x))
+        if d not in intermediate or element(d) != element(x) or shift is None:
+            continue
+        slab = tuple(slice(o, o + n) for o, n in zip(shift, shape(x), strict=True))
+        if any(_meets(tile.slices(), slab) for i in writers[d] if i not in found
+               for v, tile in tasks[i].writes() if v == d):
+            continue
+        hosts[x] = (d, shift)
+        skipped.update(found)
+    views: dict[SSAValue, View] = {}
+
+    def layout(v: SSAValue) -> View:
+        if v not in hosts:
+            return View(v, 0, dense(shape(v)))
+        if v not in views:
+            d, shift = hosts[v]
+            outer = layout(d)
+            views[v] = View(outer.root, outer.offset + int(np.dot(shift, outer.strides)),
+                            outer.strides)
+        return views[v]
+
+    for x in hosts:
+        layout(x)
+    return views, skipped
+
+
+def _one_shift(tasks: Sequence[t.TaskOp], found: Sequence[int], sizes: tuple[int, ...]
+               ) -> tuple[int, ...] | None:
+    """The one offset by which the copies ``found`` move their source's words, when
+    together they read all of it, each region as large as the one it writes."""
+    shifts = set()
+    covered = np.zeros(sizes, bool)
+    for i in found:
+        ((_, read),) = tasks[i].reads()
+        ((_, wrote),) = tasks[i].writes()
+        if read.sizes != wrote.sizes:
+            return None
+        shifts.add(tuple(w - r for w, r in zip(wrote.offsets, read.offsets, strict=True)))
+        covered[read.slices()] = True
+    return shifts.pop() if len(shifts) == 1 and covered.all() else None
+
+
+def _meets(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
+    return all(x.start < y.stop and y.start < x.stop for x, y in zip(a, b, strict=True))
+
+
 def _copy_kind(op: t.BodyOp | g.GraphOp) -> t.BodyOp | g.GraphOp | str:
     """What tells one copy from another: a reshape's tiles are one reshape (its layout
     depends only on the whole buffers' shapes, and the tiles cover the destination),
@@ -95,20 +183,26 @@ def _copy_kind(op: t.BodyOp | g.GraphOp) -> t.BodyOp | g.GraphOp | str:
 
 
 def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp],
-               buffers: Sequence[SSAValue]) -> dict[SSAValue, View]:
+               buffers: Sequence[SSAValue], in_place: dict[SSAValue, View] | None = None
+               ) -> dict[SSAValue, View]:
     """Each intermediate buffer that can be a view, with its root (a buffer that is no
-    view) and its layout on the root's words."""
+    view) and its layout on the root's words; ``in_place`` (from :func:`find_in_place`)
+    among them, whose writers write their roots' words."""
+    in_place = in_place or {}
     intermediate = set(buffers)
     writers: dict[SSAValue, list[int]] = {}
     last_use: dict[SSAValue, int] = {}
     for i, task in enumerate(tasks):
         for v in task.outs:
             writers.setdefault(v, []).append(i)
+            if v in in_place:
+                writers.setdefault(in_place[v].root, []).append(i)
         for v in (*task.ins, *task.outs):
             last_use[v] = i
-    views: dict[SSAValue, View] = {}
+    hosts = {view.root for view in in_place.values()}
+    views: dict[SSAValue, View] = dict(in_place)
     for dst, written_by in writers.items():
-        if dst not in intermediate:
+        if dst not in intermediate or dst in views or dst in hosts:
             continue
         found = {(tasks[i].ins[0], _copy_kind(computed[i])) if len(tasks[i].ins) == 1
                  and len(tasks[i].outs) == 1 else (None, None) for i in written_by}
