@@ -268,11 +268,10 @@ def test_reference_torch_and_decomposition_agree(case: str) -> None:
 def test_random_convolutions_decompose_to_their_reference(data: st.DataObject) -> None:
     """Forward and backward convolutions of random geometry (strides, paddings wider
     than the filter, dilations, groups, inputs the windows do not cover to the end) as
-    matrix products compute the numpy reference's values: both forms of the input
-    gradient (the correlation at stride 1, ``col2im`` at a stride)."""
+    matrix products compute the numpy reference's values."""
     draw = data.draw
     groups = draw(st.integers(1, 2))
-    # stride 1 in both dimensions half the time: its input gradient is a correlation
+    # stride 1 in both dimensions half the time (the common case)
     stride = [1, 1] if draw(st.booleans()) else [draw(st.integers(1, 3)) for _ in range(2)]
     kernel, dilation, padding = ([draw(st.integers(lo, hi)) for _ in range(2)]
                                  for lo, hi in ((1, 3), (1, 2), (0, 3)))

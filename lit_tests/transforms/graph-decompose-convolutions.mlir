@@ -16,10 +16,6 @@
 // RUN: mncore-opt %s --device mncore -o %t.mncore.mlir
 // RUN: mncore-run %t.mncore.mlir --function backward --random-inputs 5 --save-outputs %t.mncore.npz > /dev/null
 // RUN: %{python} -c "import numpy as np; a, b, c = (np.load(f) for f in ('%t.before.npz', '%t.after.npz', '%t.mncore.npz')); print(len(a), all(np.allclose(a[k], b[k], rtol=1e-5, atol=1e-5) and np.allclose(a[k], c[k], rtol=1e-4, atol=1e-4) for k in a))" | filecheck %s --check-prefix=SAME
-// RUN: mncore-run %s --function backward_unit_stride --random-inputs 5 --save-outputs %t.before1.npz > /dev/null
-// RUN: mncore-opt %s -p 'graph-decompose{convolutions=true}' | mncore-run --function backward_unit_stride --random-inputs 5 --save-outputs %t.after1.npz > /dev/null
-// RUN: mncore-run %t.mncore.mlir --function backward_unit_stride --random-inputs 5 --save-outputs %t.mncore1.npz > /dev/null
-// RUN: %{python} -c "import numpy as np; a, b, c = (np.load(f) for f in ('%t.before1.npz', '%t.after1.npz', '%t.mncore1.npz')); print(len(a), all(np.allclose(a[k], b[k], rtol=1e-5, atol=1e-5) and np.allclose(a[k], c[k], rtol=1e-4, atol=1e-4) for k in a))" | filecheck %s --check-prefix=SAME
 // SAME: 3 True
 
 // CHECK-LABEL: func.func @forward
@@ -52,25 +48,4 @@ func.func @forward(%x: tensor<2x3x5x5xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<
 func.func @backward(%dy: tensor<1x6x2x3xf32>, %x: tensor<1x4x7x6xf32>, %w: tensor<6x2x3x2xf32>) -> (tensor<1x4x7x6xf32>, tensor<6x2x3x2xf32>, tensor<6xf32>) {
   %dx, %dw, %db = graph.conv2d_backward %dy, %x, %w stride array<i64: 3, 2> padding array<i64: 1, 0> dilation array<i64: 2, 1> groups 2 : tensor<1x6x2x3xf32>, tensor<1x4x7x6xf32>, tensor<6x2x3x2xf32> -> tensor<6xf32>
   func.return %dx, %dw, %db : tensor<1x4x7x6xf32>, tensor<6x2x3x2xf32>, tensor<6xf32>
-}
-
-// At stride 1 the input gradient is the full correlation of dy with the flipped
-// filters: dy padded by dilation * (kernel - 1) - padding (2 - 1 here), its windows
-// the rows of one matrix (the taps in reverse order: the first is the last window
-// element's), multiplied by the filters as [C, O*kh*kw]; no col2im additions.
-// CHECK-LABEL: func.func @backward_unit_stride
-// CHECK:         %[[DYC:.*]] = graph.permute %dy perm = array<i64: 1, 0, 2, 3> : tensor<2x5x4x4xf32> -> tensor<5x2x4x4xf32>
-// CHECK:         %[[DYH:.*]] = graph.concat %{{.*}}, %[[DYC]], %{{.*}} dim 2 : {{.*}} -> tensor<5x2x6x4xf32>
-// CHECK:         %[[DYP:.*]] = graph.concat %{{.*}}, %[[DYH]], %{{.*}} dim 3 : {{.*}} -> tensor<5x2x6x6xf32>
-// CHECK:         graph.slice %[[DYP]] dim 2 [2 : 6]
-// CHECK:         %[[TAPS:.*]] = graph.concat {{.*}} dim 1 : {{.*}} -> tensor<5x9x2x4x4xf32>
-// CHECK-NEXT:    %[[COLS:.*]] = graph.reshape %[[TAPS]] : tensor<5x9x2x4x4xf32> -> tensor<45x32xf32>
-// CHECK:         %[[WT:.*]] = graph.permute %w perm = array<i64: 1, 0, 2, 3> : tensor<5x3x3x3xf32> -> tensor<3x5x3x3xf32>
-// CHECK-NEXT:    %[[ROWS:.*]] = graph.reshape %[[WT]] : tensor<3x5x3x3xf32> -> tensor<3x45xf32>
-// CHECK-NEXT:    %[[DX:.*]] = graph.matmul %[[ROWS]], %[[COLS]] : tensor<3x45xf32>, tensor<45x32xf32> -> tensor<3x32xf32>
-// CHECK-NOT:     graph.add
-// CHECK:         graph.sum %dy dims = array<i64: 0, 2, 3>
-func.func @backward_unit_stride(%dy: tensor<2x5x4x4xf32>, %x: tensor<2x3x4x4xf32>, %w: tensor<5x3x3x3xf32>) -> (tensor<2x3x4x4xf32>, tensor<5x3x3x3xf32>, tensor<5xf32>) {
-  %dx, %dw, %db = graph.conv2d_backward %dy, %x, %w stride array<i64: 1, 1> padding array<i64: 1, 1> dilation array<i64: 1, 1> : tensor<2x5x4x4xf32>, tensor<2x3x4x4xf32>, tensor<5x3x3x3xf32> -> tensor<5xf32>
-  func.return %dx, %dw, %db : tensor<2x3x4x4xf32>, tensor<5x3x3x3xf32>, tensor<5xf32>
 }
