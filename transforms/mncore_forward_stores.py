@@ -14,8 +14,11 @@ L2B, or loaded to all of them), or, for a load to one L2B, the store read that L
 copy (or a replicated word). A reader of L2BM reads the sources instead (``l2bm[X..]``)
 when every word it reads, in every copy it reads (an L2 instruction reads all of them,
 a DMA one), was written by such loads, all with the same shift, and no source word has
-been written since its store; a load goes when all its readers (until its words are
-next written) do, and a wait goes when it is left with no transfer. The analysis is one
+been written since its store; an L2 instruction's words that no later store can see
+(``mncore_forward_stores_demand``: a matmul's operand scattered to every L2B, of which
+one holds rows) are not asked for, and what it then writes is no longer *replicated*.
+A load goes when all its readers (until its words are next written) do, and a wait
+goes when it is left with no transfer. The analysis is one
 sweep over the program in order (the input's order is its meaning: the pass runs
 before mncore-schedule), with a version per L2BM word and L2B copy: a few numpy
 operations per instruction. Strided or repeated sources and forwarded data stored
@@ -34,6 +37,7 @@ from xdsl.passes import ModulePass
 
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.values import paused_gc
+from mncore_ir.transforms.mncore_forward_stores_demand import demanded_reads
 
 
 @dataclass
@@ -76,17 +80,25 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
     candidates: list[_Candidate] = []
     renames: list[tuple[m.InstructionOp, int]] = []  # readers that may read the sources
 
+    demanded = demanded_reads(program)
+    partial: set[m.InstructionOp] = set()  # readers renamed for their demanded words
+
     def read_l2bm(op: m.InstructionOp, words: slice, copies: int | slice) -> bool:
         """Check a read of L2BM (``copies``: one L2B's or all) against the loads being
         forwarded: it may read their sources instead if every word it reads that
-        carries data (a scatter's ``lanes``), in every copy it reads, was written by
-        them, all shifted alike, and their sources are unchanged; else their loads
-        must stay. True if it reads one."""
+        carries data (a scatter's ``lanes``) and can reach a store (``demanded``), in
+        every copy it reads, was written by them, all shifted alike, and their sources
+        are unchanged; else their loads must stay. True if it reads one."""
         owners = alias[words, copies]
         if (owners < 0).all():
             return False
         live = op.live(machine) if isinstance(op, m.L2Op) else None
+        demand = demanded.get(op) if isinstance(op, m.L2Op) else None
+        if demand is not None and not demand.all():
+            live = demand if live is None else live & demand
         mine = owners if live is None else owners[live]
+        if (mine < 0).all():  # no word it reads to any effect was loaded: left alone
+            return False
         shifts = {candidates[int(o)].shift if o >= 0 else None for o in mine.flat}
         if len(shifts) == 1 and None not in shifts:
             (shift,) = shifts
@@ -94,6 +106,8 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             same = version[sources, copies] == expected[words, copies]
             if (same if live is None else same[live]).all():
                 renames.append((op, shift))
+                if demand is not None and not demand.all():
+                    partial.add(op)
                 return True
         for owner in set(owners[owners >= 0].tolist()):
             candidates[owner].ok = False
@@ -113,7 +127,8 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
             if space == "l2bm":  # a store without an L2B reads L2B 0's copy
                 copy = (one or 0) if isinstance(op, m.DmaOp) else everywhere
                 aliased = read_l2bm(op, words, copy) or aliased
-                if one is not None:
+                # renamed for some copies' words only: the others' values change
+                if one is not None or op in partial:
                     alike = False
             alike = alike and bool(replicated[space][words].all())
         if isinstance(op, m.AluOp) and op.mask is not None:  # keeps some old words
