@@ -259,7 +259,10 @@ def test_reference_torch_and_decomposition_agree(case: str) -> None:
     atol = LOOSER.get(case, 2e-6)
     for ref, nat, dec in zip(reference, native, expanded, strict=True):
         assert nat.dtype == torch.from_numpy(ref).dtype and dec.dtype == ref.dtype
-        np.testing.assert_allclose(nat.numpy(), ref, rtol=1e-5, atol=min(atol, 1e-5))
+        # torch's convolutions sum in another order too (1 of 240 elements past 1e-6
+        # with other random draws)
+        native_atol = 1e-5 if case.startswith("conv2d") else 1e-6
+        np.testing.assert_allclose(nat.numpy(), ref, rtol=1e-5, atol=native_atol)
         np.testing.assert_allclose(dec, ref, rtol=1e-5, atol=atol)
 
 

@@ -71,6 +71,16 @@
 // RUN: mncore-run %t.kept.mlir --function overwritten --random-inputs 1 | diff - %t.overwritten.task.out
 // KEPT-COUNT-2: mncore.buffer @buffer0 dram[48] words 4{{$}}
 
+// Copy tasks whose regions are not the op's mapping (Inputs/views_mismatched_tiles.mlir:
+// each slice tile reads the other row) stay copies: every tile is checked on the
+// source's word indices against the view (it read the wrong rows before).
+// RUN: mncore-run %S/Inputs/views_mismatched_tiles.mlir --random-inputs 1 > %t.mismatched.out
+// RUN: mncore-opt %S/Inputs/views_mismatched_tiles.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.mismatched.mlir
+// RUN: mncore-run %t.mismatched.mlir --random-inputs 1 | diff - %t.mismatched.out
+// RUN: filecheck %s --input-file %t.mismatched.mlir --check-prefix=MISMATCHED
+// MISMATCHED:     mncore.buffer @buffer0 dram[[[A:[0-9]+]]] words 80
+// MISMATCHED-NOT: mncore.buffer @buffer1 dram[[[A]]]
+
 // CHECK:      mncore.buffer @buffer0 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer1 dram[128] words 32
 // CHECK-NEXT: mncore.buffer @buffer2 dram[136] words 16

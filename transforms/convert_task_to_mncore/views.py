@@ -38,6 +38,7 @@ from xdsl.ir import SSAValue
 
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
+from mncore_ir.dialects.graph_semantics import semantics
 from mncore_ir.transforms.convert_task_to_mncore.common import element, shape, strides_of
 
 
@@ -175,6 +176,30 @@ def _meets(a: tuple[slice, ...], b: tuple[slice, ...]) -> bool:
     return all(x.start < y.stop and y.start < x.stop for x, y in zip(a, b, strict=True))
 
 
+def _tiles_agree(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp],
+                 written_by: Sequence[int], src: SSAValue, op: g.GraphOp,
+                 dst: SSAValue) -> bool:
+    """Whether every copy task writes its output region with the words the view puts
+    there: its tile op (the numpy reference) applied to its input region of the
+    source's word indices gives the view's indices of its output region. Tasks from
+    convert-graph-to-task always agree; a task graph written otherwise (a slice tiled
+    along its sliced dimension, regions handed to the wrong tiles) stays copied."""
+    sizes = shape(src)
+    offset, strides = view_layout(op, sizes, 0, dense(sizes), shape(dst))  # type: ignore[misc]
+    words = np.arange(math.prod(sizes)).reshape(sizes)
+    placed = np.full(shape(dst), offset, np.int64)  # the source word at each view index
+    for c, stride in zip(np.indices(shape(dst)), strides, strict=True):
+        placed += c * stride
+    for i in written_by:
+        ((_, read),) = tasks[i].reads()
+        ((_, wrote),) = tasks[i].writes()
+        tile = computed[i]
+        got = semantics(type(tile)).reference(tile, words[read.slices()])  # type: ignore[misc]
+        if not np.array_equal(got, placed[wrote.slices()]):
+            return False
+    return True
+
+
 def _copy_kind(op: t.BodyOp | g.GraphOp) -> t.BodyOp | g.GraphOp | str:
     """What tells one copy from another: a reshape's tiles are one reshape (its layout
     depends only on the whole buffers' shapes, and the tiles cover the destination),
@@ -217,7 +242,7 @@ def find_views(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphO
             continue
         outer = views.get(src, View(src, 0, dense(shape(src))))
         layout = view_layout(op, shape(src), outer.offset, outer.strides, shape(dst))
-        if layout is None:
+        if layout is None or not _tiles_agree(tasks, computed, written_by, src, op, dst):
             continue
         first, last = written_by[0], last_use[dst]
         if not any(first <= i <= last for i in writers.get(outer.root, ())):
