@@ -10,10 +10,10 @@
 // RUN: mncore-run %t.views.mlir --random-inputs 2 | diff - %t.task.out
 // RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{views=false},mncore-schedule' -o %t.copies.mlir
 // RUN: mncore-run %t.copies.mlir --random-inputs 2 | diff - %t.task.out
-// Five DMA loads with views (x for exp and for the output's reshape; a for the three
-// negations), eight with every copy kept.
-// RUN: grep -c '"load"' %t.views.mlir | filecheck %s --check-prefix=VIEW-LOADS
-// RUN: grep -c '"load"' %t.copies.mlir | filecheck %s --check-prefix=COPY-LOADS
+// Read through DRAM (resident=false), five DMA loads with views (x for exp and for the
+// output's reshape; a for the three negations), eight with every copy kept.
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{resident=false},mncore-schedule' | grep -c '"load"' | filecheck %s --check-prefix=VIEW-LOADS
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{views=false resident=false},mncore-schedule' | grep -c '"load"' | filecheck %s --check-prefix=COPY-LOADS
 // VIEW-LOADS: {{^}}5{{$}}
 // COPY-LOADS: {{^}}8{{$}}
 // A source written again while its reshape is still to be read keeps the copy (the

@@ -13,6 +13,7 @@ as exact f32 values (below 2**24); intermediates share DRAM by liveness. The pac
 * ``intervals``: integer intervals, so integers stay exact or are refused;
 * ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU;
 * ``views``: reshapes and contiguous slices placed on their source's words;
+* ``residents``: waves of lanes kept in LM for later tasks that read the same words;
 * ``program``: one kernel's program, each task dispatched on the class of the op it
   computes.
 
@@ -63,6 +64,10 @@ class ConvertTaskToMNCorePass(ModulePass):
     """Reshapes and contiguous slices of intermediates as views of their source's DRAM
     words, not copy tasks (``views``)."""
 
+    resident: bool = True
+    """A later task reading the words a lane kernel's wave loaded or stored, in the same
+    lanes, reads them in the PEs' LM, not through DRAM (``residents``)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
@@ -78,5 +83,5 @@ class ConvertTaskToMNCorePass(ModulePass):
         for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
             with paused_gc():  # instructions by the hundred thousand, none garbage
                 program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
-                                        self.max_instructions, self.views)
+                                        self.max_instructions, self.views, self.resident)
             Rewriter.replace_op(kernel, program)

@@ -29,6 +29,7 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
     shape,
     strides_of,
 )
+from mncore_ir.transforms.convert_task_to_mncore.residents import Residents
 from mncore_ir.transforms.convert_task_to_mncore.views import View
 
 #: The default compile budget: the CNN training step needs about 700k instructions.
@@ -41,7 +42,8 @@ JC = 4
 class Emitter:
     """Allocation and instructions for one ``mncore.program``."""
 
-    def __init__(self, machine: Machine, max_instructions: int = MAX_INSTRUCTIONS) -> None:
+    def __init__(self, machine: Machine, max_instructions: int = MAX_INSTRUCTIONS,
+                 resident: bool = True) -> None:
         self.machine = machine
         self.max_instructions = max_instructions
         self.ops: list[m.InstructionOp | m.RepeatOp] = []
@@ -63,6 +65,10 @@ class Emitter:
         self.lm_constants = {"lm0": 0, "lm1": 0}  # constants fill each LM's lower half
         self.lm_limit = half
         self.lm_ring = [Ring("lm0", half, 4, half // 4), Ring("lm1", half, 4, half // 4)]
+        self.ring_taken: dict[Slot, int] = {}  # a load slot's load count when taken
+        #: the lower halves' top half keeps waves in LM (constants may take it back)
+        self.residents = Residents(machine, half // 2, half, ring_loads=half // 2,
+                                   enabled=resident)
         #: Copy scratches (the ALU's port rules): at the start of each GRF and in each
         #: LM's constants, a wave's in turn, so consecutive tasks' copies do not wait
         #: for one another.
@@ -181,7 +187,9 @@ class Emitter:
 
     def lm_slot(self) -> Slot:
         self.loads += 1
-        return self.lm_ring[self.loads % 2].take()
+        slot = self.lm_ring[self.loads % 2].take()
+        self.ring_taken[slot] = self.loads
+        return slot
 
     def new_wave(self, lanes: int | None = None) -> None:
         """Every GRF slot is free again (the first words of each GRF stay copy
@@ -194,6 +202,7 @@ class Emitter:
             self.grf_base = (self.grf_base + max(self.grf.values())) % (
                 self.machine.grf_words - self.grf_first)
         self.scratch = (self.scratch + 1) % self.scratches
+        self.residents.new_wave()
         self.grf = {"grf0": 0, "grf1": 0}
         self.released = []
         self.width = self.chunk
@@ -241,10 +250,11 @@ class Emitter:
         if key not in self.constants:
             space = min(self.lm_constants, key=lambda s: self.lm_constants[s])
             at = self.lm_constants[space]
-            if at + 4 > self.lm_limit:
+            if at + 4 > self.lm_limit or not self.residents.yield_to(space, at + 4):
                 raise MNCoreConversionError(
                     f"convert-task-to-mncore: the kernel's constants do not fit in the lower "
-                    f"halves of lm0 and lm1 ({self.lm_limit} words each)")
+                    f"halves of lm0 and lm1 ({self.lm_limit} words each, less the waves the "
+                    "current one reads from there)")
             self.lm_constants[space] += 4
             load((space, at))
             self.constants[key] = (space, at)
@@ -255,7 +265,7 @@ class Emitter:
         if self.ones is None:
             space = "lm0"
             at = self.lm_constants[space]
-            if at + 16 > self.lm_limit:
+            if at + 16 > self.lm_limit or not self.residents.yield_to(space, at + 16):
                 raise MNCoreConversionError("convert-task-to-mncore: the kernel's constants do "
                                             f"not fit in the lower half of {space}")
             self.lm_constants[space] += 16
@@ -273,6 +283,7 @@ class Emitter:
         op.step = m.i64_attr(self.next_step)
         self.next_step += self.spacing
         self.ops.append(op)
+        self.residents.written(op)
 
     def repeat(self, body: Sequence[m.InstructionOp], count: int) -> None:
         """``body`` (instructions whose references carry their per-iteration strides)
@@ -289,6 +300,7 @@ class Emitter:
         period = len(body) * self.spacing
         self.ops.append(m.RepeatOp(self.next_step, count, period, body))
         self.next_step += count * period
+        self.residents.written(self.ops[-1])
 
     def _count(self, n: int) -> None:
         self.emitted += n
@@ -359,15 +371,25 @@ class Emitter:
     def load(self, addresses: np.ndarray, fill: Slot | None = None) -> Slot:
         """Lane ``i`` of the wave gets the DRAM word ``addresses[i]``; with ``fill`` (a
         slot of zeros, say), the PEs past the wave's :attr:`width` get its words, not
-        whatever their L1BM words held."""
+        whatever their L1BM words held. A wave that holds these words in LM
+        (:mod:`residents`) is read there instead."""
+        if fill is None:
+            found = self.residents.find(self.width, addresses, self.loads)
+            if found is not None:
+                return found
         slot = self.lm_slot()
+        self._load_into(addresses, fill, slot)
+        self.residents.loaded(self.width, addresses, slot, self.loads)
+        return slot
+
+    def _load_into(self, addresses: np.ndarray, fill: Slot | None, slot: Slot) -> None:
         if (addresses == addresses[0]).all() and fill is None:
             self.broadcast(int(addresses[0]), slot)
-            return slot
+            return
         parts = self.per_l2b(addresses)
         plain = [descriptors(part, load=True) for _, part in parts]
         if fill is None and self._load_repeated(parts, plain, slot):
-            return slot
+            return
         stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
         with self.transfers():
             for (n, _), part_descriptors in zip(parts, plain, strict=True):
@@ -382,7 +404,6 @@ class Emitter:
         lanes = len(addresses) if len(addresses) < full else None  # the rest no lane's
         self.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*l1), self.width, lanes=lanes))
         self.emit(m.L1Op(0, "scatter", [m.ref(*l1)], m.ref(*slot)))
-        return slot
 
     def _load_repeated(self, parts: list[tuple[int | None, np.ndarray]],
                        plain: list[list[Descriptor]], slot: Slot) -> bool:
@@ -452,6 +473,16 @@ class Emitter:
                         part, load=False):
                     self.dma("store", m.ref("l2bm", stage[1] + first),
                              m.ref("dram", address), words, run, stride, n, rows, pitch)
+        copy = self.residents.stored(self.width, addresses, slot, self.ring_taken.get(slot))
+        if copy is not None:
+            self.emit(copy)
+            self.residents.copied()
+
+    def finished(self) -> list[m.InstructionOp | m.RepeatOp]:
+        """The program's instructions, less the copies into resident slots that no
+        later wave read."""
+        unused = self.residents.unused_copies()
+        return [op for op in self.ops if id(op) not in unused]
 
     def per_l2b(self, addresses: np.ndarray) -> list[tuple[int | None, np.ndarray]]:
         """A wave's lanes by L2B: L2B ``n`` takes lanes ``n L ..`` (``L``: its L1Bs times

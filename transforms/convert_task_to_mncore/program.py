@@ -63,11 +63,12 @@ def _check_whole_reduction(task: t.TaskOp, op: g.ReduceOp) -> None:
 
 
 def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
-                  max_instructions: int = MAX_INSTRUCTIONS, use_views: bool = True
-                  ) -> m.ProgramOp:
+                  max_instructions: int = MAX_INSTRUCTIONS, use_views: bool = True,
+                  resident: bool = True) -> m.ProgramOp:
     """The (unscheduled) program of ``kernel``: instructions in their order of meaning,
     numbered one per step until ``mncore-schedule`` places them. ``use_views``:
-    reshapes and contiguous slices of intermediates as views (``views``), not copies."""
+    reshapes and contiguous slices of intermediates as views (``views``), not copies;
+    ``resident``: waves read again from LM (``residents``)."""
     bodies = kernel.bodies()
     tasks = kernel.tasks()
     computed = [t.computation(task, bodies) for task in tasks]
@@ -96,7 +97,7 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
             raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} has no word "
                                         f"form (f32, integers and booleans do){why}",
                                         next(users, None))
-    e = Emitter(machine, max_instructions)
+    e = Emitter(machine, max_instructions, resident)
     for v in fixed:
         e.place(v, math.prod(shape(v)))
     intervals = Intervals(kernel)
@@ -131,7 +132,7 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
             "at": m.ref("dram", e.pool_base),
             "value": DenseIntOrFPElementsAttr.from_list(
                 typ, np.array(e.pool, np.float32).tolist()), "type": typ}))
-    block = Block([*placed, *e.ops])
+    block = Block([*placed, *e.finished()])
     return m.ProgramOp(kernel.sym_name.data, machine.name, Region(block))
 
 
