@@ -544,6 +544,14 @@ class L2Op(InstructionOp):
         return [(src, n)], [(self.destination(), block)]
 
 
+def dram_extent(words: int, run: int | None, stride: int | None, rows: int | None,
+                pitch: int | None) -> int:
+    """The DRAM words from the first a DMA of these numbers touches to the last."""
+    per = words // (rows or 1)
+    row = per if run is None or stride is None else stride * (per // run - 1) + run
+    return (pitch or 0) * ((rows or 1) - 1) + row
+
+
 @instruction_definition
 class DmaOp(InstructionOp):
     """Asynchronous DRAM <-> L2BM transfer of ``words`` (``load`` broadcasts to every
@@ -631,7 +639,9 @@ class DmaOp(InstructionOp):
         """How many DRAM words lie from the first word touched to the last, counted
         without listing them (a verifier must not allocate what it is about to reject)."""
         rows, pitch = self.row_layout()
-        return pitch * (rows - 1) + self._row_extent(self.count // rows)
+        run, stride = (None, None) if self.run is None or self.stride is None else (
+            self.run.value.data, self.stride.value.data)
+        return dram_extent(self.count, run, stride, rows, pitch)
 
     def operands_of(self, machine: Machine) -> tuple[Accesses, Accesses]:
         """The DRAM side as its extent (first to last word touched)."""

@@ -143,9 +143,15 @@ def test_a_ring_slot_is_not_found_once_it_may_be_reused_in_the_wave() -> None:
 def test_a_store_to_one_of_its_words_ends_a_wave() -> None:
     r = residents()
     r.loaded(4, WORDS, ("lm1", 200), taken_at=1)
-    r.written(m.DmaOp(0, "store", [m.ref("l2bm", 0)], m.ref("dram", 96), 4, 1))
-    assert r.find(4, WORDS, loads=2) is not None  # words 96..99: none of the wave's
-    r.written(m.DmaOp(0, "store", [m.ref("l2bm", 0)], m.ref("dram", 90), 4, 1, 1, 13))
+    for store in (m.DmaOp(0, "store", [m.ref("l2bm", 0)], m.ref("dram", 96), 4, 1),
+                  m.DmaOp(0, "store", [m.ref("l2bm", 0)], m.ref("dram", 90), 4, 1, 1, 13)):
+        first = store.dram.address.data
+        assert m.dram_extent(4, store.run and store.run.value.data,
+                             store.stride and store.stride.value.data, None, None) == \
+            store.dram_extent()
+        r.stored_over(first, store.dram_extent(), store.dram_words)
+        if first == 96:  # words 96..99: none of the wave's
+            assert r.find(4, WORDS, loads=2) is not None
     assert r.find(4, WORDS, loads=2) is None  # word 103 of 90, 103, 116, 129
 
 

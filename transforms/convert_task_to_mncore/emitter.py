@@ -319,8 +319,13 @@ class Emitter:
             self.tag += 1
         else:
             self.group = True
-        self.emit(m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b, rows=rows,
-                          pitch=pitch))
+        op = m.DmaOp(0, kind, [src], dst, words, self.tag, run, stride, l2b, rows=rows,
+                     pitch=pitch)
+        self.emit(op)
+        if kind == "store":  # from the numbers: cheaper than the op's properties
+            self.residents.stored_over(dst.address.data,
+                                       m.dram_extent(words, run, stride, rows, pitch),
+                                       op.dram_words)
         if self.group is None:
             self.emit(m.WaitOp(0, "", [], None, None, self.tag))
 

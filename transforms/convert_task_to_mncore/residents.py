@@ -22,6 +22,7 @@ Stores stay: ``mncore-forward-stores`` removes the ones no load reads any more.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,9 @@ from mncore_ir.transforms.convert_task_to_mncore.common import Slot
 #: LM words at the top of each LM's lower half kept for resident slots.
 RESIDENT_WORDS = 512
 _LMS = ("lm0", "lm1")
+
+#: DRAM words per block of the coarse count a store is checked against first.
+_BLOCK = 1024
 
 Key = tuple[int, int, bytes]  # (wave width, lanes, the lanes' DRAM words)
 
@@ -74,6 +78,8 @@ class Residents:
         self.held: list[list[_Wave]] = [[] for _ in range(2 * per)]  # by LM slot
         self.lo = np.zeros(2 * per, np.int64)  # the DRAM hull of each slot's waves
         self.hi = np.full(2 * per, -1, np.int64)
+        self.count = np.zeros(0, np.int32)  # per DRAM word, the waves holding it
+        self.blocks = np.zeros(0, np.int32)  # per block of _BLOCK words, the same summed
 
     def _index(self, space: str, at: int) -> int:
         return _LMS.index(space) * (self.machine.lm_words // 4) + at // 4
@@ -169,6 +175,23 @@ class Residents:
         self.held[index].append(wave)
         self.waves[wave.key] = wave
         self._hull(index)
+        self._count(wave, 1)
+
+    def _count(self, wave: _Wave, by: int) -> None:
+        words = wave.words
+        if len(words) > 1 and not (np.diff(words) > 0).all():
+            words = np.unique(words)
+        if by > 0 and int(words[-1]) >= len(self.count):
+            size = -(-max(2 * len(self.count), int(words[-1]) + 1) // _BLOCK) * _BLOCK
+            grown = np.zeros(size, np.int32)
+            grown[:len(self.count)] = self.count
+            self.count = grown
+            self.blocks = grown.reshape(-1, _BLOCK).sum(axis=1, dtype=np.int32)
+        self.count[words] += by
+        blocks = words // _BLOCK  # ascending
+        first = int(blocks[0])
+        per_block = np.bincount(blocks - first).astype(np.int32)
+        self.blocks[first:first + len(per_block)] += by * per_block
 
     def _hull(self, index: int) -> None:
         waves = self.held[index]
@@ -183,6 +206,7 @@ class Residents:
         index = self._index(*wave.slot)
         self.held[index].remove(wave)
         del self.waves[wave.key]
+        self._count(wave, -1)
         self._hull(index)
 
     def _drop(self, index: int) -> None:
@@ -191,6 +215,7 @@ class Residents:
         self.hi[index] = -1
         for wave in waves:
             del self.waves[wave.key]
+            self._count(wave, -1)
             if wave.copy is not None and wave.slot[1] >= self.floor[wave.slot[0]]:
                 self.freed.append(wave.slot)
 
@@ -204,22 +229,34 @@ class Residents:
 
     def written(self, op: m.InstructionOp | m.RepeatOp) -> None:
         """``op`` is emitted: the waves whose slot or DRAM words it writes are gone."""
+        if not self.waves:
+            return
         if isinstance(op, m.RepeatOp):
             for body in op.group():
                 for space, first, n, stride in body.strided_operands(self.machine)[1]:
                     if space in _LMS:
                         self._drop_range(space, first, first + n + stride * (op.times - 1))
             return
-        if isinstance(op, m.DmaOp):
-            if op.kind.data == "store" and self.waves:
-                words = op.dram_words()
-                lo, hi = int(words.min()), int(words.max())
-                for index in np.flatnonzero((self.hi >= lo) & (self.lo <= hi)).tolist():
-                    for wave in list(self.held[index]):
-                        if wave in self.held[index] and np.isin(wave.words, words).any():
-                            self._remove(wave)
+        if isinstance(op, m.DmaOp):  # its DRAM words: :meth:`stored_over`
             return
         dst = op.dst
         if dst is not None and dst.space.data in _LMS:
             for ref, n in op.operands_of(self.machine)[1]:
                 self._drop_range(ref.space.data, ref.address.data, ref.address.data + n)
+
+    def stored_over(self, lo: int, extent: int, words: Callable[[], np.ndarray]) -> None:
+        """A store writes ``words()``, which lie from DRAM word ``lo`` over ``extent``
+        words: the waves holding any of them are gone."""
+        if not self.waves or not self.blocks[lo // _BLOCK:(lo + extent - 1) // _BLOCK + 1].any():
+            return
+        written = words()
+        if not self.count[written[written < len(self.count)]].any():
+            return
+        hi = lo + extent - 1
+        mask = np.zeros(extent, bool)
+        mask[written - lo] = True
+        for index in np.flatnonzero((self.hi >= lo) & (self.lo <= hi)).tolist():
+            for wave in list(self.held[index]):
+                inside = wave.words[(wave.words >= lo) & (wave.words <= hi)]
+                if wave in self.held[index] and mask[inside - lo].any():
+                    self._remove(wave)
