@@ -185,3 +185,25 @@ def test_constants_take_back_resident_slots_not_in_use() -> None:
         if slot is not None:
             r.copied()
         r.new_wave()
+
+
+def test_a_resident_slot_the_current_wave_reads_is_not_handed_out() -> None:
+    """A wave stored again from a resident slot it was found in (a copy's result) shares
+    the slot: while the current wave reads that second wave, the slot is neither evicted
+    for a new copy nor given to constants."""
+    r = residents()
+    copy = r.stored(4, WORDS, ("grf0", 8), taken_at=None)
+    assert copy is not None
+    r.copied()
+    home = (copy.destination().space.data, copy.destination().address.data)
+    r.new_wave()
+    assert r.find(4, WORDS, loads=0) == home
+    assert r.stored(4, WORDS + 100, home, taken_at=None) is None  # recorded in place
+    r.new_wave()
+    assert r.find(4, WORDS + 100, loads=0) == home  # the current wave reads it
+    homes = []
+    while (more := r.stored(4, WORDS + 1000 + 8 * len(homes), ("grf0", 8), None)) is not None:
+        r.copied()
+        homes.append((more.destination().space.data, more.destination().address.data))
+    assert home not in homes and len(homes) == (r.top - r.first) // 2 - 1
+    assert not r.yield_to(home[0], home[1] + 4)

@@ -31,8 +31,6 @@ from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_machines import Machine
 from mncore_ir.transforms.convert_task_to_mncore.common import Slot
 
-#: LM words at the top of each LM's lower half kept for resident slots.
-RESIDENT_WORDS = 512
 _LMS = ("lm0", "lm1")
 
 #: DRAM words per block of the coarse count a store is checked against first.
@@ -147,8 +145,8 @@ class Residents:
         current one uses lies there."""
         if upto <= self.floor[space]:
             return True
-        if any(w.wave == self.wave and w.copy is not None and w.slot[0] == space
-               and w.slot[1] < upto for w in self.waves.values()):
+        if any(w.wave == self.wave and w.slot[0] == space and self.first <= w.slot[1] < upto
+               for w in self.waves.values()):
             return False
         self.floor[space] = upto
         self._drop_range(space, self.first, upto)
@@ -160,8 +158,9 @@ class Residents:
         if self.free:
             return self.free.pop()
         for wave in self.waves.values():  # least recently used first
-            if wave.copy is not None and wave.wave != self.wave:
-                self._drop(self._index(*wave.slot))
+            index = self._index(*wave.slot)
+            if wave.copy is not None and all(w.wave != self.wave for w in self.held[index]):
+                self._drop(index)
                 self.freed.remove(wave.slot)
                 return wave.slot
         return None
