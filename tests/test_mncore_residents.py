@@ -207,3 +207,14 @@ def test_a_resident_slot_the_current_wave_reads_is_not_handed_out() -> None:
         homes.append((more.destination().space.data, more.destination().address.data))
     assert home not in homes and len(homes) == (r.top - r.first) // 2 - 1
     assert not r.yield_to(home[0], home[1] + 4)
+
+
+def test_a_repeated_group_ends_the_waves_its_iterations_write() -> None:
+    """An L1 scatter repeated with a stride of 4 words writes lm1[192], [196], ...: the
+    wave at lm1[200] ends with the third iteration, not before."""
+    for count, found in ((2, True), (3, False)):
+        r = residents()
+        r.loaded(4, WORDS, ("lm1", 200), taken_at=1)
+        body = m.L1Op(0, "scatter", [m.ref("l1bm", 0)], m.ref("lm1", 192), strides=[0, 4])
+        r.written(m.RepeatOp(0, count, 4, [body]))
+        assert (r.find(4, WORDS, loads=2) is not None) == found

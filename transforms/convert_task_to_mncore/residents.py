@@ -39,7 +39,7 @@ _BLOCK = 1024
 Key = tuple[int, int, bytes]  # (wave width, lanes, the lanes' DRAM words)
 
 
-@dataclass
+@dataclass(eq=False)  # waves are compared by identity
 class _Wave:
     """A slot holding lane ``i``'s DRAM word ``words[i]``."""
 
@@ -234,7 +234,8 @@ class Residents:
             for body in op.group():
                 for space, first, n, stride in body.strided_operands(self.machine)[1]:
                     if space in _LMS:
-                        self._drop_range(space, first, first + n + stride * (op.times - 1))
+                        reach = stride * (op.times - 1)
+                        self._drop_range(space, first + min(reach, 0), first + n + max(reach, 0))
             return
         if isinstance(op, m.DmaOp):  # its DRAM words: :meth:`stored_over`
             return
