@@ -1,9 +1,9 @@
 """convert-task-to-mncore's waves kept in LM (``residents.py``): a later task that reads
 the words an earlier wave loaded or stored, in the same lanes, reads them in LM. Random
 dataflow graphs (values read again long after they were made, intermediates sharing
-DRAM by liveness, transposed reads) against eager PyTorch and bit for bit against the
-same program read through DRAM (``resident=false``); what invalidates a wave, one
-instruction at a time."""
+DRAM by liveness with matmuls' and tree sums' results, transposed reads) against eager
+PyTorch and bit for bit against the same program read through DRAM
+(``resident=false``); what invalidates a wave, one instruction at a time."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.transforms.convert_task_to_mncore.residents import Residents
 
 Graph = dict[str, Any]
-UNARY = ("neg", "relu", "tanh", "twice", "transpose", "row_sum")
-BINARY = ("add", "mul", "sub", "max")
+UNARY = ("neg", "relu", "tanh", "twice", "transpose", "row_sum", "column_sum")
+BINARY = ("add", "mul", "sub", "max", "matmul")
 
 
 @st.composite
@@ -46,6 +46,8 @@ OPS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "tanh": lambda a, b: torch.tanh(a), "twice": lambda a, b: a * 2.0,
     "transpose": lambda a, b: a.t().contiguous(),
     "row_sum": lambda a, b: a + a.sum(dim=1, keepdim=True),
+    "column_sum": lambda a, b: a - a.mean(dim=0, keepdim=True),  # a tree's sums
+    "matmul": lambda a, b: a @ b / a.shape[0],  # stores in the matmul's own layout
     "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "sub": lambda a, b: a - b,
     "max": lambda a, b: torch.maximum(a, b)}
 

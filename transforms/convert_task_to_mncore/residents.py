@@ -62,7 +62,6 @@ class Residents:
     enabled: bool = True  # False: nothing is recorded, so nothing is found
     waves: OrderedDict[Key, _Wave] = field(default_factory=OrderedDict)  # by last use
     wave: int = 0
-    found: int = 0
 
     def __post_init__(self) -> None:
         self.free: list[Slot] = [(space, at) for at in range(self.first, self.top, 4)
@@ -102,7 +101,6 @@ class Residents:
         if wave.copy is not None:
             self.used.add(id(wave.copy))
         self.waves.move_to_end(wave.key)
-        self.found += 1
         return wave.slot
 
     def loaded(self, width: int, words: np.ndarray, slot: Slot, taken_at: int) -> None:
