@@ -146,7 +146,15 @@ CONV3D = {"strided": (False, 2, 1, 1, 1, 3),
           "transposed_cropped": (True, 2, 2, 1, 1, 3)}
 
 
-@pytest.mark.parametrize("name", list(CONV3D))
+#: The cases CI runs on the task-level devices (the expansion is the frontend's, the
+#: same on every device; ``make slow`` runs the others there too).
+CONV3D_TASK_LEVEL = ("groups", "transposed")
+
+
+@pytest.mark.parametrize(("device", "name"), [
+    pytest.param(d, n, marks=pytest.mark.slow if d in ("task", "triton", "mncore")
+                 and n not in CONV3D_TASK_LEVEL else ())
+    for d in DEVICES for n in CONV3D], indirect=["device"])
 def test_conv3d_and_its_gradients_match_eager(device: str, name: str) -> None:
     """3-D convolutions as 2-D ones (``frontends/aten_conv3d.py``), transposed ones as
     their input gradients: the output and the input, weight and bias gradients,

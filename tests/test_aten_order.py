@@ -153,7 +153,7 @@ def test_arg_extremes_of_the_least_integer() -> None:
             _assert_same(_on_device(device, fn, x), fn(x))
 
 
-@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+@pytest.mark.parametrize("device", ["cpu", "interp", pytest.param("task", marks=pytest.mark.slow)])
 def test_long_rows_sort_by_a_bitonic_network(device: str) -> None:
     """Past 4M pairwise comparisons a bitonic network sorts when a stable sort is asked
     for (ties by index; NaN last ascending, first descending); other sorts of long rows

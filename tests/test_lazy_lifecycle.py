@@ -302,14 +302,16 @@ def test_worker_threads_are_gone_before_the_interpreter_finalises() -> None:
     assert done.returncode == 0
 
 
-def test_training_then_exiting_is_always_clean() -> None:
+@pytest.mark.parametrize("count", [6, pytest.param(30, marks=pytest.mark.slow)])
+def test_training_then_exiting_is_always_clean(count: int) -> None:
     """A training script that returns exits with status 0, every time (it used to abort
     with 'terminate called without an active exception' about one run in ten: 30 runs
-    catch that 96 times in 100)."""
+    catch that 96 times in 100, CI's 6 about half the time; the test above checks the
+    cause itself, the worker threads alive at exit, every time)."""
     with ThreadPoolExecutor(max(2, min(8, os.cpu_count() or 1))) as pool:
-        runs = list(pool.map(lambda _: run_python(TRAIN_AND_EXIT), range(30)))
+        runs = list(pool.map(lambda _: run_python(TRAIN_AND_EXIT), range(count)))
     failed = [(r.returncode, r.stderr[-500:]) for r in runs if r.returncode != 0]
-    assert not failed, f"{len(failed)} of 30 runs failed: {failed[:3]}"
+    assert not failed, f"{len(failed)} of {count} runs failed: {failed[:3]}"
 
 
 @pytest.mark.parametrize("device_threads", [1, 2])

@@ -2,28 +2,55 @@
 float32 samples (and bfloat16 where it has them) on the ``cpu`` and ``interp`` devices,
 with OpInfo's own skips and tolerances (``tests/opinfo.py``). The ops known to fail are
 listed with their reasons in ``tests/opinfo_expected.py``; an op on that list that
-passes fails the test, so the list stays honest."""
+passes fails the test, so the list stays honest.
+
+CI (``make test``) runs the whole table on ``cpu`` and every :data:`INTERP_SLICE`-th op
+on ``interp``; ``make slow`` runs the rest of ``interp``'s."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 import torch
 
+import torch_mncore
+from mncore_ir.frontends import lazy_tensor as lt
 from tests import opinfo
 from tests.opinfo_expected import EXPECTED_FAILURES
 
 OPS = opinfo.float32_ops()
 BF16_OPS = [op for op in OPS if torch.bfloat16 in op.supported_dtypes("cpu")]
 PASSING = (opinfo.COMPILED, opinfo.HOST, opinfo.SKIPPED)
+#: CI runs every op on ``cpu`` and this fixed slice of them on ``interp`` (the database's
+#: order, every third op from the first), which the interpreter runs about as long again.
+INTERP_SLICE = 3
 
 
-@pytest.fixture(scope="module", params=["cpu", "interp"])
-def device(request: pytest.FixtureRequest) -> str:
-    import torch_mncore
+def cases(ops: list[opinfo.OpInfo]) -> list[object]:
+    """``(device, op)`` for both devices: ``interp`` outside its slice marked slow."""
+    return [pytest.param(device, op, id=f"{device}-{opinfo.op_name(op)}",
+                         marks=pytest.mark.slow if device == "interp" and i % INTERP_SLICE
+                         else ())
+            for device in ("cpu", "interp") for i, op in enumerate(ops)]
 
-    torch_mncore.init(request.param, implicit_sync="silent")
-    yield request.param
+
+@pytest.fixture(scope="module", autouse=True)
+def back_to_cpu() -> Iterator[None]:
+    yield
     torch_mncore.init("cpu")
+
+
+_SELECTED: dict[str, object] = {}  # the runtime this module last started, by device
+
+
+def use(device: str) -> None:
+    """Select ``device`` unless this module's runtime for it is still the active one
+    (a new runtime, and its worker, for each test would be slow)."""
+    if _SELECTED.get(device) is None or _SELECTED[device] is not lt.current():
+        torch_mncore.init(device, implicit_sync="silent")
+        _SELECTED.clear()
+        _SELECTED[device] = lt.current()
 
 
 def check(result: opinfo.OpResult, device: str, dtype: torch.dtype) -> None:
@@ -38,17 +65,19 @@ def check(result: opinfo.OpResult, device: str, dtype: torch.dtype) -> None:
             f"(listed as: {expected})")
 
 
-@pytest.mark.parametrize("op", OPS, ids=opinfo.op_name)
+@pytest.mark.parametrize(("device", "op"), cases(OPS))
 def test_float32(device: str, op: opinfo.OpInfo) -> None:
+    use(device)
     repeats = 2 if device == "cpu" else 1  # the second run replays what the first captured
     check(opinfo.run_op(op, torch.float32, samples=3, repeats=repeats), device, torch.float32)
 
 
-@pytest.mark.parametrize("op", BF16_OPS, ids=opinfo.op_name)
+@pytest.mark.parametrize(("device", "op"), cases(BF16_OPS))
 def test_bfloat16(device: str, op: opinfo.OpInfo) -> None:
     """Listed ops are judged against eager alone: whether a differently rounded result
     is as accurate as eager's varies with the CPU's kernels, and the list must hold on
     every machine."""
+    use(device)
     listed = f"{opinfo.op_name(op)}@bfloat16" in EXPECTED_FAILURES
     check(opinfo.run_op(op, torch.bfloat16, samples=1, against_exact=not listed), device,
           torch.bfloat16)
