@@ -14,7 +14,9 @@ end first), each at its earliest free step.
 Dependencies come from the words instructions touch, per memory space: read after
 write (the writer's latency; after the wait for DMA writes), write after read (same
 step or later: a bundle reads before it writes) and write after write (a later step).
-A DMA owns the words it reads and writes until the wait on its tag. The forwarding
+A DMA owns the words it reads and writes until the wait on its tag, except from later
+DMAs on DRAM: the one engine moves DMAs' words in their issue order, so a load of the
+words a store writes is issued right after the store, not after its wait. The forwarding
 operand ``fwd`` ties two instructions to adjacent steps and is not
 accepted here.
 """
@@ -200,21 +202,31 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
                 waited_by[i] = j
             continue
         found: dict[tuple[int, str], int] = {}  # (earlier node, what j does) -> distance
+        queued: set[int] = set()  # earlier DMAs touching the DRAM words this DMA touches
+        dma = isinstance(node.op, m.DmaOp)
         for space, words, block in node.reads:
             for history in writers[space].distinct(words):
                 for i, other in history:
-                    if _meet(block, other):
+                    if dma and space == "dram" and isinstance(nodes[i].op, m.DmaOp):
+                        queued.add(i)
+                    elif _meet(block, other):
                         found[(i, "reads")] = latencies[i]
         for space, words, block in node.writes:
             for history in writers[space].distinct(words):
                 for i, other in history:
-                    if _meet(block, other):
+                    if dma and space == "dram" and isinstance(nodes[i].op, m.DmaOp):
+                        queued.add(i)
+                    elif _meet(block, other):
                         found[(i, "overwrites")] = 1 + extents[i]
             for history in readers[space].distinct(words):
                 for i, other in history:
-                    if _meet(block, other):
+                    if dma and space == "dram" and isinstance(nodes[i].op, m.DmaOp):
+                        queued.add(i)
+                    elif _meet(block, other):
                         found.setdefault((i, "overwrites"), extents[i])
-        needs: dict[int, int] = {}
+        # the engine moves DMAs' words in their issue order: a DMA after another that
+        # touches its DRAM words needs only to be issued after it, not after its wait
+        needs: dict[int, int] = dict.fromkeys(queued, 1)
         for (i, what), distance in found.items():
             source, gap = after(i, j, distance, what)
             if isinstance(nodes[i].op, m.RepeatOp):  # after the last issue touching j's words

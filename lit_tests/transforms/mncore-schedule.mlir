@@ -11,6 +11,8 @@
 // RUN: mncore-opt %s -p mncore-schedule,mncore-expand-repeats | mncore-run --args 'dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0]> : tensor<32xf32>' | filecheck %s --check-prefix=RESULT
 // RUN: mncore-opt %s -p mncore-schedule,mncore-expand-repeats | filecheck %s --check-prefix=EXPANDED
 // RUN: not mncore-opt %S/Inputs/schedule_interleaved.mlir -p mncore-schedule 2>&1 | filecheck %s --check-prefix=INTERLEAVED
+// RUN: mncore-opt %S/Inputs/schedule_dram_order.mlir -p mncore-schedule | filecheck %s --check-prefix=DRAM-ORDER
+// RUN: mncore-opt %S/Inputs/schedule_dram_order.mlir -p mncore-schedule | mncore-run --args 'dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>' | filecheck %s --check-prefix=DRAM-RESULT
 
 // Per PE, a = the sum of x[8i..8i+3] over the 4 iterations and b = x[8i+4..8i+7] * a
 // as of the last one, each summed over the 32 PEs: a = 32 [48, 52, 56, 60], b = 32
@@ -67,3 +69,11 @@ mncore.program @p machine "tiny" {
 // EXPANDED-NEXT: mncore.alu 13 "fmul" grf0[8], grf1[0] -> grf1[4]
 // EXPANDED-NEXT: mncore.l1 13 "bcast" l1bm[12] -> grf0[8]
 // EXPANDED-NOT:  mncore.repeat
+
+// The DMA engine moves DMAs' words in their issue order: the load of the words the
+// store writes issues the step after it, before the store's wait (which stays).
+// DRAM-ORDER:      mncore.dma 3 "store" l2bm[0] -> dram[8] words 8 tag 2
+// DRAM-ORDER-NEXT: mncore.dma 4 "load" dram[8] -> l2bm[16] words 8 tag 3
+// DRAM-ORDER-NEXT: mncore.wait 6 tag 2
+// DRAM-ORDER-NEXT: mncore.wait 7 tag 3
+// DRAM-RESULT: result0 = tensor<8xf32>: [1., 2., 3., 4., 5., 6., 7., 8.]
