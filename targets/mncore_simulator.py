@@ -15,7 +15,6 @@ step plus DMA stalls), per-slot utilisation, FLOPs and achieved vs peak FLOP/cyc
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +27,9 @@ from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.diagnostics import InterpretationError
 from mncore_ir.dialects.mncore_isa import ALU, MAU
 from mncore_ir.dialects.mncore_machines import Machine
-from mncore_ir.dialects.values import constant_value, find_function, numpy_dtype, paused_gc
+from mncore_ir.dialects.values import find_function, paused_gc
 from mncore_ir.targets.graph_interpreter import DEFAULT_MAX_BYTES
+from mncore_ir.targets.mncore_dram import dram_extent, load_inputs, read_outputs
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
 
@@ -257,16 +257,17 @@ class Simulator:
         machine = program.target
         state = State(machine)
         state.dram_words = self.dram_words
-        load_inputs(program, self.tensors, state, inputs)
+        load_inputs(program, self.tensors, state.array("dram"), inputs)
         if self.report is not None and trace is None:
             self.values(state)
             if memories is not None:
                 memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
-            return read_outputs(self.tensors["output"], state), self.report
+            return read_outputs(self.tensors["output"], state.array("dram")), self.report
         instructions = self.instructions
         issued: dict[str, int] = {}
         flops = stall = 0
         fwd: dict[int, np.ndarray] = {}
+        unwaited: set[int] = set()  # tags of DMAs issued and not waited for yet
         index = 0
         last = instructions[-1].step if instructions else -1
         while index < len(instructions):
@@ -277,14 +278,16 @@ class Simulator:
                 index += 1
             start = 4 * step + stall
             for ins in bundle:  # a wait holds the whole bundle until its DMAs are done
-                if ins.slot == "ctrl":
+                if ins.slot == "ctrl":  # the DMAs queued up to the tag's last are done
                     tag = ins.op.tag_number()
-                    done = [p for p in state.pending if p[0] == tag]
+                    unwaited.discard(tag)
+                    upto = 1 + max((k for k, p in enumerate(state.pending) if p[0] == tag),
+                                   default=-1)
+                    done, state.pending = state.pending[:upto], state.pending[upto:]
                     finish = max((p[3] for p in done), default=start)
                     stall += max(0, finish - 4 * step - stall)
                     for dma in done:
                         state.track(dma, -1)
-                    state.pending = [p for p in state.pending if p[0] != tag]
             cycle = 4 * step + stall
             if trace is not None and cycle > start:
                 trace.append({"name": "stall", "ph": "X", "pid": 0,
@@ -310,16 +313,18 @@ class Simulator:
             fwd = {}
             for ins, result, mask in writes:
                 write(state, ins, result, step, 4 * step + stall, mask)
+                if isinstance(ins.op, m.DmaOp):
+                    unwaited.add(ins.op.tag_number())
                 if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
                     fwd[step] = result
         report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
-        if state.pending:
-            tags = sorted({p[0] for p in state.pending})
-            raise InterpretationError(f"the program ends with DMA tags {tags} not waited for")
+        if unwaited:
+            raise InterpretationError(f"the program ends with DMA tags {sorted(unwaited)} "
+                                      "not waited for")
         self.report = report
         if memories is not None:
             memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
-        return read_outputs(self.tensors["output"], state), report
+        return read_outputs(self.tensors["output"], state.array("dram")), report
 
     def values(self, state: State) -> None:
         """Run a program that a checked run found free of hazards: only the values
@@ -348,65 +353,6 @@ def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, 
              max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[np.ndarray], Report]:
     """Run ``program`` once (:class:`Simulator` decodes it for many runs)."""
     return Simulator(program, verify, max_bytes).run(inputs, trace, memories)
-
-
-def load_inputs(program: m.ProgramOp, tensors: dict[str, list[m.TensorOp]], state: State,
-                inputs: Sequence[Any]) -> None:
-    """Place the inputs and the constants in DRAM, refusing what a word cannot hold."""
-    ins = tensors["input"]
-    if len(inputs) != len(ins):
-        raise InterpretationError(f"@{program.sym_name.data} takes {len(ins)} inputs, "
-                                  f"got {len(inputs)}")
-    dram = state.array("dram")
-    for tensor, value in zip(ins, inputs, strict=True):
-        given = np.asarray(value)
-        if given.dtype.kind in "iu" and given.size and (
-                int(given.max()) >= 1 << 24 or int(given.min()) <= -(1 << 24)):
-            raise InterpretationError(f"input @{tensor.sym_name.data} holds integers of "
-                                      "magnitude 2**24 or more, which a word holds only "
-                                      "approximately")
-        arr = given.astype(np.float32)
-        shape = tuple(tensor.type.get_shape())
-        if arr.shape != shape:
-            raise InterpretationError(f"input @{tensor.sym_name.data} has shape {arr.shape}, "
-                                      f"expected {shape}")
-        at = tensor.at.address.data
-        dram[at:at + arr.size, 0] = arr.reshape(-1)
-    for tensor in tensors["constant"]:
-        assert tensor.value is not None  # the verifier: constants have values
-        values = constant_value(tensor.value).reshape(-1)
-        at = tensor.at.address.data
-        dram[at:at + values.size, 0] = values
-
-
-def read_outputs(outputs: list[m.TensorOp], state: State) -> list[np.ndarray]:
-    """The output tensors from DRAM (words hold integers and booleans as exact f32)."""
-    dram = state.array("dram")
-    results = []
-    for tensor in outputs:
-        shape = tuple(tensor.type.get_shape())
-        at = tensor.at.address.data
-        words = dram[at:at + math.prod(shape), 0].reshape(shape)
-        dtype = numpy_dtype(tensor.type.element_type)
-        results.append(words.copy() if dtype == np.float32 else
-                       (words != 0) if dtype == np.bool_ else np.rint(words).astype(dtype))
-    return results
-
-
-def dram_extent(program: m.ProgramOp, max_bytes: int = DEFAULT_MAX_BYTES) -> int:
-    """The DRAM words the simulator holds: up to the last word a tensor or a DMA
-    touches; refused, naming what reaches farthest, past ``max_bytes`` of f32."""
-    ends: list[tuple[int, str]] = [(1, "")]
-    ends += [(t.at.address.data + math.prod(t.type.get_shape()), f"mncore.tensor @"
-              f"{t.sym_name.data}") for t in program.body.block.ops if isinstance(t, m.TensorOp)]
-    ends += [(op.dram.address.data + op.dram_extent(), f"the mncore.dma of step {op.at}")
-             for op in program.units() if isinstance(op, m.DmaOp)]
-    words, what = max(ends)
-    if 4 * words > max_bytes:
-        raise InterpretationError(
-            f"@{program.sym_name.data}: {what} reaches dram[{words - 1}], so the simulator "
-            f"would hold {4 * words:,} bytes of DRAM, more than the limit of {max_bytes:,}")
-    return words
 
 
 def _overlap(a: np.ndarray, b: np.ndarray) -> int | None:
@@ -475,7 +421,7 @@ def read(state: State, ins: Decoded, ref: m.RefAttr, space: str, words: Words, s
         raise HazardError(step, op, f"reads {space}[{word}] written at step "
                                     f"{state.writer[space][word]}, ready only at step "
                                     f"{ready[late]}")
-    if space != "dram" and state.busy("dst", space, words, ins.block):
+    if not isinstance(op, m.DmaOp) and state.busy("dst", space, words, ins.block):
         for tag, dspace, dwords, _, _, _, block in state.pending:
             if dspace == space and not _apart(space, ins.block, block) and (
                     word := _overlap(_array(words), _sorted(_array(dwords)))) is not None:
@@ -515,7 +461,8 @@ def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
     if _last(words) >= arr.shape[0]:
         raise HazardError(step, op, f"{ref} + {_count(words)} words is beyond {space}")
     mine = ins.block
-    if space != "dram" and any(state.busy(r, space, words, mine) for r in ("dst", "src")):
+    if not isinstance(op, m.DmaOp) and any(state.busy(r, space, words, mine)
+                                           for r in ("dst", "src")):
         for tag, dspace, dwords, _, sspace, swords, block in state.pending:
             for busy, touched, what in ((dspace, dwords, "writing"),
                                         (sspace, swords, "reading")):

@@ -588,9 +588,10 @@ def test_dmas_touch_dram_in_their_issue_order() -> None:
 
 
 def test_the_scheduler_issues_a_load_of_stored_words_right_after_the_store() -> None:
-    """A load of the DRAM words a store writes needs no wait on the store between them
-    (the engine's order keeps them apart): the scheduled load issues the step after the
-    store, the store's wait stays, and the output is what the program order says."""
+    """A load of the DRAM words a store writes, or a store of the L2BM words a load
+    writes, needs no wait on the earlier DMA (the engine's order keeps them apart): the
+    scheduled DMA issues the step after it, every wait stays, and the output is what
+    the program order says."""
     program = parse_program("""mncore.program @p machine "tiny" {
       mncore.tensor @x input dram[0] : tensor<8xf32>
       mncore.tensor @y output dram[16] : tensor<8xf32>
@@ -606,6 +607,7 @@ def test_the_scheduler_issues_a_load_of_stored_words_right_after_the_store() -> 
     schedule(program)
     steps = {(op.kind.data, op.tag_number()): op.at for op in program.instructions()
              if isinstance(op, m.DmaOp)}
+    assert steps["store", 2] == steps["load", 1] + 1
     assert steps["load", 3] == steps["store", 2] + 1
     waits = [op.tag_number() for op in program.instructions() if isinstance(op, m.WaitOp)]
     assert sorted(waits) == [1, 2, 3, 4]

@@ -14,9 +14,10 @@ end first), each at its earliest free step.
 Dependencies come from the words instructions touch, per memory space: read after
 write (the writer's latency; after the wait for DMA writes), write after read (same
 step or later: a bundle reads before it writes) and write after write (a later step).
-A DMA owns the words it reads and writes until the wait on its tag, except from later
-DMAs on DRAM: the one engine moves DMAs' words in their issue order, so a load of the
-words a store writes is issued right after the store, not after its wait. The forwarding
+A DMA owns the words it reads and writes until the wait on its tag (or on a later DMA's),
+except from later DMAs: the one engine moves DMAs' words in their issue order, so a
+load of the words a store writes, or into the L2BM words a store reads, is issued right
+after the store, not after its wait. The forwarding
 operand ``fwd`` ties two instructions to adjacent steps and is not
 accepted here.
 """
@@ -202,30 +203,36 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
                 waited_by[i] = j
             continue
         found: dict[tuple[int, str], int] = {}  # (earlier node, what j does) -> distance
-        queued: set[int] = set()  # earlier DMAs touching the DRAM words this DMA touches
+        queued: set[int] = set()  # earlier DMAs touching words this DMA touches
         dma = isinstance(node.op, m.DmaOp)
         for space, words, block in node.reads:
             for history in writers[space].distinct(words):
                 for i, other in history:
-                    if dma and space == "dram" and isinstance(nodes[i].op, m.DmaOp):
+                    if not _meet(block, other):
+                        continue
+                    if dma and isinstance(nodes[i].op, m.DmaOp):
                         queued.add(i)
-                    elif _meet(block, other):
+                    else:
                         found[(i, "reads")] = latencies[i]
         for space, words, block in node.writes:
             for history in writers[space].distinct(words):
                 for i, other in history:
-                    if dma and space == "dram" and isinstance(nodes[i].op, m.DmaOp):
+                    if not _meet(block, other):
+                        continue
+                    if dma and isinstance(nodes[i].op, m.DmaOp):
                         queued.add(i)
-                    elif _meet(block, other):
+                    else:
                         found[(i, "overwrites")] = 1 + extents[i]
             for history in readers[space].distinct(words):
                 for i, other in history:
-                    if dma and space == "dram" and isinstance(nodes[i].op, m.DmaOp):
+                    if not _meet(block, other):
+                        continue
+                    if dma and isinstance(nodes[i].op, m.DmaOp):
                         queued.add(i)
-                    elif _meet(block, other):
+                    else:
                         found.setdefault((i, "overwrites"), extents[i])
         # the engine moves DMAs' words in their issue order: a DMA after another that
-        # touches its DRAM words needs only to be issued after it, not after its wait
+        # touches its words needs only to be issued after it, not after its wait
         needs: dict[int, int] = dict.fromkeys(queued, 1)
         for (i, what), distance in found.items():
             source, gap = after(i, j, distance, what)

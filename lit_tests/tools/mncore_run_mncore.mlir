@@ -182,17 +182,34 @@ mncore.program @early_dma machine "tiny" {
 // EARLY-DMA:     {{\A}}mncore-run: error: step 1: mncore.l2 'bcast': reads l2bm[4] before the wait on DMA tag 1
 // EARLY-DMA-NOT: {{.}}
 
-// A wait on another tag does not make the data of tag 1 usable.
+// The DMA engine moves DMAs' words in their issue order: a wait on a tag makes the data
+// of the DMAs issued before it usable too, not that of DMAs issued after it.
 mncore.program @wrong_tag machine "tiny" {
+  mncore.dma 0 "load" dram[0] -> l2bm[64] words 8 tag 1
+  mncore.dma 1 "load" dram[0] -> l2bm[0] words 8 tag 2
+  mncore.wait 2 tag 1
+  mncore.l2 3 "bcast" l2bm[0] -> l1bm[0] words 4
+  mncore.wait 4 tag 2
+}
+// RUN: not mncore-run %s --function wrong_tag 2>&1 | filecheck %s --check-prefix=WRONG-TAG
+// WRONG-TAG:     {{\A}}mncore-run: error: step 3: mncore.l2 'bcast': reads l2bm[0] before the wait on DMA tag 2
+// WRONG-TAG-NOT: {{.}}
+mncore.program @queue_order machine "tiny" {
+  mncore.tensor @x input dram[0] : tensor<8xf32>
+  mncore.tensor @y output dram[8] : tensor<4xf32>
   mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 tag 1
   mncore.dma 1 "load" dram[0] -> l2bm[64] words 8 tag 2
   mncore.wait 2 tag 2
-  mncore.l2 3 "bcast" l2bm[0] -> l1bm[0] words 4
-  mncore.wait 4 tag 1
+  mncore.l2 3 "bcast" l2bm[4] -> l1bm[0] words 4
+  mncore.l1 8 "bcast" l1bm[0] -> lm0[0]
+  mncore.l1 12 "gather" lm0[0] -> l1bm[64]
+  mncore.l2 16 "gather" l1bm[64] -> l2bm[128] words 4
+  mncore.dma 21 "store" l2bm[128] -> dram[8] words 4 tag 3
+  mncore.wait 22 tag 3
+  mncore.wait 23 tag 1
 }
-// RUN: not mncore-run %s --function wrong_tag 2>&1 | filecheck %s --check-prefix=WRONG-TAG
-// WRONG-TAG:     {{\A}}mncore-run: error: step 3: mncore.l2 'bcast': reads l2bm[0] before the wait on DMA tag 1
-// WRONG-TAG-NOT: {{.}}
+// RUN: mncore-run %s --function queue_order --args 'dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>' | filecheck %s --check-prefix=QUEUE-ORDER
+// QUEUE-ORDER: result0 = tensor<4xf32>: [5., 6., 7., 8.]
 
 // A program ending with a DMA not waited for.
 mncore.program @unwaited machine "tiny" {
@@ -203,6 +220,16 @@ mncore.program @unwaited machine "tiny" {
 // RUN: not mncore-run %s --function unwaited 2>&1 | filecheck %s --check-prefix=UNWAITED
 // UNWAITED:     {{\A}}mncore-run: error: the program ends with DMA tags [3] not waited for
 // UNWAITED-NOT: {{.}}
+
+// Every tag is waited for, even where a later tag's wait found its DMA done.
+mncore.program @unwaited_before machine "tiny" {
+  mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 tag 1
+  mncore.dma 1 "store" l2bm[64] -> dram[64] words 4 tag 3
+  mncore.wait 2 tag 3
+}
+// RUN: not mncore-run %s --function unwaited_before 2>&1 | filecheck %s --check-prefix=UNWAITED-BEFORE
+// UNWAITED-BEFORE:     {{\A}}mncore-run: error: the program ends with DMA tags [1] not waited for
+// UNWAITED-BEFORE-NOT: {{.}}
 
 // ==== bad inputs and options
 

@@ -70,10 +70,12 @@ mncore.program @p machine "tiny" {
 // EXPANDED-NEXT: mncore.l1 13 "bcast" l1bm[12] -> grf0[8]
 // EXPANDED-NOT:  mncore.repeat
 
-// The DMA engine moves DMAs' words in their issue order: the load of the words the
-// store writes issues the step after it, before the store's wait (which stays).
-// DRAM-ORDER:      mncore.dma 3 "store" l2bm[0] -> dram[8] words 8 tag 2
-// DRAM-ORDER-NEXT: mncore.dma 4 "load" dram[8] -> l2bm[16] words 8 tag 3
-// DRAM-ORDER-NEXT: mncore.wait 6 tag 2
-// DRAM-ORDER-NEXT: mncore.wait 7 tag 3
+// The DMA engine moves DMAs' words in their issue order: each DMA issues the step after
+// the one whose words it touches (the store of the L2BM words the load writes, the load
+// of the DRAM words the store writes), before its wait (each DMA's wait stays).
+// DRAM-ORDER:      mncore.dma 0 "load" dram[0] -> l2bm[0] words 8 tag 1
+// DRAM-ORDER-NEXT: mncore.dma 1 "store" l2bm[0] -> dram[8] words 8 tag 2
+// DRAM-ORDER-NEXT: mncore.dma 2 "load" dram[8] -> l2bm[16] words 8 tag 3
+// DRAM-ORDER-NEXT: mncore.wait 3 tag 1
+// DRAM-ORDER-NEXT: mncore.dma 3 "store" l2bm[16] -> dram[16] words 8 tag 4
 // DRAM-RESULT: result0 = tensor<8xf32>: [1., 2., 3., 4., 5., 6., 7., 8.]

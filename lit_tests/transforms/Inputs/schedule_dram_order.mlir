@@ -1,5 +1,5 @@
-// One task stores its result, the next loads it back: the load needs no wait on the
-// store, only a later place in the DMA engine's queue.
+// A copy through L2BM, then one task storing its result and the next loading it back:
+// no DMA needs a wait on the one before it, only a later place in the engine's queue.
 mncore.program @p machine "tiny" {
   mncore.tensor @x input dram[0] : tensor<8xf32>
   mncore.tensor @y output dram[16] : tensor<8xf32>
