@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from mncore_ir.parsing import parse_module
 
-COMPILER_VERSION = "mncore-ir 0.1.0 graph-v13"
+COMPILER_VERSION = "mncore-ir 0.1.0 graph-v14"
 
 #: The first line of an on-disk entry: the compiler that wrote it and the body's digest.
 _HEADER = re.compile(r"// (.+); blake2b ([0-9a-f]{32})\n")
