@@ -7,9 +7,10 @@ machine: the simulator does not stall on data, it *detects* hazards and reports 
 with the step — reading a word before its writer's latency has passed, using DMA data
 before the wait on its tag, addressing beyond a memory. Only ``mncore.wait`` stalls,
 until its DMAs finish. DMAs share one engine: each takes the setup latency, then moves
-its words at the engine's bandwidth after the words queued before it (so DMAs touch
-DRAM in issue order: no hazard between them there). Reported: steps, cycles (4 per
-step plus DMA stalls), per-slot utilisation, FLOPs and achieved vs peak FLOP/cycle.
+its words at the engine's bandwidth after the words queued before it, so DMAs touch
+memory in issue order (no hazard among them) and a wait covers the DMAs queued before
+its tag's too. Reported: steps, cycles (4 per step plus DMA stalls), per-slot
+utilisation, FLOPs and achieved vs peak FLOP/cycle.
 """
 
 from __future__ import annotations
