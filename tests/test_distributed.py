@@ -228,8 +228,8 @@ def _torchrun(*args: str) -> str:
     "cpu", pytest.param("interp", marks=pytest.mark.slow),
     pytest.param("task", marks=pytest.mark.slow), "triton", "mncore"])
 def test_torch_distributed_on_each_device(device: str) -> None:
-    """torchrun's processes on each device (CI: the generated code and the two targets
-    with collectives of their own; ``make slow`` also the reference levels)."""
+    """torchrun's processes on each device (CI: ``cpu``, ``triton`` and ``mncore``;
+    ``make slow`` also ``interp`` and ``task``)."""
     out = _torchrun("tests/distributed_worker.py", device)
     for check in ("dist.all_reduce", "dist.broadcast", "dist.all_gather_into_tensor",
                   "dist.all_reduce of a view", "functional collective 4",
