@@ -238,8 +238,9 @@ def test_torch_distributed_on_each_device(device: str) -> None:
         assert f"ok {check}\n" in out, out
 
 
-@pytest.mark.parametrize(("mode", "device"), [("ddp", "cpu"), ("all_reduce", "cpu"),
-                                              ("functional", "cpu"), ("ddp", "interp")])
+@pytest.mark.parametrize(("mode", "device"), [
+    ("ddp", "cpu"), ("all_reduce", "cpu"), ("functional", "cpu"),
+    pytest.param("ddp", "interp", marks=pytest.mark.slow)])
 def test_data_parallel_training_equals_one_process(mode: str, device: str) -> None:
     out = _torchrun("examples/ddp_training.py", "--device", device, "--mode", mode,
                     "--steps", "3", "--batch", "16", "--features", "32", "--hidden", "32")
