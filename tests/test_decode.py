@@ -90,7 +90,7 @@ def test_cached_decode_equals_full_sequence_attention(name: str) -> None:
 LAZY_CASES = [("cpu", "gpt2-tiny", 32), ("cpu", "llama-tiny", 32),
               ("interp", "gpt2-tiny", 32), ("interp", "llama-tiny", 32),
               ("task", "gpt2-tiny", 32), ("task", "llama-tiny", 32),
-              ("triton", "llama-tiny", 6), ("mncore", "gpt2-mncore", 3),
+              ("triton", "llama-tiny", 3), ("mncore", "gpt2-mncore", 3),
               ("mncore", "llama-mncore", 3)]
 
 

@@ -4,8 +4,8 @@ with OpInfo's own skips and tolerances (``tests/opinfo.py``). The ops known to f
 listed with their reasons in ``tests/opinfo_expected.py``; an op on that list that
 passes fails the test, so the list stays honest.
 
-CI (``make test``) runs the whole table on ``cpu`` and every :data:`INTERP_SLICE`-th op
-on ``interp``; ``make slow`` runs the rest of ``interp``'s."""
+CI (``make test``) runs fixed slices of the table (:data:`CI_SLICES`: every op in float32
+on ``cpu``); ``make slow`` runs the rest."""
 
 from __future__ import annotations
 
@@ -22,16 +22,16 @@ from tests.opinfo_expected import EXPECTED_FAILURES
 OPS = opinfo.float32_ops()
 BF16_OPS = [op for op in OPS if torch.bfloat16 in op.supported_dtypes("cpu")]
 PASSING = (opinfo.COMPILED, opinfo.HOST, opinfo.SKIPPED)
-#: CI runs every op on ``cpu`` and this fixed slice of them on ``interp`` (the database's
-#: order, every third op from the first), which the interpreter runs about as long again.
-INTERP_SLICE = 3
+#: Per dtype and device, CI runs every n-th op (the database's order, from the first):
+#: float32 on ``cpu`` whole, the rest in slices that keep CI under 15 minutes.
+CI_SLICES = {("float32", "cpu"): 1, ("float32", "interp"): 3, ("bfloat16", "cpu"): 2,
+             ("bfloat16", "interp"): 3}
 
 
-def cases(ops: list[opinfo.OpInfo]) -> list[object]:
-    """``(device, op)`` for both devices: ``interp`` outside its slice marked slow."""
+def cases(ops: list[opinfo.OpInfo], dtype: str) -> list[object]:
+    """``(device, op)`` for both devices, the ops outside CI's slice marked slow."""
     return [pytest.param(device, op, id=f"{device}-{opinfo.op_name(op)}",
-                         marks=pytest.mark.slow if device == "interp" and i % INTERP_SLICE
-                         else ())
+                         marks=pytest.mark.slow if i % CI_SLICES[dtype, device] else ())
             for device in ("cpu", "interp") for i, op in enumerate(ops)]
 
 
@@ -65,14 +65,14 @@ def check(result: opinfo.OpResult, device: str, dtype: torch.dtype) -> None:
             f"(listed as: {expected})")
 
 
-@pytest.mark.parametrize(("device", "op"), cases(OPS))
+@pytest.mark.parametrize(("device", "op"), cases(OPS, "float32"))
 def test_float32(device: str, op: opinfo.OpInfo) -> None:
     use(device)
     repeats = 2 if device == "cpu" else 1  # the second run replays what the first captured
     check(opinfo.run_op(op, torch.float32, samples=3, repeats=repeats), device, torch.float32)
 
 
-@pytest.mark.parametrize(("device", "op"), cases(BF16_OPS))
+@pytest.mark.parametrize(("device", "op"), cases(BF16_OPS, "bfloat16"))
 def test_bfloat16(device: str, op: opinfo.OpInfo) -> None:
     """Listed ops are judged against eager alone: whether a differently rounded result
     is as accurate as eager's varies with the CPU's kernels, and the list must hold on
