@@ -314,7 +314,7 @@ class Simulator:
             fwd = {}
             for ins, result, mask in writes:
                 write(state, ins, result, step, 4 * step + stall, mask)
-                if isinstance(ins.op, m.DmaOp):
+                if ins.slot == "dma":
                     unwaited.add(ins.op.tag_number())
                 if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
                     fwd[step] = result
@@ -422,7 +422,7 @@ def read(state: State, ins: Decoded, ref: m.RefAttr, space: str, words: Words, s
         raise HazardError(step, op, f"reads {space}[{word}] written at step "
                                     f"{state.writer[space][word]}, ready only at step "
                                     f"{ready[late]}")
-    if not isinstance(op, m.DmaOp) and state.busy("dst", space, words, ins.block):
+    if ins.slot != "dma" and state.busy("dst", space, words, ins.block):
         for tag, dspace, dwords, _, _, _, block in state.pending:
             if dspace == space and not _apart(space, ins.block, block) and (
                     word := _overlap(_array(words), _sorted(_array(dwords)))) is not None:
@@ -462,8 +462,7 @@ def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
     if _last(words) >= arr.shape[0]:
         raise HazardError(step, op, f"{ref} + {_count(words)} words is beyond {space}")
     mine = ins.block
-    if not isinstance(op, m.DmaOp) and any(state.busy(r, space, words, mine)
-                                           for r in ("dst", "src")):
+    if ins.slot != "dma" and any(state.busy(r, space, words, mine) for r in ("dst", "src")):
         for tag, dspace, dwords, _, sspace, swords, block in state.pending:
             for busy, touched, what in ((dspace, dwords, "writing"),
                                         (sspace, swords, "reading")):

@@ -164,6 +164,7 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
         nodes.append(Node(op, *accesses(op, machine)))
     extents = [extent(node.op) for node in nodes]  # a group's walks its body: once
     latencies = [latency(node.op, machine) for node in nodes]
+    is_dma = [isinstance(node.op, m.DmaOp) for node in nodes]
     waiting_dma: dict[int, list[int]] = {}  # tag -> DMA nodes not yet waited for
     waited_by: dict[int, int] = {}  # DMA node -> its wait node
     # Per word, the writers and readers since the last write that covered them: (node,
@@ -204,13 +205,13 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
             continue
         found: dict[tuple[int, str], int] = {}  # (earlier node, what j does) -> distance
         queued: set[int] = set()  # earlier DMAs touching words this DMA touches
-        dma = isinstance(node.op, m.DmaOp)
+        dma = is_dma[j]
         for space, words, block in node.reads:
             for history in writers[space].distinct(words):
                 for i, other in history:
                     if not _meet(block, other):
                         continue
-                    if dma and isinstance(nodes[i].op, m.DmaOp):
+                    if dma and is_dma[i]:
                         queued.add(i)
                     else:
                         found[(i, "reads")] = latencies[i]
@@ -219,7 +220,7 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
                 for i, other in history:
                     if not _meet(block, other):
                         continue
-                    if dma and isinstance(nodes[i].op, m.DmaOp):
+                    if dma and is_dma[i]:
                         queued.add(i)
                     else:
                         found[(i, "overwrites")] = 1 + extents[i]
@@ -227,7 +228,7 @@ def build_graph(ops: Sequence[m.InstructionOp | m.RepeatOp], machine: Machine) -
                 for i, other in history:
                     if not _meet(block, other):
                         continue
-                    if dma and isinstance(nodes[i].op, m.DmaOp):
+                    if dma and is_dma[i]:
                         queued.add(i)
                     else:
                         found.setdefault((i, "overwrites"), extents[i])
