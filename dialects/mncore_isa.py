@@ -3,8 +3,9 @@ its numpy semantics, its assembly mnemonic and its FLOPs.
 
 The ``mncore`` dialect's verifier checks arities against it, the cycle simulator
 executes its semantics and counts its FLOPs, and the assembly printer spells its
-mnemonics; a new instruction is one entry here. Semantics act on arrays of words
-(``(PEs, 4)`` for the ALU; the MAU's matrix is the 16 words from its first source).
+mnemonics; a new instruction is one entry here. Semantics act on arrays of words,
+word-major as the simulator's memories hold them (``(4, PEs)`` for the ALU; the MAU's
+matrix is the 16 words from its first source, ``(16, PEs)``).
 """
 
 from __future__ import annotations
@@ -63,24 +64,19 @@ ALU: dict[str, Instruction] = {
 
 
 def _mma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``A . b + c`` per PE, ``A`` the 4x4 row-major matrix of 16 words: each word
-    ``((A_i0 b_0 + A_i1 b_1) + A_i2 b_2) + A_i3 b_3``, then ``+ c``, in that order
-    whatever the operands' memory layout (numpy's einsum sums in another order for
-    contiguous operands than for strided ones)."""
-    m = a.reshape(-1, 4, 4)
-    out = m[..., 0] * b[..., 0, None]
-    for j in range(1, 4):
-        out = out + m[..., j] * b[..., j, None]
-    return out + c
+    """``A . b + c`` per PE (word-major: ``a`` is ``(16, PEs)``, ``A`` its 4x4
+    row-major matrix): each word ``((A_i0 b_0 + A_i1 b_1) + A_i2 b_2) + A_i3 b_3``,
+    then ``+ c``, in that order whatever the operands' memory layout (numpy's einsum
+    sums in another order for contiguous operands than for strided ones; a sum over
+    an axis that is not the innermost of a C-ordered array adds its rows in order)."""
+    products = a.reshape(4, 4, -1) * b[None]  # [i, j, PE]
+    return products.sum(axis=1) + c
 
 
 def _vmm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``b . A + c`` per PE, summed over ``i`` in order as :func:`_mma`."""
-    m = a.reshape(-1, 4, 4)
-    out = b[..., 0, None] * m[..., 0, :]
-    for i in range(1, 4):
-        out = out + b[..., i, None] * m[..., i, :]
-    return out + c
+    products = b[:, None] * a.reshape(4, 4, -1)  # [i, j, PE]
+    return products.sum(axis=0) + c
 
 
 #: MAU instructions: a 4x4 matrix, a vector and an addend (16 multiply-adds per PE).

@@ -16,7 +16,7 @@ utilisation, FLOPs and achieved vs peak FLOP/cycle.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,15 @@ from mncore_ir.dialects.mncore_machines import Machine
 from mncore_ir.dialects.values import find_function, paused_gc
 from mncore_ir.targets.graph_interpreter import DEFAULT_MAX_BYTES
 from mncore_ir.targets.mncore_dram import dram_extent, load_inputs, read_outputs
+from mncore_ir.targets.mncore_memories import (
+    Execute,
+    Rows,
+    borrowed,
+    columns,
+    physical,
+    spans,
+    tree,
+)
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
 
@@ -123,13 +132,12 @@ class State:
         self.count("src", sspace, swords, block, delta)
 
     def array(self, space: str) -> np.ndarray:
-        """``space``'s words, word-major (``[word, PE or block]``): an instruction
-        touches a few words of every PE, which then lie together."""
+        """``space``'s words, word-major (``[word, PE or block]``, :mod:`mncore_memories`)."""
         if space not in self.memory:
-            rows = {"l1bm": self.machine.l1bs, "l2bm": self.machine.l2bs,
-                    "dram": 1}.get(space, self.machine.pes)
             size = self.machine.size(space) if space != "dram" else self.dram_words
-            self.memory[space] = np.zeros((size, rows), np.float32)
+            self.memory[space] = np.zeros((size, columns(self.machine, space)), np.float32)
+        if space not in self.ready:
+            size = self.memory[space].shape[0]
             self.ready[space] = np.zeros(size, np.int64)
             self.writer[space] = np.full(size, -1, np.int64)
         return self.memory[space]
@@ -246,6 +254,7 @@ class Simulator:
         self.bundles = bundles(self.instructions)
         self.spaces = {space for ins in self.instructions for _, space, _ in
                        [*ins.reads, *([ins.write] if ins.write else [])]} - {"fwd"}
+        self.written = written_rows(program.target, self.instructions)
         self.report: Report | None = None
         """The report of the first run: later runs only compute values."""
 
@@ -254,16 +263,23 @@ class Simulator:
         """The ``output`` tensors for numpy ``inputs`` (the ``input`` tensors in order),
         and the report. ``trace`` collects Chrome trace events; ``memories`` receives
         the final contents of every memory used."""
-        program = self.program
-        machine = program.target
-        state = State(machine)
-        state.dram_words = self.dram_words
-        load_inputs(program, self.tensors, state.array("dram"), inputs)
-        if self.report is not None and trace is None:
-            self.values(state)
+        with borrowed(self.program.target, self.written) as arrays:
+            state = State(self.program.target, dict(arrays))
+            state.dram_words = self.dram_words
+            load_inputs(self.program, self.tensors, state.array("dram"), inputs)
+            if self.report is None or trace is not None:
+                self.checked(state, trace)
+            else:
+                self.values(state)
             if memories is not None:
-                memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
-            return read_outputs(self.tensors["output"], state.array("dram")), self.report
+                memories.update({space: physical(self.program.target, space, arr)
+                                 for space, arr in state.memory.items()})
+        assert self.report is not None
+        return read_outputs(self.tensors["output"], state.array("dram")), self.report
+
+    def checked(self, state: State, trace: list[dict[str, Any]] | None) -> None:
+        """Run with every hazard check and the timing, into :attr:`report`."""
+        machine = state.machine
         instructions = self.instructions
         issued: dict[str, int] = {}
         flops = stall = 0
@@ -318,14 +334,10 @@ class Simulator:
                     unwaited.add(ins.op.tag_number())
                 if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
                     fwd[step] = result
-        report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
         if unwaited:
             raise InterpretationError(f"the program ends with DMA tags {sorted(unwaited)} "
                                       "not waited for")
-        self.report = report
-        if memories is not None:
-            memories.update({space: arr.T.copy() for space, arr in state.memory.items()})
-        return read_outputs(self.tensors["output"], state.array("dram")), report
+        self.report = Report(machine, last + 1, 4 * (last + 1) + stall, stall, issued, flops)
 
     def values(self, state: State) -> None:
         """Run a program that a checked run found free of hazards: only the values
@@ -347,6 +359,19 @@ class Simulator:
                     store(memory[space], words, result, ins, space, mask)
                     if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
                         fwd[step] = result
+
+
+def written_rows(machine: Machine, instructions: list[Decoded]) -> dict[str, Rows]:
+    """The words (rows) of each on-chip memory that ``instructions`` write."""
+    found: dict[str, np.ndarray] = {}
+    for ins in instructions:
+        if ins.write is not None and ins.write[1] not in ("dram", "fwd"):
+            _, space, words = ins.write
+            if space not in found:
+                found[space] = np.zeros(machine.size(space) + 1, bool)
+            rows = found[space]
+            rows[words if isinstance(words, slice) else words[words < len(rows)]] = True
+    return {space: spans(np.flatnonzero(rows)) for space, rows in found.items()}
 
 
 def simulate(program: m.ProgramOp, inputs: Sequence[Any], trace: list[dict[str, Any]] | None
@@ -432,25 +457,26 @@ def read(state: State, ins: Decoded, ref: m.RefAttr, space: str, words: Words, s
 
 
 def fetch(arr: np.ndarray, words: Words, ins: Decoded) -> np.ndarray:
-    """The words as ``[PE or block, word]``. A span is a view: copied where the
-    instruction could pass it on as its result (a later write of the bundle would
+    """The words as memory holds them, ``[word, PE or block]`` (no transposition: an
+    instruction's few words of every PE lie together). A span is a view: copied where
+    the instruction could pass it on as its result (a later write of the bundle would
     change it)."""
-    value = arr[words].T
+    value = arr[words]
     return value.copy() if isinstance(words, slice) and (
         arr.shape[1] == 1 or ins.slot in ("dma", "l1", "l2")) else value
 
 
 def store(arr: np.ndarray, words: Words, value: np.ndarray, ins: Decoded, space: str,
           mask: np.ndarray | None) -> None:
-    """Write ``value``: where ``mask`` is not zero, if given; one L2B's copy of L2BM
-    for a DMA to one L2B."""
+    """Write ``value`` (``[word, PE or block]``): where ``mask`` is not zero, if given;
+    one L2B's copy of L2BM for a DMA to one L2B (``value`` is its one column)."""
     if mask is not None:
-        value = np.where(mask != 0, value, arr[words].T)
+        value = np.where(mask != 0, value, arr[words])
     block = ins.block if space == "l2bm" else None
-    if block is None:  # (a DMA load's one row goes to every L2B's copy)
-        arr[words] = value.T
+    if block is None:  # (a DMA load's one column goes to every L2B's copy)
+        arr[words] = value
     else:
-        arr[words, block] = value[block]
+        arr[words, block] = value[:, 0]
 
 
 def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
@@ -484,41 +510,31 @@ def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
         state.track(dma, 1)
 
 
-Execute = Callable[[list[np.ndarray]], np.ndarray]
-
-
 def executor(op: m.InstructionOp, machine: Machine) -> Execute:
-    """The function from an instruction's source values to the value it writes (rows:
-    PEs or blocks of its destination), its kind resolved once when it is decoded. The
-    caller runs it under ``np.errstate(all="ignore")``: lanes no task uses hold
-    anything."""
+    """The function from an instruction's source values to the value it writes (each
+    ``[word, PE or block]``, as memory holds them), its kind resolved once when it is
+    decoded. The caller runs it under ``np.errstate(all="ignore")``: lanes no task uses
+    hold anything."""
     kind = op.kind.data
     if isinstance(op, m.AluOp) and not ALU[kind].arity:
-        constant = np.full((machine.pes, 4), ALU[kind].semantics(), np.float32)
+        constant = np.full((4, machine.pes), ALU[kind].semantics(), np.float32)
         return lambda values: constant
-    if isinstance(op, m.AluOp | m.MauOp):  # a copy, never a source's view (a pass's),
-        # which a write of the same bundle could change before it is stored or forwarded
+    if isinstance(op, m.AluOp) and kind == "fpass":  # a copy, never a source's view,
+        return lambda values: values[0].copy()  # which a later write could change
+    if isinstance(op, m.AluOp | m.MauOp):  # a new array (comparisons: bools to words)
         semantics = (ALU if isinstance(op, m.AluOp) else MAU)[kind].semantics
-        return lambda values: semantics(*values).astype(np.float32)
+        return lambda values: semantics(*values).astype(np.float32, copy=False)
     if isinstance(op, m.L1Op | m.L2Op):
         if isinstance(op, m.L1Op):
             blocks, per, n = machine.l1bs, machine.pes_per_l1b, 4
         else:
             blocks, per, n = machine.l2bs, machine.l1b_per_l2b, op.count
-        if kind == "bcast":  # block rows -> the rows below each
-            return lambda values: np.repeat(values[0], per, axis=0)
-        if kind == "scatter":
-            return lambda values: values[0].reshape(blocks * per, n)
-        if kind == "gather":
-            return lambda values: values[0].reshape(blocks, per * n)
-        return lambda values: values[0].reshape(blocks, per, n).sum(axis=1)
-    if isinstance(op, m.DmaOp):
-        if kind == "load" and l2b_of(op) is None:  # one row, stored into every L2B's copy
-            return lambda values: values[0]
-        if kind == "load":
-            return lambda values: np.repeat(values[0], machine.l2bs, axis=0)
-        block = l2b_of(op) or 0
-        return lambda values: values[0][block:block + 1]
+        return tree(kind, blocks, per, n)
+    if isinstance(op, m.DmaOp):  # the source's words, copied by fetch
+        if kind == "store":  # from one L2B's copy (L2B 0's unless it names one)
+            block = l2b_of(op) or 0
+            return lambda values: values[0][:, block:block + 1]
+        return lambda values: values[0]  # one column: to every L2B's copy, or one
     return _writes_nothing  # a wait
 
 

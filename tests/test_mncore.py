@@ -853,18 +853,19 @@ def test_forwarding_stops_where_one_l2b_is_overwritten() -> None:
 
 @pytest.mark.parametrize("kind", ["mma", "vmm"])
 def test_mau_sums_in_one_order_whatever_the_operands_layout(kind: str) -> None:
-    """The MAU's 4 products are summed in one order (then the addend), so an operand
-    read as a strided view of a word-major memory and the same words copied give the
-    same bits (numpy's einsum does not: ~30% of the words differed in the last bit)."""
+    """The MAU's 4 products are summed in one order (then the addend), so operands read
+    as views of a word-major memory (``[word, PE]``, as the simulator holds it) and the
+    same words laid out PE-major give the same bits (numpy's einsum does not: ~30% of
+    the words differed in the last bit)."""
     rng = np.random.default_rng(0)
     memory = rng.standard_normal((24, 4096)).astype(np.float32)  # [word, PE]
-    matrix, vector, addend = memory[0:16].T, memory[16:20].T, memory[20:24].T
+    matrix, vector, addend = memory[0:16], memory[16:20], memory[20:24]
     semantics = MAU[kind].semantics
     strided = semantics(matrix, vector, addend)
-    copied = semantics(*(np.ascontiguousarray(x) for x in (matrix, vector, addend)))
+    copied = semantics(*(np.asfortranarray(x) for x in (matrix, vector, addend)))
     np.testing.assert_array_equal(strided, copied)
-    m = matrix.astype(np.float64).reshape(-1, 4, 4)
-    v = vector.astype(np.float64)
+    m = matrix.T.astype(np.float64).reshape(-1, 4, 4)
+    v = vector.T.astype(np.float64)
     exact = (np.einsum("pij,pj->pi", m, v) if kind == "mma" else
-             np.einsum("pi,pij->pj", v, m)) + addend
+             np.einsum("pi,pij->pj", v, m)).T + addend
     np.testing.assert_allclose(strided, exact, rtol=0, atol=4e-6)
