@@ -61,7 +61,8 @@ MACHINE = "$MNCORE_MACHINE"
 @dataclass(frozen=True)
 class Device:
     """Where a compiled graph runs: the pass pipeline (``mncore-opt -p`` syntax) that
-    lowers an imported graph for it, the factory of its executable, the tag of its
+    lowers an imported graph for it, the factory of its executable (given the module
+    the pipeline made, or the compile cache parsed: verified either way), the tag of its
     compile-cache entries, and the element types it holds (None: every graph type). In
     ``pipeline`` and ``cache_tag``, :data:`MACHINE` stands for the machine
     :func:`device` binds (``$MNCORE_MACHINE``)."""
