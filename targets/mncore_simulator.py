@@ -353,8 +353,8 @@ def read(state: State, ins: Decoded, ref: m.RefAttr, space: str, words: Words, s
     if _last(words) >= arr.shape[0]:
         raise HazardError(step, op, f"{ref} + {_count(words)} words is beyond {space}")
     ready = state.ready[space][words]
-    late = int(np.argmax(ready))
-    if ready[late] > step:
+    if ready.max() > step:  # the word ready last, for the message
+        late = int(np.argmax(ready))
         word = int(_array(words)[late])
         raise HazardError(step, op, f"reads {space}[{word}] written at step "
                                     f"{state.writer[space][word]}, ready only at step "
@@ -411,7 +411,7 @@ def write(state: State, ins: Decoded, value: np.ndarray, step: int, cycle: int,
     store(arr, words, value, ins, space, mask)
     state.ready[space][words] = step + ins.latency
     state.writer[space][words] = step
-    if isinstance(op, m.DmaOp):  # setup overlaps the queue; the words share its bandwidth
+    if ins.slot == "dma":  # setup overlaps the queue; the words share its bandwidth
         machine = state.machine
         n = _count(words)
         start = max(cycle + machine.dma_setup_cycles, state.dma_free)
