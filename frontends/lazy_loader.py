@@ -2,13 +2,12 @@
 out on the ``mncore`` device, the next ones moved by a background thread while the
 current step is traced.
 
-The thread does not call ``.mncore()``: a lazy tensor's ops go through the runtime's
-dispatch, whose state (the trace, template captures, errors deferred from autograd's
-thread, the counters) belongs to the tracing thread. It makes the device buffer
-directly (``lazy_tensor.from_cpu``, the copy that ``.mncore()`` ends in), which touches
-no runtime state; that is also the whole cost of the transfer, which ``.mncore()`` in
-the caller would pay again (it copies three times: 23 ms for a 3 MB batch here, where
-``from_cpu`` takes 8).
+The thread does not call ``.mncore()``, which may go through the runtime's dispatch
+(``.to()``'s path, for a tensor that requires grad), whose state (the trace, template
+captures, errors deferred from autograd's thread, the counters) belongs to the tracing
+thread. It makes the device buffer directly (``lazy_tensor.from_cpu``, what
+``.mncore()`` of a plain host tensor does), which touches no runtime state: that copy
+is the whole cost of a transfer, paid here off the tracing thread.
 """
 
 from __future__ import annotations

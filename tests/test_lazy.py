@@ -121,6 +121,28 @@ def test_cnn_sgd_momentum_matches_eager(device: str) -> None:
             F.cross_entropy)
 
 
+def test_mncore_moves_a_host_tensor_as_a_copy(device: str) -> None:
+    """``.mncore()`` of a plain host tensor (one copy, not ``.to()``'s zeroed tensor and
+    recorded copy) holds its values: later writes on either side do not show on the
+    other, a transposed source comes out with its values, integers keep their dtype; a
+    tensor that requires grad still gets ``.to()``'s autograd edge."""
+    torch_mncore.set_implicit_sync("silent")
+    x = torch.arange(12.0).reshape(3, 4)
+    on_device = x.mncore()
+    assert on_device.device.type == "mncore" and not on_device.requires_grad
+    x.add_(1)
+    on_device.mul_(2)
+    assert torch.equal(on_device.cpu(), torch.arange(12.0).reshape(3, 4) * 2)
+    assert torch.equal(x, torch.arange(12.0).reshape(3, 4) + 1)
+    assert torch.equal(x.t().mncore().cpu(), x.t())
+    labels = torch.tensor([3, 1, 2])
+    assert labels.mncore().dtype == torch.int64
+    assert torch.equal(labels.mncore().cpu(), labels)
+    w = torch.randn(3, requires_grad=True)
+    moved = w.mncore()
+    assert moved.requires_grad and type(moved.grad_fn).__name__ == "ToCopyBackward0"
+
+
 def test_views_and_in_place(device: str) -> None:
     torch_mncore.set_implicit_sync("silent")
     x = torch.arange(12.0).reshape(3, 4)
