@@ -71,6 +71,10 @@ class _Memories:
 
 _FREE: dict[Machine, list[_Memories]] = {}
 _LOCK = threading.Lock()
+#: Sets of memories kept per machine between runs (more are made for runs at once in
+#: several threads, and dropped as they end): mncore2's take up to 75 MB each, of which
+#: only the pages a program touched are resident.
+KEPT = 2
 
 
 @contextlib.contextmanager
@@ -89,4 +93,5 @@ def borrowed(machine: Machine, written: dict[str, Rows]) -> Iterator[dict[str, n
     finally:
         memories.dirty = written
         with _LOCK:
-            _FREE[machine].append(memories)
+            if len(_FREE[machine]) < KEPT:
+                _FREE[machine].append(memories)

@@ -4,6 +4,8 @@ what ``memories=`` reports are in the machine's order whatever the columns are."
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -89,3 +91,29 @@ def test_a_later_run_starts_from_zeroed_memories() -> None:
         (y,), _ = sim.run([x])
         if sim is first:
             np.testing.assert_array_equal(y, 0.0)
+
+
+def test_runs_in_several_threads_use_their_own_memories() -> None:
+    """Threads running programs of one machine at once (the lazy device's worker and
+    another runtime's) each borrow their own memories: every run gives the serial
+    result."""
+    machine_lines = [line.replace("{B}", "1") for line in LINES]
+    sims = [simulator("mncore2", machine_lines) for _ in range(3)]
+    x = np.arange(1, 33, dtype=np.float32)
+    (expected,), _ = sims[0].run([x])
+    for sim in sims[1:]:
+        sim.run([x])  # checked once
+    found: list[np.ndarray] = []
+
+    def runs(sim: Simulator) -> None:
+        for _ in range(4):
+            found.append(sim.run([x])[0][0])
+
+    threads = [threading.Thread(target=runs, args=(sim,)) for sim in sims]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(found) == 12
+    for y in found:
+        np.testing.assert_array_equal(y, expected)
