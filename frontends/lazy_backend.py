@@ -89,7 +89,8 @@ def _transfer(to_device: Any) -> Any:
     def mncore(self: torch.Tensor, device: Any = None, non_blocking: bool = False,
                **kwargs: Any) -> torch.Tensor:
         if (device is None and not kwargs and type(self) is torch.Tensor
-                and self.device.type == "cpu" and not self.requires_grad):
+                and self.device.type == "cpu" and not self.requires_grad
+                and not self.is_conj() and not self.is_neg()):  # (lazy bits: .to() resolves)
             active()  # refused before init, as .to() is
             return from_cpu(self)
         return to_device(self, device, non_blocking, **kwargs)
