@@ -50,6 +50,7 @@ def physical(machine: Machine, space: str, arr: np.ndarray) -> np.ndarray:
 
 
 def columns(machine: Machine, space: str) -> int:
+    """The columns of ``space``'s array: one per PE, per L1B or L2B block, one for DRAM."""
     return {"l1bm": machine.l1bs, "l2bm": machine.l2bs, "dram": 1}.get(space, machine.pes)
 
 

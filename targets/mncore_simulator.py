@@ -130,11 +130,14 @@ class State:
         if space not in self.memory:
             size = self.machine.size(space) if space != "dram" else self.dram_words
             self.memory[space] = np.zeros((size, columns(self.machine, space)), np.float32)
-        if space not in self.ready:
-            size = self.memory[space].shape[0]
-            self.ready[space] = np.zeros(size, np.int64)
-            self.writer[space] = np.full(size, -1, np.int64)
         return self.memory[space]
+
+    def timed(self, space: str) -> None:
+        """Track when each word of ``space`` is ready and which step wrote it (a checked
+        run's; a values-only run needs neither)."""
+        size = self.array(space).shape[0]
+        self.ready[space] = np.zeros(size, np.int64)
+        self.writer[space] = np.full(size, -1, np.int64)
 
     dram_words: int = 0
 
@@ -204,6 +207,8 @@ class Simulator:
     def checked(self, state: State, trace: list[dict[str, Any]] | None) -> None:
         """Run with every hazard check and the timing, into :attr:`report`."""
         machine = state.machine
+        for space in self.spaces:
+            state.timed(space)
         instructions = self.instructions
         issued: dict[str, int] = {}
         flops = stall = 0
