@@ -164,19 +164,24 @@ def _rows(found: list[tuple[int, int, int, int | None, int | None]], load: bool
 class Staging:
     """A memory range handed out in program order, each area as large as the transfer
     it stages, wrapping round at the end: reuse is safe (the scheduler orders it), and
-    small transfers leave room for many more in flight than areas of one size would."""
+    small transfers leave room for many more in flight than areas of one size would.
+    An area is live until the next one is taken: a wrap never lands on the last."""
 
     ALIGN = 16
 
     def __init__(self, space: str, start: int, size: int) -> None:
         self.space, self.start, self.size, self.next = space, start, size, 0
+        self.last = (0, 0)  # the last area taken: its offset and words
 
     def take(self, words: int) -> Slot:
         words = -(-max(words, 1) // self.ALIGN) * self.ALIGN
         assert words <= self.size, (words, self.size)
         if self.next + words > self.size:
             self.next = 0
+            assert words <= self.last[0], f"{self.space} staging of {words} words would " \
+                "overwrite the area taken before it"
         at = self.start + self.next
+        self.last = (self.next, words)
         self.next += words
         return self.space, at
 

@@ -77,24 +77,31 @@ class Emitter:
         self.lm_scratch = {s: [self.reserve_lm(s) for _ in range(self.scratches)]
                            for s in ("lm0", "lm1")}
         self.loads = 0
-        # L2BM: staging areas, each as large as its transfer, then a ring of three large
-        # areas for matmul operands and results; L1BM: a ring of chunks, a matmul result
-        # area, then two matmul operand areas.
-        stages = max(2, min(4, machine.l2bm_words // self.wave // 2))
-        self.stage = Staging("l2bm", 0, stages * self.wave)
+        # L2BM: one staging range, each area as large as its transfer, handed out in
+        # program order and wrapping round (consecutive tasks, independent or not, do
+        # not reuse each other's areas, which would order them); L1BM: a ring of
+        # chunks, a matmul result area, then the matmul's operand range.
+        self.stage = Staging("l2bm", 0, machine.l2bm_words)
         #: Words of each L1BM that the current wave's lanes fill (lane ``i`` of an L2B is
         #: word ``i % width`` of L1B ``i // width``): a wave of few lanes fills a few
         #: words of each, so its staging area is small.
         self.width = self.chunk
-        top = stages * self.wave
-        self.big_stage = Ring("l2bm", top, (machine.l2bm_words - top) // 3, 3)
+        #: The most a matmul stages at once (a unit of B's columns, C's columns): a
+        #: third of what the lane waves leave, so three are in flight.
+        stages = max(2, min(4, machine.l2bm_words // self.wave // 2))
+        self.big_area = (machine.l2bm_words - stages * self.wave) // 3
         chunks = max(2, min(16, machine.l1bm_words // self.chunk // 2))
         self.l1 = Ring("l1bm", 0, self.chunk, chunks)
         self.l1_out = chunks * self.chunk
         self.l1_top = self.l1_out + JC * self.chunk
+        #: the matmul's units of B's columns (one loads while the last is read), in turn
+        #: from one matmul to the next
+        self.b_areas = Ring("l1bm", self.l1_top, (machine.l1bm_words - self.l1_top) // 2, 2)
         self.grf: dict[str, int] = {}  # GRF words the current wave took, per GRF
         self.grf_base = 0  # where the current wave's GRF words start (past the scratches)
         self.grf_first = 4 * self.scratches  # the first GRF word kernels hand out
+        #: the matmul's broadcast vectors, in turn from one matmul to the next
+        self.vectors = Ring("grf0", self.grf_first, 4, (machine.grf_words - self.grf_first) // 4)
         self.group: bool | None = None  # inside transfers(): whether a DMA joined
         self.released: list[Slot] = []
         #: Steps between instructions in program order: past every latency and the

@@ -166,7 +166,7 @@ def stationary_width(pb: Emitter, depth: int) -> int:
     """Rows of B a unit of the stationary kernel streams through L2BM and L1BM (a
     multiple of 4: K rounded up, past it zeros)."""
     bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
-    return min(_up4(depth), pb.big_stage.size // (pb.machine.l1b_per_l2b * JC),
+    return min(_up4(depth), pb.big_area // (pb.machine.l1b_per_l2b * JC),
                bl1 // JC) // 4 * 4
 
 
@@ -218,15 +218,11 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
     share = depth // split  # the rows of K each L1B multiplies (a multiple of 4 if split)
     width = stationary_width(pb, share)
     per, jc, l2bs = pb.machine.pes_per_l1b, JC, pb.machine.l2bs
-    bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
-    b_areas = Ring("l1bm", pb.l1_top, bl1, 2)
     half = pb.lm_limit
     first = pb.grf_first  # past the copy scratches
-    vectors = Ring("grf0", first, 4, (pb.machine.grf_words - first) // 4)
+    vectors = Ring("grf0", pb.grf_first, 4, (pb.machine.grf_words - pb.grf_first) // 4)
     accs = [("grf1", first + 4 * j) for j in range(jc)]
     scratch = ("grf1", first + 4 * jc)
-    a_stages = Ring("l2bm", pb.big_stage.start, 4 * per * split,  # S's pieces, many in
-                    pb.big_stage.size * pb.big_stage.count // (4 * per * split))  # flight
     by_rows = split_rows(pb, rows, cols, depth, split)
     tall = 4 * per  # rows of S an L2B holds
     span = columns_per_unit(pb, by_rows, split)
@@ -244,7 +240,7 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
             # S[first + 4p:first + 4p + 4, 4kc + i] -> its row i (the transpose); split,
             # L1B g's from row g share of K on, from word g sizes[i] of the stage on
             pieces = min(4, parts[0][2]) if by_k else min(4, share - 4 * kc)
-            stages = [a_stages.take() for _ in range(pieces)]
+            stages = [pb.stage.take(4 * per * split) for _ in range(pieces)]
             sizes = [4 * (-(-(parts[0][2] - i) // 4) if by_k else -(-parts[0][2] // 4))
                      for i in range(pieces)]  # each L1B's words of each piece
             with pb.transfers():  # the 4 rows of one column of matrices: one wait
@@ -272,11 +268,11 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
         # this unit's work, so the engine's queue runs ahead of the MAU.
         units = [(c0, k0) for c0 in range(0, cols, span) for k0 in range(0, share, width)]
         areas = {0: load_columns(pb, base_t, (t_k, t_col), cols, share, width, *units[0],
-                                 b_areas, by_rows, split)}
+                                 by_rows, split)}
         for u, (c0, k0) in enumerate(units):
             if u + 1 < len(units):
                 areas[u + 1] = load_columns(pb, base_t, (t_k, t_col), cols, share, width,
-                                            *units[u + 1], b_areas, by_rows, split)
+                                            *units[u + 1], by_rows, split)
             live = [jl for jl in range(jc) if c0 + jl < cols]  # columns of L1B 0
             if k0 == 0 and ops.k_lo == 0:
                 for jl in live:
@@ -378,7 +374,7 @@ def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: in
     blocks = pb.machine.l1b_per_l2b if split == 1 else 1
     assert store or split == 1, "a split K is one chunk: nothing to add to"
     base_o, o_row, o_col = o
-    out = pb.big_stage.take()
+    out = pb.stage.take(pb.machine.l1b_per_l2b * JC * pb.chunk)
     if store:
         for jl in live:
             pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
@@ -428,7 +424,7 @@ def one_l2b(pb: Emitter, n: int) -> int | None:
 
 
 def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth: int,
-                 width: int, c0: int, k0: int, areas: Ring, shared: bool, split: int = 1
+                 width: int, c0: int, k0: int, shared: bool, split: int = 1
                  ) -> tuple[str, int]:
     """``B[k0:k0+width, c0 + (blocks n + g) JC + jl]`` to L1B ``g`` of L2B ``n`` as
     ``[jl][row]``, ``width`` words a column (past K, the next column's: selected away
@@ -438,7 +434,7 @@ def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth
     are then one DMA. With K split over ``split`` L1Bs (``depth`` rows each), L1B
     ``g`` gets ``B[g depth + k0.., c0 + n JC + jl]``."""
     kw, jc = min(width, depth - k0), JC
-    stage = pb.big_stage.take()
+    stage = pb.stage.take(pb.machine.l1b_per_l2b * jc * kw)
     per_l2b = (pb.machine.l1b_per_l2b if split == 1 else 1) * jc
     with pb.transfers():
         for n in range(1 if shared else pb.machine.l2bs):
@@ -455,7 +451,7 @@ def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth
                 for local in range(count):
                     pb.dma("load", m.ref("dram", top + local * sb[1]),
                            m.ref(stage[0], at + local * kw), kw, 1, sb[0], l2b)
-    area = areas.take()
+    area = pb.b_areas.take()
     pb.emit(m.L2Op(0, "scatter", [m.ref(*stage)], m.ref(*area), jc * kw))
     return area
 
