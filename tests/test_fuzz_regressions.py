@@ -126,6 +126,24 @@ def test_max_instructions_must_be_positive(capsys: pytest.CaptureFixture[str]) -
     assert "max_instructions must be at least 1, not 0" in err
 
 
+def test_a_buffer_larger_than_dram_is_refused_before_any_analysis(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # a task buffer of 2**63 - 1 rows (a mutated size) reached the views' analysis,
+    # which allocated an array of its shape: numpy's "array is too big"
+    text = kernel().replace(
+        "    task.task @permute ins(%x[0:4]) outs(%y[0:4])\n",
+        "    %b = task.buffer : memref<9223372036854775807xf32>\n"
+        "    %e = task.event triggers 1\n"
+        "    task.task @permute ins(%x[0:4]) outs(%b[0:4]) signal(%e)\n"
+        "    task.task @permute ins(%b[0:4]) outs(%y[0:4]) waits(%e)\n")
+    path = tmp_path / "huge.mlir"
+    path.write_text(text)
+    code, err = opt(capsys, path, "convert-task-to-mncore{machine=tiny}")
+    assert code != 0
+    assert "huge.mlir:7:5: error: convert-task-to-mncore: memref<9223372036854775807xf32> " \
+        "(9223372036854775807 words) does not fit in dram (1048576 words on tiny)" in err
+
+
 # --------------------------------------------------------------------------- the fuzzer
 
 

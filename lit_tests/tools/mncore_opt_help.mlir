@@ -38,6 +38,7 @@
 // CHECK-NEXT: {{^}}      max_instructions: int = 2000000
 // CHECK-NEXT: {{^}}      views: bool = true
 // CHECK-NEXT: {{^}}      resident: bool = true
+// CHECK-NEXT: {{^}}      packed: bool = true
 // CHECK-NEXT: {{^}}  cse{{$}}
 // CHECK-NEXT: {{^}}  dce{{$}}
 // CHECK-NEXT: {{^}}  graph-decompose          Expand composite graph ops

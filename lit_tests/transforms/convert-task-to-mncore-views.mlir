@@ -10,12 +10,19 @@
 // RUN: mncore-run %t.views.mlir --random-inputs 2 | diff - %t.task.out
 // RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{views=false},mncore-schedule' -o %t.copies.mlir
 // RUN: mncore-run %t.copies.mlir --random-inputs 2 | diff - %t.task.out
-// Read through DRAM (resident=false), five DMA loads with views (x for exp and for the
-// output's reshape; a for the three negations), eight with every copy kept.
-// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{resident=false},mncore-schedule' | grep -c '"load"' | filecheck %s --check-prefix=VIEW-LOADS
-// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{views=false resident=false},mncore-schedule' | grep -c '"load"' | filecheck %s --check-prefix=COPY-LOADS
+// Read through DRAM (resident=false) and each task on its own (packed=false), five DMA
+// loads with views (x for exp and for the output's reshape; a for the three
+// negations), eight with every copy kept.
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{resident=false packed=false},mncore-schedule' | grep -c '"load"' | filecheck %s --check-prefix=VIEW-LOADS
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{views=false resident=false packed=false},mncore-schedule' | grep -c '"load"' | filecheck %s --check-prefix=COPY-LOADS
 // VIEW-LOADS: {{^}}5{{$}}
 // COPY-LOADS: {{^}}8{{$}}
+// Packed (the default), the three negations, small tasks of one body, share one wave:
+// one fneg where each task on its own issues three.
+// RUN: grep -c '"fneg"' %t.views.mlir | filecheck %s --check-prefix=PACKED
+// RUN: mncore-opt %t.task.mlir -p 'convert-task-to-mncore{packed=false},mncore-schedule' | grep -c '"fneg"' | filecheck %s --check-prefix=UNPACKED
+// PACKED: {{^}}1{{$}}
+// UNPACKED: {{^}}3{{$}}
 // A source written again while its reshape is still to be read keeps the copy (the
 // view would read the new values).
 // RUN: mncore-run %S/Inputs/views_rewritten.mlir --random-inputs 1 > %t.rewritten.out
@@ -24,10 +31,13 @@
 
 // Slices cut into tasks of two elements (Inputs/views_tiled.mlir): views whatever the
 // tiles (the buffer's shape decides): a column slice whose tasks read one row each, two
-// words in with rows 8 apart; a slice after a unit dimension, 12 words in.
+// words in with rows 8 apart; a slice after a unit dimension, 12 words in. The places
+// are checked with each task lowered on its own (packed=false; packed, the tasks of
+// one exp share waves, which moves the buffers' places).
 // RUN: mncore-opt %S/Inputs/views_tiled.mlir -p 'convert-graph-to-task{target=mncore reuse_buffers=false elementwise_tile=2}' -o %t.tiled.task.mlir
 // RUN: mncore-run %t.tiled.task.mlir --random-inputs 1 > %t.tiled.out
-// RUN: mncore-opt %t.tiled.task.mlir -p 'convert-task-to-mncore,mncore-schedule' -o %t.tiled.mlir
+// RUN: mncore-opt %t.tiled.task.mlir -p 'convert-task-to-mncore,mncore-schedule' | mncore-run --random-inputs 1 | diff - %t.tiled.out
+// RUN: mncore-opt %t.tiled.task.mlir -p 'convert-task-to-mncore{packed=false},mncore-schedule' -o %t.tiled.mlir
 // RUN: mncore-run %t.tiled.mlir --random-inputs 1 | diff - %t.tiled.out
 // RUN: filecheck %s --input-file %t.tiled.mlir --check-prefix=TILED
 

@@ -14,6 +14,7 @@ as exact f32 values (below 2**24); intermediates share DRAM by liveness. The pac
 * ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU;
 * ``views``: reshapes and contiguous slices placed on their source's words;
 * ``residents``: waves of lanes kept in LM for later tasks that read the same words;
+* ``packing``: small tasks of one pointwise body (an optimizer's updates) in shared waves;
 * ``program``: one kernel's program, each task dispatched on the class of the op it
   computes.
 
@@ -68,6 +69,11 @@ class ConvertTaskToMNCorePass(ModulePass):
     """A later task reading the words a lane kernel's wave loaded or stored, in the same
     lanes, reads them in the PEs' LM, not through DRAM (``residents``)."""
 
+    packed: bool = True
+    """Small tasks that compute one pointwise body on different tensors (an optimizer's
+    updates) share waves, lowered as one lane kernel at the last one's place
+    (``packing``)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
@@ -83,5 +89,6 @@ class ConvertTaskToMNCorePass(ModulePass):
         for kernel in [o for o in op.body.block.ops if isinstance(o, t.KernelOp)]:
             with paused_gc():  # instructions by the hundred thousand, none garbage
                 program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
-                                        self.max_instructions, self.views, self.resident)
+                                        self.max_instructions, self.views, self.resident,
+                                        self.packed)
             Rewriter.replace_op(kernel, program)

@@ -63,18 +63,56 @@ def pointwise(e: Emitter, task: t.TaskOp, body: t.BodyOp, tile: t.Tile,
               intervals: dict[SSAValue, Interval | None], coords: list[np.ndarray]
               ) -> list[Slot]:
     """The body on every lane, its operands broadcast to the tile as numpy does."""
-    slots = []
-    for value, region in task.reads():
-        sizes = shape(value)
-        lead = len(tile.sizes) - len(sizes)
-        mine = [np.full_like(coords[lead + d], region.offsets[d])
-                if region.sizes[d] == 1 and tile.sizes[lead + d] != 1 else
-                coords[lead + d] - tile.offsets[lead + d] + region.offsets[d]
-                for d in range(len(sizes))]
-        count = len(coords[0]) if coords else 1
-        slots.append(e.load(e.address(value, mine) if sizes else
-                            np.full(count, e.dram[value])))
+    count = len(coords[0]) if coords else 1
+    slots = [e.load(operand_words(e, value, region, tile, coords, count))
+             for value, region in task.reads()]
     return scalar.compute(e, body, slots, intervals)
+
+
+def operand_words(e: Emitter, value: SSAValue, region: t.Tile, tile: t.Tile,
+                  coords: list[np.ndarray], count: int) -> np.ndarray:
+    """The DRAM words of a pointwise operand (``region`` of ``value``) at the ``count``
+    lanes of ``tile`` at ``coords``, broadcast to the tile as numpy does."""
+    sizes = shape(value)
+    if not sizes:
+        return np.full(count, e.dram[value])
+    lead = len(tile.sizes) - len(sizes)
+    return e.address(value, [np.full_like(coords[lead + d], region.offsets[d])
+                             if region.sizes[d] == 1 and tile.sizes[lead + d] != 1 else
+                             coords[lead + d] - tile.offsets[lead + d] + region.offsets[d]
+                             for d in range(len(sizes))])
+
+
+def pointwise_packed(e: Emitter, group: Sequence[tuple[t.TaskOp, t.BodyOp]],
+                     intervals: dict[SSAValue, Interval | None]) -> None:
+    """Tasks computing one pointwise body (the first's) on different tensors, as one
+    lane kernel: their lanes one after another (``packing``), each operand and result
+    a word per lane wherever its task's tensor lies."""
+    tiles = [task.writes()[0][1] for task, _ in group]
+    starts = np.cumsum([0] + [math.prod(tile.sizes) for tile in tiles])
+    lanes = e.wave * e.machine.l2bs
+    body = group[0][1]
+    for w in range(-(-int(starts[-1]) // lanes)):
+        lo, hi = w * lanes, min(int(starts[-1]), (w + 1) * lanes)
+        e.new_wave(hi - lo)
+        parts = []  # (task, tile, coordinates, lanes) of each task in the wave
+        for (task, _), tile, start, stop in zip(group, tiles, starts[:-1], starts[1:],
+                                                strict=True):
+            if max(lo, start) < min(hi, stop):
+                flat = np.arange(max(lo, start) - start, min(hi, stop) - start)
+                local = np.unravel_index(flat, tile.sizes) if tile.sizes else ()
+                coords = [o + c for o, c in zip(tile.offsets, local, strict=True)]
+                parts.append((task, tile, coords, len(flat)))
+        slots = [e.load(np.concatenate([
+            operand_words(e, *task.reads()[k], tile, coords, count)
+            for task, tile, coords, count in parts])) for k in range(len(body.arg_types))]
+        results = scalar.compute(e, body, slots, intervals)
+        for k, slot in enumerate(results):
+            e.store(slot, np.concatenate([
+                e.address(task.writes()[k][0], coords) if tile.sizes else
+                np.full(count, e.dram[task.writes()[k][0]])
+                for task, tile, coords, count in parts]))
+    e.width = e.chunk
 
 
 def copy(e: Emitter, task: t.TaskOp, op: g.PermuteOp | g.ReshapeOp | g.SliceOp,

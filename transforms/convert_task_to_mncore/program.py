@@ -35,6 +35,7 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
+from mncore_ir.transforms.convert_task_to_mncore.packing import pack
 from mncore_ir.transforms.convert_task_to_mncore.views import (
     find_in_place,
     find_views,
@@ -64,11 +65,12 @@ def _check_whole_reduction(task: t.TaskOp, op: g.ReduceOp) -> None:
 
 def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
                   max_instructions: int = MAX_INSTRUCTIONS, use_views: bool = True,
-                  resident: bool = True) -> m.ProgramOp:
+                  resident: bool = True, packed: bool = True) -> m.ProgramOp:
     """The (unscheduled) program of ``kernel``: instructions in their order of meaning,
     numbered one per step until ``mncore-schedule`` places them. ``use_views``:
     reshapes and contiguous slices of intermediates as views (``views``), not copies;
-    ``resident``: waves read again from LM (``residents``)."""
+    ``resident``: waves read again from LM (``residents``); ``packed``: small tasks of
+    one pointwise body share waves (``packing``)."""
     bodies = kernel.bodies()
     tasks = kernel.tasks()
     computed = [t.computation(task, bodies) for task in tasks]
@@ -88,15 +90,27 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
              *(op.result for op in ops if isinstance(op, t.ConstantOp))]
     buffers = [op.result for op in ops if isinstance(op, t.BufferOp)]
     for v in [*fixed, *buffers]:
+        users = (c for task, c in zip(tasks, computed, strict=True) if v in task.operands)
+        if (words := math.prod(shape(v))) > machine.dram_words:  # before any analysis
+            raise MNCoreConversionError(
+                f"convert-task-to-mncore: {v.type} ({words} words) does not fit in dram "
+                f"({machine.dram_words} words on {machine.name})",
+                v.owner if isinstance(v.owner, t.BufferOp) else next(users, None))
         if element(v) != f32 and not isinstance(element(v), IntegerType):
-            users = (c for task, c in zip(tasks, computed, strict=True)
-                     if v in task.operands)
             why = (" (an f64 value: a float64 tensor, or the exact quotient of an integer "
                    "division, which the importer computes in f64)"
                    if element(v) == Float64Type() else "")
             raise MNCoreConversionError(f"convert-task-to-mncore: {v.type} has no word "
                                         f"form (f32, integers and booleans do){why}",
                                         next(users, None))
+    # tasks of at most one L1B's lanes of a wave (which computes on every PE) packed
+    order, found = pack(tasks, computed, 4 * machine.pes_per_l1b) if packed else (
+        list(range(len(tasks))), {})
+    position = {j: i for i, j in enumerate(order)}
+    groups = {position[last]: [position[j] for j in members]
+              for last, members in found.items()}  # by the new place of the last member
+    members = {i for group in groups.values() for i in group}
+    tasks, computed = [tasks[j] for j in order], [computed[j] for j in order]
     e = Emitter(machine, max_instructions, resident)
     for v in fixed:
         e.place(v, math.prod(shape(v)))
@@ -113,7 +127,20 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     for i, (task, op) in enumerate(zip(tasks, computed, strict=True)):
         assert isinstance(op, t.BodyOp | g.GraphOp)
         try:
-            if i in done or (task.outs[0] in views and task.outs[0] not in in_place):
+            if i in groups:
+                group = [(tasks[k], computed[k]) for k in groups[i]]
+                ranges = [[intervals.of(*read) for read in member.reads()]
+                          for member, _ in group]  # integer arguments' (None: f32)
+                if all(r == ranges[0] for r in ranges):
+                    for member in group:
+                        intervals.task(*member)
+                    lanes.pointwise_packed(e, group, intervals.body(*group[0]))
+                else:  # integer arguments of unlike ranges: each on its own
+                    for member in group:
+                        lower_lanes(e, intervals, *member)
+            elif i in members:
+                continue  # lowered with its group, at the place of its last member
+            elif i in done or (task.outs[0] in views and task.outs[0] not in in_place):
                 # a copy whose words are already there
                 intervals.task(task, op)
             elif isinstance(op, g.MATMULS):
