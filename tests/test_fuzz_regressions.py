@@ -140,8 +140,8 @@ def test_a_buffer_larger_than_dram_is_refused_before_any_analysis(
     path.write_text(text)
     code, err = opt(capsys, path, "convert-task-to-mncore{machine=tiny}")
     assert code != 0
-    assert "huge.mlir:7:5: error: convert-task-to-mncore: memref<9223372036854775807xf32> " \
-        "(9223372036854775807 words) does not fit in dram (1048576 words on tiny)" in err
+    assert "huge.mlir:7:5: error: convert-task-to-mncore: buffer %b (9223372036854775807 " \
+        "words) does not fit in dram (1048576 words on tiny)" in err
 
 
 # --------------------------------------------------------------------------- the fuzzer

@@ -123,5 +123,5 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // LANE-IR: mncore.l2 {{[0-9]+}} "reduce" l1bm{{.*}} words 4
 
 // KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, matmul_permuted, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding, index_put, conv2d, conv2d_backward, max_pool2d, max_pool2d_backward
-// CAPACITY: mncore-opt: error: convert-task-to-mncore: buffer %x (1100000 words at dram[0]) does not fit in dram (1048576 words on tiny)
+// CAPACITY: mncore-opt: error: convert-task-to-mncore: buffer %x (1100000 words) does not fit in dram (1048576 words on tiny)
 // MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny

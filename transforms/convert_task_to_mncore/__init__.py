@@ -11,7 +11,8 @@ as exact f32 values (below 2**24); intermediates share DRAM by liveness. The pac
 * ``scalar``: a ``task.body``'s graph ops as ALU instructions (and ``pow``, floors, exact
   integer quotients);
 * ``intervals``: integer intervals, so integers stay exact or are refused;
-* ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU;
+* ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU
+  (``matmul_columns``: its columns of C to DRAM and back);
 * ``views``: reshapes and contiguous slices placed on their source's words;
 * ``residents``: waves of lanes kept in LM for later tasks that read the same words;
 * ``packing``: small tasks of one pointwise body (an optimizer's updates) in shared waves;

@@ -28,6 +28,11 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
     Ring,
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import JC, Emitter
+from mncore_ir.transforms.convert_task_to_mncore.matmul_columns import (
+    columns_of_c,
+    one_l2b,
+    up4,
+)
 
 
 def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedOp,
@@ -166,12 +171,8 @@ def stationary_width(pb: Emitter, depth: int) -> int:
     """Rows of B a unit of the stationary kernel streams through L2BM and L1BM (a
     multiple of 4: K rounded up, past it zeros)."""
     bl1 = (pb.machine.l1bm_words - pb.l1_top) // 2
-    return min(_up4(depth), pb.big_area // (pb.machine.l1b_per_l2b * JC),
+    return min(up4(depth), pb.big_area // (pb.machine.l1b_per_l2b * JC),
                bl1 // JC) // 4 * 4
-
-
-def _up4(n: int) -> int:
-    return -(-n // 4) * 4
 
 
 def _zero_past(pb: Emitter, slot: tuple[str, int], valid: int, scratch: tuple[str, int]
@@ -361,45 +362,6 @@ def _k_step(pb: Emitter, unit: _Unit, kc: int, repeated: bool = False) -> list[m
     return found
 
 
-def columns_of_c(pb: Emitter, parts: list[tuple[int | None, int, int]], span: int, c0: int,
-                 cols: int, o: tuple[int, int, int], by_rows: bool,
-                 accs: list[tuple[str, int]], live: list[int], store: bool,
-                 split: int = 1) -> None:
-    """The accumulators of a unit's columns of O (``o``: its first word, its strides
-    between rows and between columns) to DRAM (``store``: gathered through L1BM and
-    L2BM, stored by a DMA per column: a run where O is C^T), or back from DRAM by the
-    inverse path. PE ``p`` of L1B ``g`` holds ``O[first + 4p + i, c0 + g JC + jl]`` in
-    word ``i`` of ``accs[jl]``; with K split over the L1Bs, its part of
-    ``O[first + 4p + i, c0 + jl]``, which the L2 ``reduce`` adds up."""
-    blocks = pb.machine.l1b_per_l2b if split == 1 else 1
-    assert store or split == 1, "a split K is one chunk: nothing to add to"
-    base_o, o_row, o_col = o
-    out = pb.stage.take(pb.machine.l1b_per_l2b * JC * pb.chunk)
-    if store:
-        for jl in live:
-            pb.emit(m.L1Op(0, "gather", [m.ref(*accs[jl])],
-                           m.ref("l1bm", pb.l1_out + jl * pb.chunk)))
-        pb.emit(m.L2Op(0, "gather" if split == 1 else "reduce", [m.ref("l1bm", pb.l1_out)],
-                       m.ref(*out), JC * pb.chunk))
-    with pb.transfers():
-        for index in range(span):
-            if c0 + index >= cols:
-                continue
-            n, local = divmod(index, blocks * JC)
-            for block_l2b, first, block in (parts if by_rows else [
-                    (one_l2b(pb, n), parts[0][1], parts[0][2])]):
-                dram = m.ref("dram", base_o + first * o_row + (c0 + index) * o_col)
-                staged = m.ref(out[0], out[1] + local * pb.chunk)
-                pb.dma("store" if store else "load", staged if store else dram,
-                       dram if store else staged, block,
-                       *((None, None) if o_row == 1 else (1, o_row)), block_l2b)
-    if not store:
-        pb.emit(m.L2Op(0, "scatter", [m.ref(*out)], m.ref("l1bm", pb.l1_out), JC * pb.chunk))
-        for jl in live:
-            pb.emit(m.L1Op(0, "scatter", [m.ref("l1bm", pb.l1_out + jl * pb.chunk)],
-                           m.ref(*accs[jl])))
-
-
 def split_rows(pb: Emitter, rows: int, cols: int, depth: int, split: int = 1) -> bool:
     """Whether the L2Bs split C's rows (A loaded once; B once per pass of ``l2bs``
     row blocks) rather than its columns (B once per row block): the smaller of the
@@ -416,11 +378,6 @@ def split_rows(pb: Emitter, rows: int, cols: int, depth: int, split: int = 1) ->
         return max(mau, words / machine.dma_words_per_cycle), mau
 
     return cost(True) < cost(False)
-
-
-def one_l2b(pb: Emitter, n: int) -> int | None:
-    """``l2b n`` where the machine has several L2Bs (with one, the default says it)."""
-    return n if pb.machine.l2bs > 1 else None
 
 
 def load_columns(pb: Emitter, base_b: int, sb: tuple[int, int], cols: int, depth: int,

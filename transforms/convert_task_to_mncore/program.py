@@ -92,9 +92,10 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     for v in [*fixed, *buffers]:
         users = (c for task, c in zip(tasks, computed, strict=True) if v in task.operands)
         if (words := math.prod(shape(v))) > machine.dram_words:  # before any analysis
+            name = f"%{v.name_hint}" if v.name_hint else f"a {v.type}"
             raise MNCoreConversionError(
-                f"convert-task-to-mncore: {v.type} ({words} words) does not fit in dram "
-                f"({machine.dram_words} words on {machine.name})",
+                f"convert-task-to-mncore: buffer {name} ({words} words) does not fit in "
+                f"dram ({machine.dram_words} words on {machine.name})",
                 v.owner if isinstance(v.owner, t.BufferOp) else next(users, None))
         if element(v) != f32 and not isinstance(element(v), IntegerType):
             why = (" (an f64 value: a float64 tensor, or the exact quotient of an integer "

@@ -72,6 +72,10 @@ mncore.program @tiny_all machine "tiny" {
   mncore.wait 38 tag 4
   // A masked write: only the words whose grf0[40] word is not zero.
   mncore.alu 38 "fpass" lm0[0] -> grf1[40] mask grf0[40]
+  // Rows that interleave (2 rows of runs of 1 word 2 apart, 1 apart): a store whose
+  // rows' spans overlap but whose words do not (columns of C, JC apart).
+  mncore.dma 39 "store" l2bm[48] -> dram[700] words 8 run 1 stride 2 rows 2 pitch 1 tag 5
+  mncore.wait 40 tag 5
 }
 
 // CHECK-LABEL: mncore.program @tiny_all machine "tiny" {
@@ -125,6 +129,8 @@ mncore.program @tiny_all machine "tiny" {
 // CHECK-NEXT:  mncore.dma 37 "load" dram[600] -> l2bm[32] words 8 rows 2 pitch 8 tag 4{{$}}
 // CHECK-NEXT:  mncore.wait 38 tag 4{{$}}
 // CHECK-NEXT:  mncore.alu 38 "fpass" lm0[0] -> grf1[40] mask grf0[40]{{$}}
+// CHECK-NEXT:  mncore.dma 39 "store" l2bm[48] -> dram[700] words 8 run 1 stride 2 rows 2 pitch 1 tag 5{{$}}
+// CHECK-NEXT:  mncore.wait 40 tag 5{{$}}
 // CHECK-NEXT:  }
 
 // The generic form: instructions are ops with no operands or results and the
@@ -162,6 +168,8 @@ mncore.program @tiny_all machine "tiny" {
 // GENERIC:       "mncore.dma"() <{step = 36 : i64, kind = "store", srcs = [#mncore.ref<l2bm[16]>], dst = #mncore.ref<dram[512]>, words = 6 : i64, run = 1 : i64, stride = 2 : i64, rows = 3 : i64, pitch = 16 : i64, tag = 4 : i64}> : () -> ()
 // GENERIC:       "mncore.wait"() <{step = 38 : i64, kind = "", srcs = [], tag = 4 : i64}> : () -> ()
 // GENERIC-NEXT:  "mncore.alu"() <{step = 38 : i64, kind = "fpass", srcs = [#mncore.ref<lm0[0]>], dst = #mncore.ref<grf1[40]>, mask = #mncore.ref<grf0[40]>}> : () -> ()
+// GENERIC-NEXT:  "mncore.dma"() <{step = 39 : i64, kind = "store", srcs = [#mncore.ref<l2bm[48]>], dst = #mncore.ref<dram[700]>, words = 8 : i64, run = 1 : i64, stride = 2 : i64, rows = 2 : i64, pitch = 1 : i64, tag = 5 : i64}> : () -> ()
+// GENERIC-NEXT:  "mncore.wait"() <{step = 40 : i64, kind = "", srcs = [], tag = 5 : i64}> : () -> ()
 // GENERIC-NEXT:  }) : () -> ()
 
 // mncore2: 4096 PEs, 64 per L1B (an L1 block is 256 words), 8 L1Bs per L2B; LM 2048,
