@@ -80,7 +80,7 @@ class Emitter:
         # L2BM: one staging range, each area as large as its transfer, handed out in
         # program order and wrapping round (consecutive tasks, independent or not, do
         # not reuse each other's areas, which would order them); L1BM: a ring of
-        # chunks, a matmul result area, then the matmul's operand range.
+        # chunks, a matmul result area, then two matmul operand areas.
         self.stage = Staging("l2bm", 0, machine.l2bm_words)
         #: Words of each L1BM that the current wave's lanes fill (lane ``i`` of an L2B is
         #: word ``i % width`` of L1B ``i // width``): a wave of few lanes fills a few
@@ -100,8 +100,6 @@ class Emitter:
         self.grf: dict[str, int] = {}  # GRF words the current wave took, per GRF
         self.grf_base = 0  # where the current wave's GRF words start (past the scratches)
         self.grf_first = 4 * self.scratches  # the first GRF word kernels hand out
-        #: the matmul's broadcast vectors, in turn from one matmul to the next
-        self.vectors = Ring("grf0", self.grf_first, 4, (machine.grf_words - self.grf_first) // 4)
         self.group: bool | None = None  # inside transfers(): whether a DMA joined
         self.released: list[Slot] = []
         #: Steps between instructions in program order: past every latency and the
