@@ -171,17 +171,17 @@ class Staging:
 
     def __init__(self, space: str, start: int, size: int) -> None:
         self.space, self.start, self.size, self.next = space, start, size, 0
-        self.last = (0, 0)  # the last area taken: its offset and words
+        self.last = 0  # where the last area taken starts
 
     def take(self, words: int) -> Slot:
         words = -(-max(words, 1) // self.ALIGN) * self.ALIGN
         assert words <= self.size, (words, self.size)
         if self.next + words > self.size:
             self.next = 0
-            assert words <= self.last[0], f"{self.space} staging of {words} words would " \
+            assert words <= self.last, f"{self.space} staging of {words} words would " \
                 "overwrite the area taken before it"
         at = self.start + self.next
-        self.last = (self.next, words)
+        self.last = self.next
         self.next += words
         return self.space, at
 

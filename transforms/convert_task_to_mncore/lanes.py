@@ -88,30 +88,32 @@ def pointwise_packed(e: Emitter, group: Sequence[tuple[t.TaskOp, t.BodyOp]],
     """Tasks computing one pointwise body (the first's) on different tensors, as one
     lane kernel: their lanes one after another (``packing``), each operand and result
     a word per lane wherever its task's tensor lies."""
-    tiles = [task.writes()[0][1] for task, _ in group]
+    reads = [task.reads() for task, _ in group]
+    writes = [task.writes() for task, _ in group]
+    tiles = [out[0][1] for out in writes]
     starts = np.cumsum([0] + [math.prod(tile.sizes) for tile in tiles])
     lanes = e.wave * e.machine.l2bs
     body = group[0][1]
     for w in range(-(-int(starts[-1]) // lanes)):
         lo, hi = w * lanes, min(int(starts[-1]), (w + 1) * lanes)
         e.new_wave(hi - lo)
-        parts = []  # (task, tile, coordinates, lanes) of each task in the wave
-        for (task, _), tile, start, stop in zip(group, tiles, starts[:-1], starts[1:],
-                                                strict=True):
+        parts = []  # (member, tile, coordinates, lanes) of each task in the wave
+        for i, (tile, start, stop) in enumerate(zip(tiles, starts[:-1], starts[1:],
+                                                    strict=True)):
             if max(lo, start) < min(hi, stop):
                 flat = np.arange(max(lo, start) - start, min(hi, stop) - start)
                 local = np.unravel_index(flat, tile.sizes) if tile.sizes else ()
                 coords = [o + c for o, c in zip(tile.offsets, local, strict=True)]
-                parts.append((task, tile, coords, len(flat)))
+                parts.append((i, tile, coords, len(flat)))
         slots = [e.load(np.concatenate([
-            operand_words(e, *task.reads()[k], tile, coords, count)
-            for task, tile, coords, count in parts])) for k in range(len(body.arg_types))]
+            operand_words(e, *reads[i][k], tile, coords, count)
+            for i, tile, coords, count in parts])) for k in range(len(body.arg_types))]
         results = scalar.compute(e, body, slots, intervals)
         for k, slot in enumerate(results):
             e.store(slot, np.concatenate([
-                e.address(task.writes()[k][0], coords) if tile.sizes else
-                np.full(count, e.dram[task.writes()[k][0]])
-                for task, tile, coords, count in parts]))
+                e.address(writes[i][k][0], coords) if tile.sizes else
+                np.full(count, e.dram[writes[i][k][0]])
+                for i, tile, coords, count in parts]))
     e.width = e.chunk
 
 

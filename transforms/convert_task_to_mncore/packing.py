@@ -56,8 +56,9 @@ def pack(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp], la
     open_groups: list[_Group] = []
     done: list[_Group] = []
     for j, (task, op) in enumerate(zip(tasks, computed, strict=True)):
+        candidate = packable(task, op, lanes)
         joined = None
-        if packable(task, op, lanes):
+        if candidate:
             assert isinstance(op, t.BodyOp)
             joined = next((grp for grp in open_groups if
                            (grp.body is op or grp.body.body.is_structurally_equivalent(op.body))
@@ -68,7 +69,7 @@ def pack(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.GraphOp], la
                 done.append(grp)
         if joined is not None:
             joined.add(j, task)
-        elif packable(task, op, lanes):
+        elif candidate:
             assert isinstance(op, t.BodyOp)
             open_groups.append(_Group(op, j, task))
     groups = {grp.members[-1]: grp.members for grp in done + open_groups
