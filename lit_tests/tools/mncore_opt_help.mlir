@@ -39,6 +39,7 @@
 // CHECK-NEXT: {{^}}      views: bool = true
 // CHECK-NEXT: {{^}}      resident: bool = true
 // CHECK-NEXT: {{^}}      packed: bool = true
+// CHECK-NEXT: {{^}}      epilogues: bool = true
 // CHECK-NEXT: {{^}}  cse{{$}}
 // CHECK-NEXT: {{^}}  dce{{$}}
 // CHECK-NEXT: {{^}}  graph-decompose          Expand composite graph ops

@@ -12,7 +12,8 @@ as exact f32 values (below 2**24); intermediates share DRAM by liveness. The pac
   integer quotients);
 * ``intervals``: integer intervals, so integers stay exact or are refused;
 * ``windows``: conv2d, max-pool and their backward ops; ``matmul``: matmul on the MAU
-  (``matmul_columns``: its columns of C to DRAM and back);
+  (``matmul_columns``: its columns of C to DRAM and back; ``matmul_epilogue``: a cheap
+  pointwise consumer of C run on its accumulators);
 * ``views``: reshapes and contiguous slices placed on their source's words;
 * ``residents``: waves of lanes kept in LM for later tasks that read the same words;
 * ``packing``: small tasks of one pointwise body (an optimizer's updates) in shared waves;
@@ -75,6 +76,10 @@ class ConvertTaskToMNCorePass(ModulePass):
     updates) share waves, lowered as one lane kernel at the last one's place
     (``packing``)."""
 
+    epilogues: bool = True
+    """A matmul's cheap pointwise consumer (a bias add and ReLU, a ReLU's mask, an SGD
+    update) computed on its accumulators, C never stored (``matmul_epilogue``)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.machine not in MACHINES:
             raise MNCoreConversionError(f"convert-task-to-mncore: unknown machine "
@@ -91,5 +96,5 @@ class ConvertTaskToMNCorePass(ModulePass):
             with paused_gc():  # instructions by the hundred thousand, none garbage
                 program = build_program(kernel, MACHINES[self.machine], self.matmul_kernel,
                                         self.max_instructions, self.views, self.resident,
-                                        self.packed)
+                                        self.packed, self.epilogues)
             Rewriter.replace_op(kernel, program)

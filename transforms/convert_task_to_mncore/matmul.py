@@ -15,6 +15,7 @@ program's emitter: its rings, DRAM places and instruction list.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -33,15 +34,22 @@ from mncore_ir.transforms.convert_task_to_mncore.matmul_columns import (
     one_l2b,
     up4,
 )
+from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import Epilogue
+from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import Unit as EpilogueUnit
+from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import (
+    apply as apply_epilogue,
+)
 
 
 def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedOp,
-                 kernel: str = "auto") -> None:
+                 kernel: str = "auto", epilogue: Epilogue | None = None) -> bool:
     """The stationary kernel where a unit of B's rows fits in L1BM (in chunks of K
     whose stationary rows fit in LM as 4x4 matrices, each chunk adding to C), else the
     streaming one. B is read in place through a transpose of its last two dimensions
     (``graph.matmul_permuted``, F.linear's weight) or as it lies. ``auto`` keeps A or
-    B^T stationary (``C^T = B^T A^T``), whichever :func:`estimate` finds faster."""
+    B^T stationary (``C^T = B^T A^T``), whichever :func:`estimate` finds faster. An
+    ``epilogue`` runs on the stationary kernel's accumulators instead of storing C (not
+    when K is split over the L1Bs, nor in the streaming kernel): True if it did."""
     if isinstance(op, g.MatmulPermutedOp):
         perm = list(op.rhs_perm.get_values())
         if not g.is_transpose(perm):
@@ -69,15 +77,27 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
         if splits:
             options |= {"split": replace(plain, split=blocks),
                         "swapped-split": replace(swapped, split=blocks)}
-        chosen = options[kernel] if kernel != "auto" else min(
-            options.values(), key=lambda o: estimate(pb, o, depth))
+        saved = round_trip(pb, task) if epilogue is not None else 0.0
+        if saved and not any(cheap_epilogue(pb, o, depth, task) for o in options.values()
+                             if o.split == 1):
+            epilogue, saved = None, 0.0
+
+        def cost(o: Operands) -> tuple[float, float]:  # an epilogue saves a round trip
+            bound, work = estimate(pb, o, depth)
+            return (bound - saved, work) if o.split == 1 else (bound, work)
+
+        chosen = options[kernel] if kernel != "auto" else min(options.values(), key=cost)
+        if epilogue is not None and not cheap_epilogue(pb, chosen, depth, task):
+            epilogue = None
         if chosen.split > 1:  # every L1B holds its share of K: one chunk
             lower_matmul_stationary(pb, chosen, depth)
-            return
+            return False
         for k_lo in range(0, depth, chunk):
-            lower_matmul_stationary(pb, chosen.from_k(k_lo), min(chunk, depth - k_lo))
-    else:
-        lower_matmul_streaming(pb, task, transposed)
+            lower_matmul_stationary(pb, chosen.from_k(k_lo), min(chunk, depth - k_lo),
+                                    epilogue if k_lo + chunk >= depth else None)
+        return epilogue is not None
+    lower_matmul_streaming(pb, task, transposed)
+    return False
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,8 @@ class Operands:
     """The first word of ``O``, its stride between rows, between columns."""
     k_lo: int = 0
     """Where along K ``s`` and ``t`` start (after the first chunk, O is added to)."""
+    swapped: bool = False
+    """Whether O is C^T."""
     split: int = 1
     """L1Bs that share K (1: none): L1B ``g`` of each L2B multiplies the ``g``-th share
     of K, all of them the same columns of O, and the L2 ``reduce`` adds their parts."""
@@ -118,7 +140,8 @@ def operands(pb: Emitter, task: t.TaskOp, transposed: bool, swap: bool) -> Opera
     rows, cols = ct.sizes[-2], ct.sizes[-1]
     if swap:
         return Operands(cols, rows, (base_b, col_stride, k_stride),
-                        (base_a, int(sa[-1]), int(sa[-2])), (base_c, int(sc[-1]), int(sc[-2])))
+                        (base_a, int(sa[-1]), int(sa[-2])), (base_c, int(sc[-1]), int(sc[-2])),
+                        swapped=True)
     return Operands(rows, cols, (base_a, int(sa[-2]), int(sa[-1])), (base_b, k_stride, col_stride),
                     (base_c, int(sc[-2]), int(sc[-1])))
 
@@ -147,6 +170,26 @@ def estimate(pb: Emitter, ops: Operands, depth: int) -> tuple[float, float]:
     l2 = passes * (steps * 4 + units * (pieces + 1))
     bounds = (mau, words / machine.dma_words_per_cycle, 4 * dmas, 4 * l1, 4 * l2)
     return max(bounds), sum(bounds)
+
+
+def round_trip(pb: Emitter, task: t.TaskOp) -> float:
+    """Cycles a consumer of C spends on the DRAM round trip an epilogue saves: C's store
+    and load back, each a DMA set-up and C's words."""
+    ((_, tile),) = task.writes()
+    machine = pb.machine
+    return 2 * (machine.dma_setup_cycles + math.prod(tile.sizes) / machine.dma_words_per_cycle)
+
+
+def cheap_epilogue(pb: Emitter, ops: Operands, depth: int, task: t.TaskOp) -> bool:
+    """Whether an epilogue on ``ops``'s accumulators runs its body at most ``JC`` times
+    more than the lane kernel would (once per wave): it runs once per accumulator
+    column of every unit, where a lane kernel's wave takes a whole machine's lanes."""
+    by_rows = split_rows(pb, ops.rows, ops.cols, depth, ops.split)
+    machine = pb.machine
+    passes = -(-ops.rows // (4 * machine.pes_per_l1b * (machine.l2bs if by_rows else 1)))
+    runs = passes * -(-ops.cols // columns_per_unit(pb, by_rows, 1)) * min(JC, ops.cols)
+    ((_, tile),) = task.writes()
+    return runs <= -(-math.prod(tile.sizes) // (pb.wave * machine.l2bs)) + JC
 
 
 def columns_per_unit(pb: Emitter, by_rows: bool, split: int) -> int:
@@ -197,7 +240,8 @@ GROUP = 16
 MIN_PAIRS = 8
 
 
-def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
+def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int,
+                            epilogue: Epilogue | None = None) -> None:
     """``O (+)= S[:, :depth] @ T[:depth]`` (adding to O after the first chunk of K,
     which ``ops`` starts at) with S stationary: PE ``p`` of every L1B holds rows
     ``4p..4p+3`` of a block of S as 4x4 matrices in LM (one per 4 columns of K, loaded
@@ -210,7 +254,8 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
     time, or one run per L2B where a column is one) while the MAU works; columns of O
     are stored by DMAs. The L2Bs split either the rows (each its own block of S; T
     broadcast) or the columns (S broadcast; each L2B its own columns of T), whichever
-    ``split_rows`` expects to be faster."""
+    ``split_rows`` expects to be faster. With an ``epilogue`` (the last chunk of K),
+    the finished columns go through it instead of to DRAM."""
     rows, cols = ops.rows, ops.cols
     base_s, s_row, s_k = ops.s
     base_t, t_k, t_col = ops.t
@@ -300,6 +345,10 @@ def lower_matmul_stationary(pb: Emitter, ops: Operands, depth: int) -> None:
                 for op in _k_step(pb, unit, kc):
                     pb.emit(op)
             if k0 + width < share:
+                continue
+            if epilogue is not None and split == 1:
+                apply_epilogue(pb, epilogue, EpilogueUnit(parts, span, c0, cols, by_rows,
+                                                          ops.swapped), accs, live)
                 continue
             columns_of_c(pb, parts, span, c0, cols, ops.o, by_rows, accs, live, store=True,
                          split=split)

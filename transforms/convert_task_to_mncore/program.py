@@ -35,6 +35,7 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
+from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import find_epilogues
 from mncore_ir.transforms.convert_task_to_mncore.packing import pack
 from mncore_ir.transforms.convert_task_to_mncore.views import (
     find_in_place,
@@ -65,12 +66,14 @@ def _check_whole_reduction(task: t.TaskOp, op: g.ReduceOp) -> None:
 
 def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "auto",
                   max_instructions: int = MAX_INSTRUCTIONS, use_views: bool = True,
-                  resident: bool = True, packed: bool = True) -> m.ProgramOp:
+                  resident: bool = True, packed: bool = True, epilogues: bool = True
+                  ) -> m.ProgramOp:
     """The (unscheduled) program of ``kernel``: instructions in their order of meaning,
     numbered one per step until ``mncore-schedule`` places them. ``use_views``:
     reshapes and contiguous slices of intermediates as views (``views``), not copies;
     ``resident``: waves read again from LM (``residents``); ``packed``: small tasks of
-    one pointwise body share waves (``packing``)."""
+    one pointwise body share waves (``packing``); ``epilogues``: a matmul's cheap
+    pointwise consumer runs on its accumulators (``matmul_epilogue``)."""
     bodies = kernel.bodies()
     tasks = kernel.tasks()
     computed = [t.computation(task, bodies) for task in tasks]
@@ -118,6 +121,10 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     intervals = Intervals(kernel)
     in_place, done = find_in_place(tasks, computed, buffers) if use_views else ({}, set())
     views = find_views(tasks, computed, buffers, in_place) if use_views else {}
+    fused = find_epilogues(tasks, computed, set(buffers) - set(views) - {
+        view.root for view in views.values()}, members | set(groups)) if epilogues else {}
+    by_consumer = {id(ep.task): i for i, ep in fused.items()}
+    consumed: set[int] = set()  # the matmuls whose epilogue ran
     e.allocate(buffers, tasks, views)
     e.pool_base = e.size
     placed: list[Operation] = [*tensors(e, kernel)]
@@ -144,9 +151,16 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
             elif i in done or (task.outs[0] in views and task.outs[0] not in in_place):
                 # a copy whose words are already there
                 intervals.task(task, op)
+            elif id(task) in by_consumer and by_consumer[id(task)] in consumed:
+                continue  # computed as its matmul's epilogue
             elif isinstance(op, g.MATMULS):
                 intervals.task(task, op)  # refuses integers
-                matmul.lower_matmul(e, task, op, matmul_kernel)
+                epilogue = fused.get(i)
+                if epilogue is not None:
+                    epilogue.known = intervals.body(epilogue.task, epilogue.body)
+                if matmul.lower_matmul(e, task, op, matmul_kernel, epilogue):
+                    intervals.task(epilogue.task, epilogue.body)  # type: ignore[union-attr]
+                    consumed.add(i)
             else:
                 lower_lanes(e, intervals, task, op)
         except MNCoreConversionError as error:
