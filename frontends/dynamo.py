@@ -325,6 +325,8 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
     donating = getattr(run_graph, "donating", None)
     take_counts = getattr(run_graph, "take_counts", None)
     owner = {k: i for i, k in plan.mutations}  # result -> the input it updates
+    mutated = [i for i, _ in plan.mutations]
+    layout = plan.layout
     counters = metrics.counters
 
     def run(args: list[Any]) -> list[Any]:
@@ -332,8 +334,13 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
         args.clear()  # AOTAutograd's boxed convention: the inputs die early
         memory = [a.untyped_storage().data_ptr() if isinstance(a, torch.Tensor) else None
                   for a in inputs]
-        donated = frozenset(i for i, _ in plan.mutations if memory.count(memory[i]) == 1
-                            and inputs[i].is_contiguous() and inputs[i]._base is None)
+        donated: frozenset[int] = frozenset()
+        if mutated:
+            sharing: dict[int | None, int] = {}
+            for place in memory:
+                sharing[place] = sharing.get(place, 0) + 1
+            donated = frozenset(i for i in mutated if sharing[memory[i]] == 1
+                                and inputs[i].is_contiguous() and inputs[i]._base is None)
         start = time.perf_counter()
         results = list(donating(inputs, donated) if donating and donated else
                        run_graph(inputs))
@@ -345,7 +352,12 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
         for k, r in enumerate(results):
             if not isinstance(r, torch.Tensor):  # a size saved for the backward
                 continue
-            place, own = r.untyped_storage().data_ptr(), owner.get(k)
+            own = owner.get(k)
+            if own is not None and r is inputs[own]:  # a donated input, written in place
+                in_place += 1
+                results[k] = None
+                continue
+            place = r.untyped_storage().data_ptr()
             if own is not None and place == memory[own] and _same_place(r, inputs[own]):
                 in_place += 1  # written where it belongs
                 results[k] = None
@@ -357,12 +369,12 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
         for i, k in plan.mutations:
             if results[k] is not None:
                 inputs[i].copy_(results[k])
-        if plan.mutations:
-            counters["DynamoCopiedUpdates"] += len(plan.mutations) - in_place
+        if mutated:
+            counters["DynamoCopiedUpdates"] += len(mutated) - in_place
             counters["DynamoInPlaceUpdates"] += in_place
         return [None if place is None else results[place[1]] if place[0] == "result"
                 else inputs[place[1]] if place[0] == "input" else place[1]
-                for place in plan.layout]
+                for place in layout]
 
     run._boxed_call = True  # type: ignore[attr-defined]
     return run

@@ -188,6 +188,9 @@ class ViewStep:
     args: tuple[Any, ...]
     kwargs: tuple[tuple[str, Any], ...]
     base_meta: torch.Tensor
+    meta: torch.Tensor
+    """The view's metadata, as the trace inferred it when the view was made (so that
+    recording the step again, at every read of the view, infers nothing)."""
 
 
 # ---------------------------------------------------------------------- shape inference
@@ -404,8 +407,7 @@ class LazyTensor(torch.Tensor):
             return self._cache[1]
         value: Value = storage.value
         for step in self._views:
-            value = Node(step.op, (value, *step.args), dict(step.kwargs),
-                         infer_meta(step.op, (step.base_meta, *step.args), dict(step.kwargs)))
+            value = Node(step.op, (value, *step.args), dict(step.kwargs), step.meta)
         self._cache = (storage.version, value)
         return value
 

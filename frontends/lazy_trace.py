@@ -404,9 +404,8 @@ class Tracer(abc.ABC):
         key = (lt.op_key(func), (base._sig, *map(lt.meta_key, args[1:])), lt.meta_key(items))
         meta = lt.infer_meta_cached(key, func, (base_meta, *args[1:]),
                                     (base_meta, *args[1:]), kwargs)
-        step = ViewStep(func, tuple(args[1:]), items, base_meta)
-        views = (*base._views, step)
         if isinstance(meta, torch.Tensor):
+            views = (*base._views, ViewStep(func, tuple(args[1:]), items, base_meta, meta))
             return LazyTensor(base._storage_, views, meta)
         parts = single_views(func, args, kwargs, meta)
         if parts is not None:  # split, unbind: each part a view of the base, as eager's
@@ -562,9 +561,7 @@ class Tracer(abc.ABC):
         bases: list[Value] = [storage.value]
         for step in target._views[:-1]:
             prev = bases[-1]
-            bases.append(Node(step.op, (prev, *step.args), dict(step.kwargs),
-                              lt.infer_meta(step.op, (step.base_meta, *step.args),
-                                            dict(step.kwargs))))
+            bases.append(Node(step.op, (prev, *step.args), dict(step.kwargs), step.meta))
         for step, base in zip(reversed(target._views), reversed(bases), strict=True):
             value = scatter_view(step, base, value)
         storage.set(value)
