@@ -24,7 +24,8 @@ from mncore_ir.pipeline import MNCORE_GRAPH_PIPELINE, MNCORE_TASKS, apply_pipeli
 from mncore_ir.targets.mncore_simulator import find_program, simulate
 from mncore_ir.testing.model_zoo import mlp_sgd
 
-TASKS = "canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task{target=mncore}"
+#: The task level as the mncore device makes it (buffers not reused).
+TASKS = f"canonicalize,cse,dce,graph-fuse-elementwise,convert-graph-to-task{{{MNCORE_TASKS}}}"
 
 
 def lowered(fn: Callable[..., Any], inputs: list[torch.Tensor], machine: str,
@@ -138,12 +139,34 @@ def test_consumers_that_do_not_run_as_epilogues(fn: Callable[..., Any]) -> None:
     assert saved_words(fn, inputs, "mncore2", "stationary") == 0
 
 
-def test_a_split_product_stores_c_for_its_consumer() -> None:
-    """K split over the L1Bs is added up on the way out, in L2BM: no accumulator holds
-    C, so its consumer is lowered on its own."""
+@pytest.mark.parametrize("machine", ["tiny", "mncore2"])
+def test_a_split_product_stores_c_for_its_consumer(machine: str) -> None:
+    """K split over the L1Bs is added up by the L2 ``reduce`` on the way out, in L2BM:
+    no accumulator holds C, so its consumer is lowered on its own."""
     inputs = linear_inputs(8, 64, 12)
-    check(linear_relu, inputs, "mncore2", "split")
-    assert saved_words(linear_relu, inputs, "mncore2", "split") == 0
+    check(linear_relu, inputs, machine, "split")
+    assert saved_words(linear_relu, inputs, machine, "split") == 0
+
+
+def moved_past_other_tasks(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor]:
+    """The product's consumer (a negation) comes after the tasks computing a constant
+    and its exponential: it moves next to the product, and so must the life of its
+    result's DRAM words (intermediates share DRAM by liveness; placed where it was, its
+    result took the dead constant's words, which the constant's task then wrote over:
+    found by a probe of nn.GRU training)."""
+    mm = x @ w
+    a = torch.exp(torch.full((5, 12), 1.5))
+    a1 = -mm
+    return (a1[:, 0:4] + a[:, 0:4],)
+
+
+@pytest.mark.parametrize("machine", ["tiny", "mncore2"])
+def test_a_consumer_moved_next_to_its_product_lives_from_there(machine: str) -> None:
+    g = torch.Generator().manual_seed(3)
+    inputs = [torch.randn(5, 8, generator=g), torch.randn(8, 12, generator=g)]
+    for kernel in ("auto", "stationary", "swapped"):
+        check(moved_past_other_tasks, inputs, machine, kernel)
+    assert saved_words(moved_past_other_tasks, inputs, "mncore2", "stationary") == 5 * 12
 
 
 BODIES: dict[str, Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]] = {
@@ -161,7 +184,8 @@ def products(draw: st.DrawFn) -> dict[str, Any]:
     return {"rows": draw(st.integers(1, 40)), "depth": draw(st.integers(1, 70)),
             "cols": draw(st.integers(1, 40)), "permuted": draw(st.booleans()),
             "body": draw(st.sampled_from(sorted(BODIES))),
-            "kernel": draw(st.sampled_from(["stationary", "swapped", "auto"])),
+            "kernel": draw(st.sampled_from(["stationary", "swapped", "auto", "auto"])),
+            "between": draw(st.booleans()),
             "machine": draw(st.sampled_from(["tiny", "mncore2"])),
             "seed": draw(st.integers(0, 99))}
 
@@ -170,8 +194,9 @@ def products(draw: st.DrawFn) -> dict[str, Any]:
 @given(case=products())
 def test_random_products_and_consumers(case: dict[str, Any]) -> None:
     """Products of any shape (rows and columns past the accumulators' 4 words, K past
-    a chunk of LM on tiny), either operand layout, either kernel, and a consumer with
-    broadcast rows and columns, a C-shaped operand, one or two results."""
+    a chunk of LM on tiny), either operand layout, any kernel, and a consumer with
+    broadcast rows and columns, a C-shaped operand, one or two results, perhaps after
+    tasks it must move past (or, where they compute what it reads, stay after)."""
     rows, depth, cols = case["rows"], case["depth"], case["cols"]
     g = torch.Generator().manual_seed(case["seed"])
     a = torch.randn(rows, depth, generator=g)
@@ -184,8 +209,12 @@ def test_random_products_and_consumers(case: dict[str, Any]) -> None:
     def fn(a: torch.Tensor, b: torch.Tensor, row: torch.Tensor, col: torch.Tensor,
            y: torch.Tensor) -> tuple[torch.Tensor, ...]:
         c = a @ b.t() if case["permuted"] else a @ b
+        if case["between"]:  # tasks between the product and its consumer, read after it
+            z = torch.tanh(y) * 2.0
+            y = torch.exp(-y)
         out = body(c, row, col, y)
-        return out if isinstance(out, tuple) else (out,)
+        out = out if isinstance(out, tuple) else (out,)
+        return (*out, z) if case["between"] else out
 
     check(fn, [a, b, row, col, y], case["machine"], case["kernel"])
     assert saved_words(fn, [a, b, row, col, y], case["machine"], case["kernel"]) in (

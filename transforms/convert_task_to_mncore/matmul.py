@@ -48,24 +48,22 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
     streaming one. B is read in place through a transpose of its last two dimensions
     (``graph.matmul_permuted``, F.linear's weight) or as it lies. ``auto`` keeps A or
     B^T stationary (``C^T = B^T A^T``), whichever :func:`estimate` finds faster. An
-    ``epilogue`` runs on the stationary kernel's accumulators instead of storing C (not
-    when K is split over the L1Bs, nor in the streaming kernel): True if it did."""
+    ``epilogue`` runs on the stationary kernel's accumulators instead of storing C
+    where :func:`cheap_epilogue` says so (not in the streaming kernel): True if it
+    did."""
     if isinstance(op, g.MatmulPermutedOp):
         perm = list(op.rhs_perm.get_values())
         if not g.is_transpose(perm):
             raise MNCoreConversionError(
                 f"convert-task-to-mncore: graph.matmul_permuted reads its right operand "
                 f"through a transpose of the last two dimensions only, not {perm}", op)
-    depth = task.reads()[0][1].sizes[-1]
-    chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4  # K whose matrices fit
-    fits = chunk >= 4 and stationary_width(pb, min(depth, chunk)) >= 4
+    depth, chunk, fits, splits = geometry(pb, task)
     if kernel in ("stationary", "swapped", "split", "swapped-split") and not fits:
         raise MNCoreConversionError(
             f"convert-task-to-mncore: matmul_kernel={kernel} needs room for 4 rows of B "
             f"per column in L1BM and L2BM on {pb.machine.name}")
     transposed = isinstance(op, g.MatmulPermutedOp)
     blocks = pb.machine.l1b_per_l2b
-    splits = blocks > 1 and depth % (4 * blocks) == 0 and depth // blocks <= chunk
     if kernel in ("split", "swapped-split") and not splits:
         raise MNCoreConversionError(
             f"convert-task-to-mncore: matmul_kernel={kernel} splits K ({depth}) over the "
@@ -78,13 +76,13 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
             options |= {"split": replace(plain, split=blocks),
                         "swapped-split": replace(swapped, split=blocks)}
         saved = round_trip(pb, task) if epilogue is not None else 0.0
-        if saved and not any(cheap_epilogue(pb, o, depth, task) for o in options.values()
-                             if o.split == 1):
+        if saved and not any(cheap_epilogue(pb, o, depth, task) for o in options.values()):
             epilogue, saved = None, 0.0
 
         def cost(o: Operands) -> tuple[float, float]:  # an epilogue saves a round trip
             bound, work = estimate(pb, o, depth)
-            return (bound - saved, work) if o.split == 1 else (bound, work)
+            return (bound - saved, work) if cheap_epilogue(pb, o, depth, task) else (
+                bound, work)
 
         chosen = options[kernel] if kernel != "auto" else min(options.values(), key=cost)
         if epilogue is not None and not cheap_epilogue(pb, chosen, depth, task):
@@ -98,6 +96,34 @@ def lower_matmul(pb: Emitter, task: t.TaskOp, op: g.MatmulOp | g.MatmulPermutedO
         return epilogue is not None
     lower_matmul_streaming(pb, task, transposed)
     return False
+
+
+def geometry(pb: Emitter, task: t.TaskOp) -> tuple[int, int, bool, bool]:
+    """K, the chunk of K whose stationary matrices fit in LM, whether the stationary
+    kernels apply, and whether K may be split over the L1Bs of an L2B."""
+    depth = task.reads()[0][1].sizes[-1]
+    chunk = 2 * (pb.machine.lm_words - pb.lm_limit) // 16 * 4
+    fits = chunk >= 4 and stationary_width(pb, min(depth, chunk)) >= 4
+    blocks = pb.machine.l1b_per_l2b
+    splits = blocks > 1 and depth % (4 * blocks) == 0 and depth // blocks <= chunk
+    return depth, chunk, fits, splits
+
+
+def epilogue_fits(pb: Emitter, task: t.TaskOp, kernel: str) -> bool:
+    """Whether some stationary kernel that ``kernel`` allows would take an epilogue
+    (:func:`cheap_epilogue`), from the shapes alone: asked before DRAM is placed, to
+    move the consumer next to the product only where it may become an epilogue."""
+    depth, _, fits, splits = geometry(pb, task)
+    rows, cols = task.writes()[0][1].sizes[-2:]
+    blocks = pb.machine.l1b_per_l2b
+    shapes = {"stationary": (rows, cols, 1), "swapped": (cols, rows, 1)}
+    if splits:
+        shapes |= {"split": (rows, cols, blocks), "swapped-split": (cols, rows, blocks)}
+    allowed = shapes.values() if kernel == "auto" else [shapes[kernel]] if kernel in shapes else []
+    unplaced = (0, 0, 0)
+    return fits and any(cheap_epilogue(pb, Operands(r, c, unplaced, unplaced, unplaced,
+                                                    split=s), depth, task)
+                        for r, c, s in allowed)
 
 
 @dataclass(frozen=True)
@@ -183,9 +209,13 @@ def round_trip(pb: Emitter, task: t.TaskOp) -> float:
 def cheap_epilogue(pb: Emitter, ops: Operands, depth: int, task: t.TaskOp) -> bool:
     """Whether an epilogue on ``ops``'s accumulators runs its body at most ``JC`` times
     more than the lane kernel would (once per wave): it runs once per accumulator
-    column of every unit, where a lane kernel's wave takes a whole machine's lanes."""
-    by_rows = split_rows(pb, ops.rows, ops.cols, depth, ops.split)
+    column of every unit, where a lane kernel's wave takes a whole machine's lanes.
+    Not with K split over the L1Bs (bringing the sums back from L2BM to the PEs for
+    the body took the mncore2 GPT-2 step 41,052 -> 41,628 cycles)."""
     machine = pb.machine
+    if ops.split > 1:  # the L2 reduce adds C up in L2BM: no accumulator holds it
+        return False
+    by_rows = split_rows(pb, ops.rows, ops.cols, depth, 1)
     passes = -(-ops.rows // (4 * machine.pes_per_l1b * (machine.l2bs if by_rows else 1)))
     runs = passes * -(-ops.cols // columns_per_unit(pb, by_rows, 1)) * min(JC, ops.cols)
     ((_, tile),) = task.writes()

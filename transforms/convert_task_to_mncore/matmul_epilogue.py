@@ -48,6 +48,8 @@ class Epilogue:
     task: t.TaskOp
     body: t.BodyOp
     c: SSAValue
+    place: int
+    """The consumer's place in the task order it was found in."""
     known: dict[SSAValue, Interval | None] | None = None
     """The body's integer intervals (``Intervals.body``), set where it is lowered."""
 
@@ -87,8 +89,27 @@ def find_epilogues(tasks: Sequence[t.TaskOp], computed: Sequence[t.BodyOp | g.Gr
         if any(reads & set(tasks[k].outs) or writes & {*tasks[k].ins, *tasks[k].outs}
                for k in range(i + 1, j)):
             continue
-        found[i] = Epilogue(consumer, body, c)
+        found[i] = Epilogue(consumer, body, c, j)
     return found
+
+
+def next_to_their_matmuls(order: list[int], fused: dict[int, Epilogue]
+                          ) -> tuple[list[int], dict[int, Epilogue]]:
+    """``order`` (task indices by place) with each epilogue's consumer moved to the place
+    after its matmul, and the epilogues by their matmul's new place: what the consumer
+    reads and writes then lives from there (intermediates share DRAM by liveness, so a
+    consumer computed early but placed late would write words still another buffer's)."""
+    moved = {ep.place for ep in fused.values()}
+    new_order: list[int] = []
+    new_fused: dict[int, Epilogue] = {}
+    for place, j in enumerate(order):
+        if place in moved:
+            continue
+        new_order.append(j)
+        if place in fused:
+            new_fused[len(new_order) - 1] = fused[place]
+            new_order.append(order[fused[place].place])
+    return new_order, new_fused
 
 
 def _cheap(body: t.BodyOp) -> bool:
@@ -118,14 +139,14 @@ def apply(pb: Emitter, epilogue: Epilogue, unit: Unit, accs: list[Slot], live: l
                 continue
             o = _layout(pb, value, region, tile, unit.swapped)
             if o is not None:  # as C lies: the columns, as a later chunk of K loads C
-                slots = [pb.fresh() for _ in range(JC)]
+                slots = [pb.fresh() for _ in accs]
                 columns_of_c(pb, unit.parts, unit.span, unit.c0, unit.cols, o, unit.by_rows,
                              slots, live, store=False)
                 operands.append(slots)
                 continue
             loaded: dict[bytes, Slot] = {}
             slots = []
-            for jl in range(JC):
+            for jl in range(len(accs)):
                 words = operand_words(pb, value, region, tile,
                                       _coords(tile, lanes, jl, unit), len(lanes[0]))
                 per = len(words) // pb.machine.l2bs
@@ -142,8 +163,8 @@ def apply(pb: Emitter, epilogue: Epilogue, unit: Unit, accs: list[Slot], live: l
             o = _layout(pb, value, region, tile, unit.swapped)
             assert o is not None, "an output is as large as its tile"
             columns_of_c(pb, unit.parts, unit.span, unit.c0, unit.cols, o, unit.by_rows,
-                         [results[jl][k] if jl in results else accs[jl] for jl in range(JC)],
-                         live, store=True)
+                         [results[jl][k] if jl in results else accs[jl]
+                          for jl in range(len(accs))], live, store=True)
     finally:
         pb.width, pb.grf, pb.grf_base, pb.released = saved
 

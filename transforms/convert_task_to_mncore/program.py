@@ -35,7 +35,11 @@ from mncore_ir.transforms.convert_task_to_mncore.common import (
 )
 from mncore_ir.transforms.convert_task_to_mncore.emitter import MAX_INSTRUCTIONS, Emitter
 from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
-from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import find_epilogues
+from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import (
+    Epilogue,
+    find_epilogues,
+    next_to_their_matmuls,
+)
 from mncore_ir.transforms.convert_task_to_mncore.packing import pack
 from mncore_ir.transforms.convert_task_to_mncore.views import (
     find_in_place,
@@ -110,6 +114,15 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     # tasks of at most one L1B's lanes of a wave (which computes on every PE) packed
     order, found = pack(tasks, computed, 4 * machine.pes_per_l1b) if packed else (
         list(range(len(tasks))), {})
+    fused: dict[int, Epilogue] = {}
+    if epilogues:  # a matmul's consumer moves next to it, before DRAM is shared out
+        grouped = {j for members in found.values() for j in members}
+        fused = find_epilogues([tasks[j] for j in order], [computed[j] for j in order],
+                               set(buffers), {p for p, j in enumerate(order) if j in grouped})
+        probe = Emitter(machine, max_instructions, resident)  # its fixed areas only
+        fused = {p: ep for p, ep in fused.items()
+                 if matmul.epilogue_fits(probe, tasks[order[p]], matmul_kernel)}
+        order, fused = next_to_their_matmuls(order, fused)
     position = {j: i for i, j in enumerate(order)}
     groups = {position[last]: [position[j] for j in members]
               for last, members in found.items()}  # by the new place of the last member
@@ -121,8 +134,8 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
     intervals = Intervals(kernel)
     in_place, done = find_in_place(tasks, computed, buffers) if use_views else ({}, set())
     views = find_views(tasks, computed, buffers, in_place) if use_views else {}
-    fused = find_epilogues(tasks, computed, set(buffers) - set(views) - {
-        view.root for view in views.values()}, members | set(groups)) if epilogues else {}
+    roots = {view.root for view in views.values()}
+    fused = {i: ep for i, ep in fused.items() if ep.c not in views and ep.c not in roots}
     by_consumer = {id(ep.task): i for i, ep in fused.items()}
     consumed: set[int] = set()  # the matmuls whose epilogue ran
     e.allocate(buffers, tasks, views)
