@@ -24,6 +24,7 @@ from torch._decomp import decomposition_table
 from torch._functorch.aot_autograd import make_boxed_func
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 
 from mncore_ir.frontends.aten_expansions import fused_multiply_add
@@ -149,6 +150,9 @@ def _static(active: Runtime, gm: fx.GraphModule, kind: str, example_inputs: Sequ
     compile."""
     _rewrite_gradient_copies(gm)
     plan = _plan_outputs(gm, _saved_from(kind))
+    if any(layout is None for *_, layout in plan.views):
+        return _eager(active, gm, "an output is a view of an input at an offset known only "
+                      "when the graph runs", plan)
     try:
         # AOTAutograd calls the backend with its fake mode on: the executable's constant
         # tensors must be real ones
@@ -194,6 +198,10 @@ def _per_shape(active: Runtime, gm: fx.GraphModule, kind: str) -> Any:
     return run
 
 
+#: ``(result, input, (size, stride, storage offset) or None)``.
+InputView = tuple[int, int, tuple[tuple[int, ...], tuple[int, ...], int] | None]
+
+
 @dataclass(frozen=True)
 class _Outputs:
     """Where a rewritten graph's results go: ``layout`` gives, for each output
@@ -204,6 +212,11 @@ class _Outputs:
 
     layout: tuple[tuple[str, Any] | None, ...]
     mutations: tuple[tuple[int, int], ...]
+    views: tuple[InputView, ...] = ()
+    """Each result that is a view of an input (:func:`_input_views`): AOTAutograd
+    rebuilds such an output from the input and the returned tensor's strides and
+    offset, so the runner returns that view itself (a result the device computed, or a
+    clone, has offset 0: ``x[n]`` gave ``x[0]`` for every ``n``)."""
 
 
 def _saved_from(kind: str) -> int | None:
@@ -259,7 +272,38 @@ def _plan_outputs(gm: fx.GraphModule, saved_from: int | None) -> _Outputs:
     output.args = (tuple(results),)
     graph.eliminate_dead_code()
     gm.recompile()
-    return _Outputs(tuple(layout), tuple(mutations))
+    return _Outputs(tuple(layout), tuple(mutations), _input_views(places, mutated, results))
+
+
+def _input_views(places: dict[fx.Node, int], mutated: dict[fx.Node, fx.Node],
+                 results: list[Any]) -> tuple[InputView, ...]:
+    """The results that view an input's memory, or the new value written into an input
+    laid out as the input is, by their traced metadata (Dynamo's and AOTAutograd's
+    fake tensors share storage as their views do); the metadata ``None`` where it is
+    known only when the graph runs (an offset from ``.item()``)."""
+    storages = {}
+    for node, i in places.items():
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            storages.setdefault(StorageWeakRef(val.untyped_storage()), i)
+    for target, value in mutated.items():
+        new, old = value.meta.get("val"), target.meta.get("val")
+        if isinstance(new, torch.Tensor) and isinstance(old, torch.Tensor) and (
+                new.stride(), new.storage_offset()) == (old.stride(), old.storage_offset()):
+            storages.setdefault(StorageWeakRef(new.untyped_storage()), places[target])
+    found: list[InputView] = []
+    for k, node in enumerate(results):
+        val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        if node in places or node in mutated.values() or not isinstance(val, torch.Tensor):
+            continue
+        i = storages.get(StorageWeakRef(val.untyped_storage()))
+        if i is None:
+            continue
+        known = all(isinstance(d, int) for d in (*val.shape, *val.stride(),
+                                                  val.storage_offset()))
+        found.append((k, i, (tuple(val.shape), tuple(val.stride()), val.storage_offset())
+                       if known else None))
+    return tuple(found)
 
 
 def _after(user: fx.Node, node: fx.Node) -> bool:
@@ -326,7 +370,8 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
     take_counts = getattr(run_graph, "take_counts", None)
     owner = {k: i for i, k in plan.mutations}  # result -> the input it updates
     mutated = [i for i, _ in plan.mutations]
-    layout = plan.layout
+    layout, views = plan.layout, plan.views
+    viewing = {k for k, *_ in views}
     counters = metrics.counters
 
     def run(args: list[Any]) -> list[Any]:
@@ -349,8 +394,11 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
             metrics.count({"Executions": 1, **(take_counts() if take_counts else {})})
         shared = set(memory)
         in_place = 0
+        for k, i, layout_ in views:  # AOTAutograd rebuilds these from them
+            if layout_ is not None:  # (else an eager run's own view)
+                results[k] = inputs[i].as_strided(*layout_)
         for k, r in enumerate(results):
-            if not isinstance(r, torch.Tensor):  # a size saved for the backward
+            if not isinstance(r, torch.Tensor) or k in viewing:  # a size for the backward
                 continue
             own = owner.get(k)
             if own is not None and r is inputs[own]:  # a donated input, written in place

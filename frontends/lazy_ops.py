@@ -494,8 +494,14 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
     op, args = step.op, step.args
     meta = step.base_meta
     packet = op.overloadpacket
-    if packet in (aten.view, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze,
-                  aten.flatten, aten.view_copy):
+    if op is aten.view.dtype:  # the same bits seen as the base's type again
+        if new_dtype_size(new) != meta.element_size():
+            raise LazyError(f"an in-place update through a view as {args[0]} of a "
+                            f"{meta.dtype} tensor (another element size) is not supported, "
+                            f"at {describe_location(user_location())}")
+        node_op, node_args = aten.view.dtype, (new, meta.dtype)
+    elif packet in (aten.view, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze,
+                    aten.flatten, aten.view_copy):
         node_op, node_args = aten.view.default, (new, list(meta.shape))
     elif packet in (aten.alias, aten.detach):
         return new
@@ -523,6 +529,11 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
                         f"at {describe_location(user_location())}")
     meta_args = tuple(_value_meta(a) for a in node_args)
     return Node(node_op, node_args, {}, lt.infer_meta(node_op, meta_args, {}))
+
+
+def new_dtype_size(v: Any) -> int:
+    """The element size of a value written through a view."""
+    return _value_meta(v).element_size()
 
 
 def _value_meta(v: Any) -> Any:

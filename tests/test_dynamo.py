@@ -504,3 +504,45 @@ def test_transformer_encoder_inference_compiles() -> None:
         torch.testing.assert_close(got, encoder(x, src_key_padding_mask=pad), rtol=1e-5,
                                    atol=1e-5)
     assert not [k for k in torch_mncore.counters() if k.startswith("DynamoFallback")]
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+def test_an_output_that_views_an_input_at_a_changing_offset(device: str) -> None:
+    """``x[n]`` for a changing ``n`` (Dynamo makes ``n`` symbolic after two values):
+    AOTAutograd rebuilds an output that views an input from the input and the returned
+    tensor's strides and offset, so the runner returns that view; a computed result or
+    a clone (offset 0) gave ``x[0]`` for every ``n``, without an error (found by a
+    probe). Also a row written into a buffer and returned (a decode step's KV cache)."""
+    torch_mncore.init(device)
+    x = torch.arange(12.0).reshape(4, 3)
+    step = torch.compile(lambda x, n: x[n], backend="mncore")
+    for n in range(4):
+        assert torch.equal(step(x, n), x[n])
+
+    class Cache(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("k", torch.zeros(6, 4))
+
+        def forward(self, row: torch.Tensor, pos: int) -> torch.Tensor:
+            self.k[pos] = row
+            return self.k[pos]
+
+    cache = Cache()
+    decode = torch.compile(cache, backend="mncore")
+    rows = [decode(torch.full((4,), float(pos + 1)), pos) for pos in range(4)]
+    assert [r[0].item() for r in rows] == [1.0, 2.0, 3.0, 4.0]
+    assert cache.k[:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 0.0, 0.0]
+
+
+def test_an_output_viewing_an_input_at_an_offset_known_when_it_runs_runs_eagerly() -> None:
+    """``x[int(x.argmax().item())]`` with Dynamo capturing the scalar: the offset is a
+    value of the run, so the graph runs eagerly (its own view returned, not a clone),
+    counted with its reason."""
+    torch_mncore.init("cpu")
+    f = torch.compile(lambda x: x[int(x.argmax().item())], backend="mncore")
+    with torch._dynamo.config.patch(capture_scalar_outputs=True), \
+            pytest.warns(UserWarning, match="offset known only when the graph runs"):
+        got = [f(torch.tensor(v)).item() for v in ([5., 1., 2.], [1., 5., 2.], [1., 2., 5.])]
+    assert got == [5.0, 5.0, 5.0]
+    assert any("offset known only when" in k for k in torch_mncore.counters())

@@ -91,3 +91,38 @@ def test_a_diagonal_written_in_place_reaches_the_base() -> None:
     got.diagonal(1).fill_(0.0)
     torch_mncore.sync()
     assert torch.equal(got.cpu(), expected)
+
+
+#: Writes through a view of another dtype of the same element size reinterpret the
+#: bits, as eager's do; they used to be written back as converted values (clearing a
+#: float's sign bit through an int32 view gave 1069547520.0 for 1.5).
+DTYPE_VIEWS: dict[str, tuple[torch.dtype, Callable[[torch.Tensor], object]]] = {
+    "bitwise_and_": (torch.float32, lambda t: t.view(torch.int32).bitwise_and_(0x7FFFFFFF)),
+    "add_": (torch.float32, lambda t: t.view(torch.int32).add_(1)),
+    "fill_": (torch.float32, lambda t: t.view(torch.int32).fill_(1 << 30)),
+    "setitem": (torch.float32, lambda t: t.view(torch.int32).__setitem__(0, 7)),
+    "float view of int32": (torch.int32, lambda t: t.view(torch.float32).mul_(2.0)),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+@pytest.mark.parametrize("name", DTYPE_VIEWS)
+def test_writes_through_a_view_of_another_dtype_keep_the_bits(device: str, name: str) -> None:
+    torch_mncore.init(device, implicit_sync="silent")
+    dtype, write = DTYPE_VIEWS[name]
+    x = torch.tensor([-1.5, 2.0, -3.25]).view(dtype).clone()
+    expected, got = x.clone(), x.clone().mncore()
+    write(expected)
+    write(got)
+    torch_mncore.sync()
+    assert torch.equal(got.cpu().view(torch.int32), expected.view(torch.int32))
+
+
+def test_a_write_through_a_view_of_another_element_size_is_refused() -> None:
+    """A float32 tensor seen as bytes: refused at the write, the tensor as it was."""
+    x = torch.tensor([-1.5, 2.0]).mncore()
+    with pytest.raises(torch_mncore.LazyError, match="view as torch.uint8 of a "
+                       "torch.float32 tensor .another element size. is not supported"):
+        x.view(torch.uint8)[0] = 0
+    torch_mncore.sync()
+    assert torch.equal(x.cpu(), torch.tensor([-1.5, 2.0]))
