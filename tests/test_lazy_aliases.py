@@ -111,3 +111,24 @@ def test_a_tensor_sharing_memory_with_a_resized_one_is_not_read_silently(
     with pytest.raises(torch_mncore.LazyError, match=r"shares its memory with one that "
                                                      r"was resized .* at .*test_lazy_aliases"):
         kept.cpu()
+
+
+def test_a_host_tensor_that_requires_grad_in_a_device_op_is_refused_at_its_line() -> None:
+    """Used on the device, a host tensor is copied there; one that requires grad would
+    need its gradient carried back across the devices, which autograd's engine failed
+    on at backward with an internal assertion (found by a probe): refused where it is
+    used, naming the line, as eager refuses mixing devices. ``.mncore()`` of such a
+    tensor, and the same op under no_grad, still work."""
+    torch_mncore.init("cpu")
+    host = torch.ones(3, requires_grad=True)
+    on_device = torch.ones(3).mncore()
+    with pytest.raises(torch_mncore.LazyError, match=r"a host tensor that requires grad "
+                       r"\(shape \[3\]\) is used in an op on the mncore device: move it "
+                       r"there first .* at .*test_lazy_aliases.py:\d+: on_device \* host"):
+        on_device * host
+    with torch.no_grad():
+        assert (on_device * host).sum().item() == 3.0
+    moved = host.mncore()
+    (moved * 2).sum().backward()
+    torch_mncore.sync()
+    assert host.grad is not None and host.grad.tolist() == [2.0, 2.0, 2.0]
