@@ -398,8 +398,8 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
             if layout_ is not None:  # (else an eager run's own view)
                 results[k] = inputs[i].as_strided(*layout_)
         for k, r in enumerate(results):
-            if not isinstance(r, torch.Tensor) or k in viewing:  # a size for the backward
-                continue
+            if not isinstance(r, torch.Tensor) or k in viewing:  # a size for the backward,
+                continue  # or a view of an input (above, or an eager run's own)
             own = owner.get(k)
             if own is not None and r is inputs[own]:  # a donated input, written in place
                 in_place += 1

@@ -472,41 +472,21 @@ class Emitter:
         self.alu("fpass", [slot], kept)
         return kept
 
-    def store(self, slot: Slot, addresses: np.ndarray, valid: np.ndarray | None = None
-              ) -> None:
-        """Lane ``i``'s word of ``slot`` to the DRAM word ``addresses[i]``; with
-        ``valid``, only the lanes it marks (the others hold nothing to store)."""
+    def store(self, slot: Slot, addresses: np.ndarray) -> None:
+        """Lane ``i``'s word of ``slot`` to the DRAM word ``addresses[i]``."""
         stage, l1 = self.stage.take(self.machine.l1b_per_l2b * self.width), self.l1.take()
         self.emit(m.L1Op(0, "gather", [m.ref(*slot)], m.ref(*l1)))
         self.emit(m.L2Op(0, "gather", [m.ref(*l1)], m.ref(*stage), self.width))
         with self.transfers():
-            for n, part, lo in self._stored_lanes(addresses, valid):
+            for n, part in self.per_l2b(addresses):
                 for first, address, words, run, stride, rows, pitch in descriptors(
                         part, load=False):
-                    self.dma("store", m.ref("l2bm", stage[1] + lo + first),
+                    self.dma("store", m.ref("l2bm", stage[1] + first),
                              m.ref("dram", address), words, run, stride, n, rows, pitch)
-        if valid is not None:
-            return  # a wave with lanes of no word is no wave a later load could find
         copy = self.residents.stored(self.width, addresses, slot, self.ring_taken.get(slot))
         if copy is not None:
             self.emit(copy)
             self.residents.copied()
-
-    def _stored_lanes(self, addresses: np.ndarray, valid: np.ndarray | None
-                      ) -> list[tuple[int | None, np.ndarray, int]]:
-        """Each L2B's lanes to store, as runs of valid lanes: (L2B, addresses, the
-        first lane's offset in that L2B's staging area)."""
-        parts = self.per_l2b(addresses)
-        if valid is None:
-            return [(n, part, 0) for n, part in parts]
-        per = self.machine.l1b_per_l2b * self.width
-        found = []
-        for k, (n, part) in enumerate(parts):
-            mine = valid[k * per:k * per + len(part)]
-            edges = np.flatnonzero(np.diff(np.concatenate([[0], mine.astype(np.int8), [0]])))
-            for lo, hi in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-                found.append((n, part[lo:hi], lo))
-        return found
 
     def load_to(self, addresses: np.ndarray, slot: Slot) -> None:
         """Lane ``i`` of ``slot`` (any PE memory) gets the DRAM word ``addresses[i]``,
