@@ -131,6 +131,16 @@ def _kind(kind: str) -> StringAttr:
     return StringAttr(kind)
 
 
+def parse_i64(parser: AttrParser, allow_negative: bool = False) -> int:
+    """An integer that an i64 property holds, refused where it stands otherwise (it
+    failed as an internal error when the property was built: found by the fuzzer)."""
+    pos = parser.pos
+    value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative)
+    if not -(1 << 63) <= value < 1 << 63:
+        parser.raise_error(f"{value} does not fit in 64 bits", pos, parser.pos)
+    return value
+
+
 def parse_ref(parser: AttrParser) -> tuple[str, int]:
     pos = parser.pos
     space = parser.parse_identifier(context_msg=": a memory space")
@@ -138,7 +148,7 @@ def parse_ref(parser: AttrParser) -> tuple[str, int]:
         parser.raise_error(f"unknown memory space {space!r}; spaces: "
                            f"{', '.join((*SPACES, 'fwd'))}", pos, parser.pos)
     parser.parse_punctuation("[")
-    address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    address = parse_i64(parser)
     parser.parse_punctuation("]")
     return space, address
 
@@ -152,10 +162,10 @@ def parse_strided_ref(parser: AttrParser) -> tuple[RefAttr, int]:
         parser.raise_error(f"unknown memory space {space!r}; spaces: "
                            f"{', '.join((*SPACES, 'fwd'))}", pos, parser.pos)
     parser.parse_punctuation("[")
-    address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    address = parse_i64(parser)
     stride = 0
     if parser.parse_optional_punctuation("+") is not None:
-        stride = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        stride = parse_i64(parser)
         parser.parse_punctuation("*")
         parser.parse_keyword("i", ": the iteration (a stride is N * i)")
     parser.parse_punctuation("]")
@@ -266,7 +276,7 @@ class InstructionOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> InstructionOp:
-        step = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        step = parse_i64(parser)
         kind = parser.parse_optional_str_literal() or ""
         srcs: list[RefAttr] = []
         dst = None
@@ -289,7 +299,7 @@ class InstructionOp(IRDLOperation):
         numbers: dict[str, int] = {}
         for name in cls.NUMBERS:
             if parser.parse_optional_keyword(name) is not None:
-                numbers[name] = parser.parse_integer(allow_boolean=False, allow_negative=False)
+                numbers[name] = parse_i64(parser)
         op = cls(step, kind, srcs, dst, mask=mask, strides=strides, **numbers)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
@@ -730,11 +740,11 @@ class RepeatOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> RepeatOp:
-        step = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        step = parse_i64(parser)
         parser.parse_keyword("count")
-        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        count = parse_i64(parser)
         parser.parse_keyword("period")
-        period = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        period = parse_i64(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region()
         if not region.blocks:
@@ -883,7 +893,7 @@ class BufferOp(IRDLOperation):
         name = parser.parse_symbol_name().data
         at = RefAttr(*parse_ref(parser))
         parser.parse_keyword("words")
-        words = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        words = parse_i64(parser)
         layout = None
         if parser.parse_optional_keyword("shape") is not None:
             sizes = _parse_integers(parser)
@@ -930,7 +940,7 @@ class BufferOp(IRDLOperation):
 
 def _parse_integers(parser: Parser) -> list[int]:
     return parser.parse_comma_separated_list(
-        Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False))
+        Parser.Delimiter.SQUARE, lambda: parse_i64(parser, allow_negative=True))
 
 
 @irdl_op_definition

@@ -544,6 +544,18 @@ def from_cpu(tensor: torch.Tensor) -> LazyTensor:
     return wrap(DeviceData(data.shape, data.dtype, data), _meta_like(data))
 
 
+def uploaded(tensor: torch.Tensor) -> LazyTensor:
+    """A host tensor an op on the device reads, copied there; refused if autograd would
+    have to carry its gradient back across the devices (its backward failed inside
+    autograd's engine with an internal assertion), as eager refuses mixing devices."""
+    if tensor.requires_grad and torch.is_grad_enabled():
+        raise LazyError(f"a host tensor that requires grad (shape {list(tensor.shape)}) is "
+                        f"used in an op on the {DEVICE_NAME} device: move it there first "
+                        f"(x.mncore(), or module.mncore() for a module's parameters), at "
+                        f"{describe_location(user_location())}")
+    return from_cpu(tensor)
+
+
 _SCALAR_METAS: dict[torch.dtype, torch.Tensor] = {}
 
 

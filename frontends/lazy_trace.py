@@ -84,17 +84,6 @@ _META_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 
 
 
-def uploaded(tensor: torch.Tensor) -> LazyTensor:
-    """A host tensor an op on the device reads, copied there; refused if autograd would
-    have to carry its gradient back across the devices (its backward failed inside
-    autograd's engine with an internal assertion), as eager refuses mixing devices."""
-    if tensor.requires_grad and torch.is_grad_enabled():
-        raise LazyError(f"a host tensor that requires grad (shape {list(tensor.shape)}) is "
-                        f"used in an op on the {lt.DEVICE_NAME} device: move it there first "
-                        f"(x.mncore(), or module.mncore() for a module's parameters), at "
-                        f"{describe_location(user_location())}")
-    return lt.from_cpu(tensor)
-
 class Tracer(abc.ABC):
     """Records the ATen ops of lazy tensors. ``pending`` holds the storages written
     since the last step was cut (weakly: dead tensors are no outputs); an error raised
@@ -317,7 +306,7 @@ class Tracer(abc.ABC):
                 if first_dtype is None:
                     first_dtype, first_rank = sig[2], len(sig[0])
             elif isinstance(a, torch.Tensor):  # a host tensor used on the device
-                data = uploaded(a)
+                data = lt.uploaded(a)
                 value = data.value()
                 graph_args.append(value)
                 operands.append(value)
@@ -342,7 +331,7 @@ class Tracer(abc.ABC):
                 keys.append(("S", dtype))
             elif isinstance(a, list | tuple) and any(isinstance(x, torch.Tensor) for x in a):
                 values = [x if isinstance(x, LazyTensor) or not isinstance(x, torch.Tensor)
-                          else uploaded(x) for x in a]
+                          else lt.uploaded(x) for x in a]
                 listed = type(a)(x.value() if isinstance(x, LazyTensor) else x for x in values)
                 graph_args.append(listed)
                 collect_values(listed, operands)
@@ -372,7 +361,7 @@ class Tracer(abc.ABC):
         """A tensor argument as the graph value it reads (a host tensor is uploaded)."""
         if isinstance(tensor, LazyTensor):
             return tensor.value() if tensor._views else tensor._storage_.value
-        return uploaded(tensor).value()
+        return lt.uploaded(tensor).value()
 
     def _record(self, func: torch._ops.OpOverload, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:

@@ -956,3 +956,20 @@ mncore.program @p machine "tiny" {
     mncore.alu 0 "fzero" -> grf0[0]
   }
 }
+
+// -----
+
+// Integers that no i64 property holds, where they stand (found by the mutation fuzzer:
+// a view's stride became -2**63 - 1, and building the buffer failed as an internal
+// error).
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{-9223372036854775809 does not fit in 64 bits}}
+  mncore.buffer @b dram[0] words 8 shape [4, 2] strides [-9223372036854775809, 1]
+}
+
+// -----
+
+mncore.program @p machine "tiny" {
+  // expected-error@+1 {{18446744073709551616 does not fit in 64 bits}}
+  mncore.dma 0 "load" dram[18446744073709551616] -> l2bm[0] words 4 tag 1
+}
