@@ -239,3 +239,21 @@ def test_the_mlp_step_as_the_device_compiles_it() -> None:
     assert stored_words(programs[1]) - stored_words(programs[0]) >= 8 * 32 * 2 + 8 * 10 + 32 * 16
     ours, theirs = (simulate(p, arrays)[0] for p in programs)
     assert_all_close(ours, theirs)
+
+
+def many_values(x: torch.Tensor, w: torch.Tensor, y1: torch.Tensor, y2: torch.Tensor,
+                y3: torch.Tensor) -> tuple[torch.Tensor]:
+    c = x @ w
+    return ((c + y1) * y2 + y3 * c - y1 + y2 * y3,)
+
+
+def test_an_epilogue_whose_values_overflow_the_grfs_is_not_taken() -> None:
+    """Three C-shaped operands and seven ops, a slot per column for each: more than
+    tiny's GRFs hold beside the accumulators (an LSTM's gate sums failed to compile on
+    tiny, and parts of its step ran on the host); mncore2's hold them."""
+    g = torch.Generator().manual_seed(4)
+    inputs = [torch.randn(4, 8, generator=g), torch.randn(8, 8, generator=g),
+              *(torch.randn(4, 8, generator=g) for _ in range(3))]
+    check(many_values, inputs, "tiny", "stationary")
+    assert saved_words(many_values, inputs, "tiny", "stationary") == 0
+    assert saved_words(many_values, inputs, "mncore2", "stationary") == 4 * 8

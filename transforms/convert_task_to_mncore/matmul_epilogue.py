@@ -112,6 +112,20 @@ def next_to_their_matmuls(order: list[int], fused: dict[int, Epilogue]
     return new_order, new_fused
 
 
+def fits_in_grf(pb: Emitter, epilogue: Epilogue) -> bool:
+    """Whether the epilogue's values fit in the GRF words the kernel leaves free (past
+    its scratches, its accumulators and their scratch), counting a slot per column
+    ``jl`` for every operand, result and op as if none died: tiny's GRFs hold 25 such
+    slots, too few for an LSTM's gate sums (the step failed to compile and ran parts on
+    the host)."""
+    ring = pb.machine.grf_words - pb.grf_first
+    free = ring // 4 + (ring - 4 * (JC + 1)) // 4
+    ops = sum(not isinstance(op, g.ConstantOp | t.YieldOp)
+              for op in epilogue.body.body.block.ops)
+    values = len(set(epilogue.task.ins) - {epilogue.c}) + len(epilogue.task.outs) + ops
+    return JC * values <= free
+
+
 def _cheap(body: t.BodyOp) -> bool:
     ops = list(body.body.block.ops)
     return (body.is_pointwise() and not is_copy(body) and all(isinstance(op, CHEAP) for op in ops)

@@ -38,6 +38,7 @@ from mncore_ir.transforms.convert_task_to_mncore.intervals import Intervals
 from mncore_ir.transforms.convert_task_to_mncore.matmul_epilogue import (
     Epilogue,
     find_epilogues,
+    fits_in_grf,
     next_to_their_matmuls,
 )
 from mncore_ir.transforms.convert_task_to_mncore.packing import pack
@@ -120,8 +121,8 @@ def build_program(kernel: t.KernelOp, machine: Machine, matmul_kernel: str = "au
         fused = find_epilogues([tasks[j] for j in order], [computed[j] for j in order],
                                set(buffers), {p for p, j in enumerate(order) if j in grouped})
         probe = Emitter(machine, max_instructions, resident)  # its fixed areas only
-        fused = {p: ep for p, ep in fused.items()
-                 if matmul.epilogue_fits(probe, tasks[order[p]], matmul_kernel)}
+        fused = {p: ep for p, ep in fused.items() if fits_in_grf(probe, ep)
+                 and matmul.epilogue_fits(probe, tasks[order[p]], matmul_kernel)}
         order, fused = next_to_their_matmuls(order, fused)
     position = {j: i for i, j in enumerate(order)}
     groups = {position[last]: [position[j] for j in members]
