@@ -9,9 +9,11 @@ the simulated cycles divided by a lower bound, the larger of
 
 then the compile time of convert-task-to-mncore, mncore-forward-stores and
 mncore-schedule, the simulator's speed in simulated steps per second (the first run:
-decoding, not verifying again since the pipeline did, and every hazard check; again: a
-later run of the same program, values only, as the lazy device's later steps) and,
-again, in issued instructions per second, and useful FLOP/cycle against peak.
+decoding, not verifying again since the pipeline did, and every hazard check; second:
+the next run, values only, which also makes the run's plan; again: a later run, as the
+lazy device's later steps) and, again, in issued instructions and in millions of
+instruction slots (6 a step, empty or not) per second, and useful FLOP/cycle against
+peak.
 Matmuls run with both kernels; the streaming one (the first version) is the baseline of
 the same process. Whole training steps (MLP SGD, one-layer GPT-2 AdamW, the small CNN's
 SGD step) go through the ``mncore`` device's own pipeline. Last, the compile time of the
@@ -83,7 +85,10 @@ def measure(name: str, module: Any, inputs: list[np.ndarray], options: str) -> d
     _, report = simulator.run(inputs)
     sim_s = time.perf_counter() - start
     start = time.perf_counter()
-    simulator.run(inputs)  # as the lazy device's later steps: values only
+    simulator.run(inputs)  # as the lazy device's second step: values only, by a new plan
+    plan_s = time.perf_counter() - start
+    start = time.perf_counter()
+    simulator.run(inputs)  # as its later steps
     again_s = time.perf_counter() - start
     words = sum(math.prod(x.type.get_shape()) for x in program.tensors("input")) + sum(
         math.prod(x.type.get_shape()) for x in program.tensors("output"))
@@ -96,6 +101,7 @@ def measure(name: str, module: Any, inputs: list[np.ndarray], options: str) -> d
             "ratio": report.cycles / bound, "mau_util": report.utilisation("mau"),
             "steps_per_s": report.steps / sim_s, "again_per_s": report.steps / again_s,
             "issues_per_s": len(program.instructions()) / again_s,
+            "second_per_s": report.steps / plan_s, "slots_per_s": 6 * report.steps / again_s,
             "useful": 2 * fmas / report.cycles / machine.peak_flops_per_cycle,
             "l2bs": len({op.block for op in program.instructions()
                          if isinstance(op, m.DmaOp) and op.block is not None}) or 1}
@@ -110,12 +116,13 @@ def program_size(program: m.ProgramOp) -> int:
 def print_rows(rows: list[dict[str, Any]]) -> None:
     print(f"{'case':<30}{'ops':>7}{'issued':>8}{'compile s':>10}{'cycles':>9}{'MAU bd':>8}"
           f"{'DMA bd':>8}{'/bound':>8}{'MAU %':>7}{'L2Bs':>5}{'useful':>8}{'steps/s':>9}"
-          f"{'again/s':>9}{'issues/s':>9}")
+          f"{'second/s':>9}{'again/s':>9}{'issues/s':>9}{'Mslots/s':>9}")
     for r in rows:
         print(f"{r['case']:<30}{r['ops']:>7}{r['instructions']:>8}{r['compile_s']:>10.1f}{r['cycles']:>9}"
               f"{r['mau']:>8.0f}{r['transfer']:>8.0f}{r['ratio']:>7.2f}x"
               f"{r['mau_util']:>7.1%}{r['l2bs']:>5}{r['useful']:>8.1%}{r['steps_per_s']:>9.0f}"
-              f"{r['again_per_s']:>9.0f}{r['issues_per_s']:>9.0f}")
+              f"{r['second_per_s']:>9.0f}{r['again_per_s']:>9.0f}{r['issues_per_s']:>9.0f}"
+              f"{r['slots_per_s'] / 1e6:>9.2f}")
 
 
 def main() -> None:

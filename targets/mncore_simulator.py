@@ -32,12 +32,14 @@ from mncore_ir.targets.graph_interpreter import DEFAULT_MAX_BYTES
 from mncore_ir.targets.mncore_decode import Decoded, Words, decode_program, span
 from mncore_ir.targets.mncore_dram import dram_extent, load_inputs, read_outputs
 from mncore_ir.targets.mncore_memories import (
+    KEPT,
     Rows,
     borrowed,
     columns,
     physical,
     spans,
 )
+from mncore_ir.targets.mncore_plan import Step, build_plan
 
 SLOTS = ("alu", "mau", "l1", "l2", "dma", "ctrl")
 
@@ -184,6 +186,7 @@ class Simulator:
         self.written = written_rows(program.target, self.instructions)
         self.report: Report | None = None
         """The report of the first run: later runs only compute values."""
+        self._plans: list[tuple[dict[str, np.ndarray], list[Step] | None, list[np.ndarray]]] = []
 
     def run(self, inputs: Sequence[Any], trace: list[dict[str, Any]] | None = None,
             memories: dict[str, np.ndarray] | None = None) -> tuple[list[np.ndarray], Report]:
@@ -270,24 +273,55 @@ class Simulator:
 
     def values(self, state: State) -> None:
         """Run a program that a checked run found free of hazards: only the values
-        (its timing, hence every check, does not depend on them)."""
+        (its timing, hence every check, does not depend on them), by its plan
+        (:mod:`mncore_plan`) where it has one."""
         memory = {space: state.array(space) for space in self.spaces}
-        fwd: dict[int, np.ndarray] = {}
         with np.errstate(all="ignore"):  # lanes no task uses hold anything
+            plan = self.plan(memory)
+            if plan is not None:
+                for run in plan:
+                    run()
+                return
+            fwd: dict[int, np.ndarray] = {}
             for step, bundle in self.bundles:
-                writes = []
-                for ins in bundle:
-                    values = [fwd[step - 1] if space == "fwd"
-                              else fetch(memory[space], words, ins)
-                              for _, space, words in ins.reads]
-                    mask = values.pop() if ins.masked else None
-                    writes.append((ins, ins.execute(values), mask))
-                fwd = {}
-                for ins, result, mask in writes:
-                    _, space, words = ins.write  # type: ignore[misc]
-                    store(memory[space], words, result, ins, space, mask)
-                    if ins.slot in ("alu", "mau") and (ins.slot == "alu" or step not in fwd):
-                        fwd[step] = result
+                fwd = run_bundle(bundle, memory, fwd.get(step - 1))
+
+    def plan(self, memory: dict[str, np.ndarray]) -> list[Step] | None:
+        """The plan bound to these memories (kept from run to run, a few sets of them),
+        made on their first run; its DRAM cell pointed at this run's DRAM."""
+        on_chip = [space for space in memory if space != "dram"]
+        found = next((entry for entry in self._plans
+                      if all(entry[0][space] is memory[space] for space in on_chip)), None)
+        if found is None:
+            dram = [memory.get("dram", np.zeros((0, 1), np.float32))]
+            arrays = {space: memory[space] for space in on_chip}
+            with paused_gc():  # a few objects per instruction, none garbage
+                found = (arrays, build_plan(self.program.target, self.bundles, arrays, dram,
+                                            lambda bundle, memory: run_bundle(bundle, memory,
+                                                                              None)), dram)
+            self._plans = [*self._plans[-KEPT:], found]
+        if "dram" in memory:
+            found[2][0] = memory["dram"]
+        return found[1]
+
+
+def run_bundle(bundle: list[Decoded], memory: dict[str, np.ndarray],
+               fwd: np.ndarray | None) -> dict[int, np.ndarray]:
+    """One step's instructions, all reading before any writes (VLIW); ``fwd`` is the
+    step before's ALU/MAU result. Returns this step's, for the next (keyed by step)."""
+    writes = []
+    for ins in bundle:
+        values = [fwd if space == "fwd" else fetch(memory[space], words, ins)
+                  for _, space, words in ins.reads]
+        mask = values.pop() if ins.masked else None
+        writes.append((ins, ins.execute(values), mask))
+    found: dict[int, np.ndarray] = {}
+    for ins, result, mask in writes:
+        _, space, words = ins.write  # type: ignore[misc]
+        store(memory[space], words, result, ins, space, mask)
+        if ins.slot in ("alu", "mau") and (ins.slot == "alu" or ins.step not in found):
+            found[ins.step] = result
+    return found
 
 
 def written_rows(machine: Machine, instructions: list[Decoded]) -> dict[str, Rows]:
