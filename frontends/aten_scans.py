@@ -57,7 +57,10 @@ def scan(imp: FxImporter, x: SSAValue, dim: int, combine: Combine,
 def fold(imp: FxImporter, x: SSAValue, dim: int, combine: Combine,
          identity: float | int) -> SSAValue:
     """``x`` reduced along ``dim`` to size 1 by combining halves (an odd length padded
-    with ``identity``)."""
+    with ``identity``; an empty one is the identity, as an empty product is 1)."""
+    if g.shape_of(x)[dim] == 0:
+        return filled(imp, identity, x, [1 if d == dim else s
+                                         for d, s in enumerate(g.shape_of(x))])
     while (n := g.shape_of(x)[dim]) > 1:
         if n % 2:
             shape = list(g.shape_of(x))

@@ -143,6 +143,16 @@ def test_scatters_equal_eager(case: str, device: str) -> None:
     _assert_same(_on_device(device, SCATTER[case], x, src), SCATTER[case](x, src))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_products_over_an_empty_dimension_are_one(device: str) -> None:
+    """An empty product is 1 (it was an internal reshape error): over the empty
+    dimension, over another one (an empty result) and over everything."""
+    x = torch.randn(0, 4)
+    for fn in (lambda t: t.prod(0), lambda t: t.prod(1, keepdim=True), lambda t: t.prod(),
+               lambda t: t.cumprod(0)):
+        _assert_same(_on_device(device, fn, x, compiled=device != "mncore"), fn(x))
+
+
 def test_arg_extremes_of_the_least_integer() -> None:
     """``amin(x) = -1 - amax(-1 - x)``: exact at the least int64, where ``-x``
     overflows."""

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from mncore_ir.dialects import graph as g
 from mncore_ir.dialects import task as t
 from mncore_ir.dialects.graph_semantics import SEMANTICS, decomposed
-from mncore_ir.dialects.graph_semantics_decompose import ERF_A, ERF_P
+from mncore_ir.dialects.graph_semantics_decompose import ERF_A, ERF_P, ERF_T
 from mncore_ir.transforms.convert_task_to_mncore.common import (
     MNCoreConversionError,
     Slot,
@@ -210,10 +210,11 @@ def tanh(e: Emitter, x: Slot, dst: Slot) -> None:
 
 
 def erf(e: Emitter, x: Slot, dst: Slot) -> None:
-    """The semantics table's erf (Abramowitz and Stegun 7.1.26 on |x|, with x's sign;
-    error below 1.5e-7), instruction for instruction, but in 5 GRF slots updated in
-    place where its decomposition would take a slot per op."""
-    ax, tt, poly, ex = e.fresh(), e.fresh(), e.fresh(), e.fresh()
+    """The semantics table's erf (below 1 in magnitude Cephes' series x T(x^2), else
+    Abramowitz and Stegun 7.1.26 on |x| with x's sign), instruction for instruction,
+    but in 5 GRF slots besides x's, updated in place where its decomposition would take
+    a slot per op."""
+    ax, tt, poly, ex, sign = e.fresh(), e.fresh(), e.fresh(), e.fresh(), e.fresh()
     e.alu("fneg", [x], ax)
     e.alu("fmax", [x, ax], ax)
     e.alu("fmul", [ax, e.constant(ERF_P)], tt)
@@ -223,14 +224,24 @@ def erf(e: Emitter, x: Slot, dst: Slot) -> None:
     for a in reversed(ERF_A[:4]):
         e.alu("fadd", [poly, e.constant(a)], poly)
         e.alu("fmul", [poly, tt], poly)
-    e.alu("fmul", [ax, ax], ex)
+    e.alu("fmul", [x, x], ex)  # x^2
+    e.alu("fmul", [ex, e.constant(ERF_T[0])], tt)  # the series, from its highest power
+    for c in ERF_T[1:-1]:
+        e.alu("fadd", [tt, e.constant(c)], tt)
+        e.alu("fmul", [tt, ex], tt)
+    e.alu("fadd", [tt, e.constant(ERF_T[-1])], tt)
+    e.alu("fmul", [tt, x], tt)  # x T(x^2)
     e.alu("fneg", [ex], ex)
     e.alu("fexp", [ex], ex)
     e.alu("fmul", [poly, ex], poly)
     e.alu("fsub", [e.constant(1.0), poly], poly)  # erf(|x|)
     e.alu("fneg", [poly], ex)
-    e.alu("fcmplt", [x, e.constant(0.0)], tt)
-    e.alu("fsel", [tt, ex, poly], dst)
+    e.alu("fcmplt", [x, e.constant(0.0)], sign)
+    e.alu("fsel", [sign, ex, poly], poly)
+    e.alu("fcmplt", [ax, e.constant(1.0)], ax)
+    e.alu("fsel", [ax, tt, poly], dst)
+    for slot in (ax, tt, poly, ex, sign):
+        e.release(slot)
 
 
 def power(e: Emitter, op: g.PowOp, srcs: list[Slot], dst: Slot) -> None:
