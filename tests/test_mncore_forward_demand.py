@@ -76,3 +76,30 @@ def test_a_word_read_before_a_store_of_another_copy_is_demanded_there() -> None:
     demand = demanded_reads(program)[scatter]
     assert np.flatnonzero(demand[:, 3]).tolist() == [10, 11]
     assert not np.delete(demand, 3, axis=1).any()
+
+
+def test_a_forward_whose_shifted_read_would_pass_l2bm_keeps_its_load() -> None:
+    """A round trip from L2BM's last 32 words into its first: the scatter reads 64
+    words (2 L1Bs' 32), of which only the loaded 32 carry data, and read in place they
+    would run past L2BM's end (an internal numpy error in the pass, found by a probe:
+    index_fill then argmax of a 3x3000 tensor on tiny). The load stays; the output is
+    the program's own."""
+    lines = ['mncore.dma {} "load" dram[0] -> l2bm[4064] words 32 tag 1',
+             "mncore.wait {} tag 1",
+             'mncore.dma {} "store" l2bm[4064] -> dram[200] words 32 tag 2',
+             "mncore.wait {} tag 2",
+             'mncore.dma {} "load" dram[200] -> l2bm[0] words 32 tag 3',
+             "mncore.wait {} tag 3",
+             'mncore.l2 {} "scatter" l2bm[0] -> l1bm[0] words 32 lanes 32',
+             'mncore.l1 {} "scatter" l1bm[0] -> lm0[0]',
+             'mncore.alu {} "fpass" lm0[0] -> grf0[0]',
+             'mncore.l1 {} "gather" grf0[0] -> l1bm[512]',
+             'mncore.l2 {} "gather" l1bm[512] -> l2bm[128] words 32',
+             'mncore.dma {} "store" l2bm[128] -> dram[64] words 32 tag 4',
+             "mncore.wait {} tag 4"]
+    x = np.linspace(-1, 1, 32, dtype=np.float32)
+    program = parse_program(program_text(lines))
+    forward_stores(program)
+    assert loads(program) == 2
+    (got,), _ = simulate(program, [x])
+    np.testing.assert_array_equal(got, x)

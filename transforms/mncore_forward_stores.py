@@ -100,8 +100,9 @@ def forward_stores(program: m.ProgramOp) -> tuple[int, int]:
         if (mine < 0).all():  # no word it reads to any effect was loaded: left alone
             return False
         shifts = {candidates[int(o)].shift if o >= 0 else None for o in mine.flat}
-        if len(shifts) == 1 and None not in shifts:
-            (shift,) = shifts
+        shift = next(iter(shifts)) if len(shifts) == 1 else None
+        # read in place, the whole read moves: it must stay inside L2BM
+        if shift is not None and words.start + shift >= 0 and words.stop + shift <= l2bm:
             sources = slice(words.start + shift, words.stop + shift)
             same = version[sources, copies] == expected[words, copies]
             if (same if live is None else same[live]).all():
