@@ -443,7 +443,8 @@ def narrowed(imp: FxImporter, x: SSAValue, element_type: Any) -> SSAValue:
 
 def variance(imp: FxImporter, node: fx.Node, dims: Any, correction: float, keep: bool
              ) -> tuple[SSAValue, SSAValue]:
-    """``sum((x - mean)^2) / (n - correction)`` over ``dims``, and the mean (shaped as
+    """``sum((x - mean)^2) / max(0, n - correction)`` over ``dims`` (as torch: inf, or
+    NaN for none, where the correction takes every element), and the mean (shaped as
     the variance)."""
     given = imp.value(node.args[0])
     x = widened(imp, given)
@@ -454,7 +455,8 @@ def variance(imp: FxImporter, node: fx.Node, dims: Any, correction: float, keep:
     centered = imp.insert(g.SubOp(x, mean), hint=False)
     squares = imp.insert(g.MulOp(centered, centered), hint=False)
     total = reduce(imp, g.SumOp, squares, dims, keep, hint=False)
-    var = imp.insert(g.DivOp(total, imp.constant(count - correction, g.element_type_of(x))))
+    var = imp.insert(g.DivOp(total, imp.constant(max(0, count - correction),
+                                                 g.element_type_of(x))))
     typ = g.element_type_of(given)
     return (narrowed(imp, var, typ),
             narrowed(imp, imp.reshape(mean, g.shape_of(var)), typ))

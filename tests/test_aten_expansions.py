@@ -139,6 +139,23 @@ def test_expansion_matches_eager(device: str, name: str) -> None:
     assert _host_ops() == before
 
 
+def test_a_correction_that_takes_every_element_divides_by_zero(device: str) -> None:
+    """``var``/``std`` divide by ``max(0, n - correction)`` as torch: inf where the
+    correction is n or more, NaN over an empty dimension (they were negative, or -0;
+    the task levels refuse reductions of empty regions)."""
+    x = torch.randn(2, 3)
+    empty = torch.randn(2, 0)
+    cases = [(lambda t: t.var(1, correction=5), x), (lambda t: t.std(1, correction=3), x),
+             (lambda t: torch.var_mean(t, 1, correction=4)[0], x)]
+    if device in ("cpu", "interp"):
+        cases += [(lambda t: t.var(1), empty), (lambda t: torch.var_mean(t, 1)[0], empty),
+                  (lambda t: t.std(), empty)]
+    for fn, t in cases:
+        got = fn(t.mncore())
+        torch_mncore.sync()
+        torch.testing.assert_close(got.cpu(), fn(t), equal_nan=True)
+
+
 #: 3-D convolutions (transposed, stride, padding, dilation, groups, kernel): a strided,
 #: padded depth; per-dimension windows with groups; a dilated depth strided past its
 #: kernel; transposed ones with output padding, and cropped by a padding.
