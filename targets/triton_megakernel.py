@@ -103,12 +103,18 @@ def _tanh(x):
 
 @triton.jit
 def _pow(a, b):
+    # C's pow: |a| ** b, the sign of odd powers of a negative a (a fractional power of
+    # one is NaN, of -inf |a| ** b), a signed zero's odd powers signed, and 1 for a ** 0,
+    # 1 ** b and (-1) ** inf whatever else is NaN
     r = tl.exp(b * tl.log(tl.abs(a)))
     whole = tl.floor(b) == b
     odd = whole & ((b - 2.0 * tl.floor(b * 0.5)) == 1.0)
-    negative = tl.where(whole, tl.where(odd, -r, r), float("nan"))
-    zero = tl.where(b == 0.0, 1.0, tl.where(b > 0.0, 0.0, float("inf")))
-    return tl.where(a < 0.0, negative, tl.where(a == 0.0, zero, r))
+    fractional = tl.where(a == float("-inf"), r, float("nan"))
+    negative = tl.where(whole, tl.where(odd, -r, r), fractional)
+    zero = tl.where(b > 0.0, 0.0, tl.where(b < 0.0, float("inf"), float("nan")))
+    zero = tl.where(odd & (1.0 / a < 0.0), -zero, zero)
+    one = (b == 0.0) | (a == 1.0) | ((a == -1.0) & (tl.abs(b) == float("inf")))
+    return tl.where(one, 1.0, tl.where(a < 0.0, negative, tl.where(a == 0.0, zero, r)))
 
 
 @triton.jit
