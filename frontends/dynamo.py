@@ -200,6 +200,8 @@ def _per_shape(active: Runtime, gm: fx.GraphModule, kind: str) -> Any:
 
 #: ``(result, input, (size, stride, storage offset) or None)``.
 InputView = tuple[int, int, tuple[tuple[int, ...], tuple[int, ...], int] | None]
+#: ``(result, the result holding its memory, (size, stride, storage offset))``.
+OutputView = tuple[int, int, tuple[tuple[int, ...], tuple[int, ...], int]]
 
 
 @dataclass(frozen=True)
@@ -217,6 +219,10 @@ class _Outputs:
     rebuilds such an output from the input and the returned tensor's strides and
     offset, so the runner returns that view itself (a result the device computed, or a
     clone, has offset 0: ``x[n]`` gave ``x[0]`` for every ``n``)."""
+    shared: tuple[OutputView, ...] = ()
+    """Each result that views another's memory (:func:`_output_views`): an inference
+    graph's outputs alias each other as the graph's views do (AOTAutograd leaves them
+    to the backend), so the runner returns views of one result, not copies."""
 
 
 def _saved_from(kind: str) -> int | None:
@@ -269,10 +275,56 @@ def _plan_outputs(gm: fx.GraphModule, saved_from: int | None) -> _Outputs:
     for target, value in mutated.items():
         mutations.append((places[target], len(results)))
         results.append(value)
+    views = _input_views(places, mutated, results)
+    shared = _output_views(results, {k for k, *_ in views} | {k for _, k in mutations})
     output.args = (tuple(results),)
     graph.eliminate_dead_code()
     gm.recompile()
-    return _Outputs(tuple(layout), tuple(mutations), _input_views(places, mutated, results))
+    return _Outputs(tuple(layout), tuple(mutations), views, shared)
+
+
+def _whole(val: torch.Tensor) -> bool:
+    """Whether a traced tensor is its storage's every element, densely in order."""
+    return (val.storage_offset() == 0 and val.is_contiguous()
+            and val.numel() * val.element_size() == val.untyped_storage().nbytes())
+
+
+def _static_layout(val: Any) -> bool:
+    return isinstance(val, torch.Tensor) and all(
+        isinstance(d, int) for d in (*val.shape, *val.stride(), val.storage_offset()))
+
+
+def _output_views(results: list[Any], skip: set[int]) -> tuple[OutputView, ...]:
+    """The results (but ``skip``'s) that share memory in the traced graph, each as a
+    view of one of them that is its memory whole; where none is, the views' root (up
+    their first arguments while those share it) joins the results, as AOTAutograd
+    adds an intermediate base. Results of unknown layout are left alone."""
+    groups: dict[StorageWeakRef, list[int]] = {}
+    for k, node in enumerate(list(results)):
+        val = node.meta.get("val") if isinstance(node, fx.Node) else None
+        if k not in skip and _static_layout(val):
+            groups.setdefault(StorageWeakRef(val.untyped_storage()), []).append(k)
+    found: list[OutputView] = []
+    for storage, members in groups.items():
+        if len(members) < 2:
+            continue
+        root = next((k for k in members if _whole(results[k].meta["val"])), None)
+        if root is None:  # a base no output is: up the views to it
+            node = results[members[0]]
+            while isinstance(node, fx.Node) and node.args and isinstance(
+                    node.args[0], fx.Node) and _static_layout(node.args[0].meta.get("val")) \
+                    and StorageWeakRef(node.args[0].meta["val"].untyped_storage()) == storage:
+                node = node.args[0]
+            if not _whole(node.meta["val"]):
+                continue
+            root = len(results)
+            results.append(node)
+        for k in members:
+            if k != root:
+                val = results[k].meta["val"]
+                found.append((k, root, (tuple(val.shape), tuple(val.stride()),
+                                        val.storage_offset())))
+    return tuple(found)
 
 
 def _input_views(places: dict[fx.Node, int], mutated: dict[fx.Node, fx.Node],
@@ -370,8 +422,8 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
     take_counts = getattr(run_graph, "take_counts", None)
     owner = {k: i for i, k in plan.mutations}  # result -> the input it updates
     mutated = [i for i, _ in plan.mutations]
-    layout, views = plan.layout, plan.views
-    viewing = {k for k, *_ in views}
+    layout, views, aliased = plan.layout, plan.views, plan.shared
+    viewing = {k for k, *_ in views} | {k for k, *_ in aliased}
     counters = metrics.counters
 
     def run(args: list[Any]) -> list[Any]:
@@ -414,6 +466,11 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
                 # another input's new value, which its own update would overwrite), or
                 # a view: a tensor of its own, before any input is written
                 results[k] = r.clone()
+        for k, root, (size, stride, offset) in aliased:  # views of one result's memory
+            base = results[root]
+            if base.storage_offset() or not base.is_contiguous():
+                base = results[root] = base.contiguous()
+            results[k] = base.as_strided(size, stride, offset)
         for i, k in plan.mutations:
             if results[k] is not None:
                 inputs[i].copy_(results[k])
