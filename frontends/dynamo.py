@@ -149,7 +149,10 @@ def _static(active: Runtime, gm: fx.GraphModule, kind: str, example_inputs: Sequ
     """``gm`` (static shapes) as the device's executable, or eagerly where it cannot
     compile."""
     _rewrite_gradient_copies(gm)
-    plan = _plan_outputs(gm, _saved_from(kind))
+    narrowed = _narrow_float_scalars(gm)
+    example_inputs = [x.to(torch.float32) if i in narrowed else x
+                      for i, x in enumerate(example_inputs)]
+    plan = _plan_outputs(gm, _saved_from(kind), narrowed)
     if any(layout is None for *_, layout in plan.views):
         return _eager(active, gm, "an output is a view of an input at an offset known only "
                       "when the graph runs", plan)
@@ -223,6 +226,8 @@ class _Outputs:
     """Each result that views another's memory (:func:`_output_views`): an inference
     graph's outputs alias each other as the graph's views do (AOTAutograd leaves them
     to the backend), so the runner returns views of one result, not copies."""
+    narrowed: tuple[int, ...] = ()
+    """The inputs the runner passes in f32 (:func:`_narrow_float_scalars`)."""
 
 
 def _saved_from(kind: str) -> int | None:
@@ -238,7 +243,8 @@ def _saved_from(kind: str) -> int | None:
     return getattr(meta, "num_forward", None)
 
 
-def _plan_outputs(gm: fx.GraphModule, saved_from: int | None) -> _Outputs:
+def _plan_outputs(gm: fx.GraphModule, saved_from: int | None,
+                  narrowed: frozenset[int] = frozenset()) -> _Outputs:
     """Rewrite ``gm``'s outputs into what the importer takes, and say how to put back
     AOTAutograd's: ``None`` outputs (gradients of inputs that need none), which the
     importer cannot type, are dropped; a saved tensor that is an input (a forward
@@ -280,7 +286,7 @@ def _plan_outputs(gm: fx.GraphModule, saved_from: int | None) -> _Outputs:
     output.args = (tuple(results),)
     graph.eliminate_dead_code()
     gm.recompile()
-    return _Outputs(tuple(layout), tuple(mutations), views, shared)
+    return _Outputs(tuple(layout), tuple(mutations), views, shared, tuple(sorted(narrowed)))
 
 
 def _whole(val: torch.Tensor) -> bool:
@@ -429,6 +435,8 @@ def _runner(run_graph: Any, plan: _Outputs, metrics: Metrics, device: bool = Tru
     def run(args: list[Any]) -> list[Any]:
         inputs = list(args)
         args.clear()  # AOTAutograd's boxed convention: the inputs die early
+        for i in plan.narrowed:
+            inputs[i] = inputs[i].to(torch.float32)
         memory = [a.untyped_storage().data_ptr() if isinstance(a, torch.Tensor) else None
                   for a in inputs]
         donated: frozenset[int] = frozenset()
@@ -501,6 +509,47 @@ def _eager(active: Runtime, gm: fx.GraphModule, why: str, plan: _Outputs | None 
     if plan is None:
         return make_boxed_func(gm.forward)
     return _runner(lambda inputs: gm(*inputs), plan, active.metrics, device=False)
+
+
+_CONVERTS = (torch.ops.prims.convert_element_type.default, aten._to_copy.default)
+
+
+def _narrow_float_scalars(gm: fx.GraphModule) -> frozenset[int]:
+    """The 0-d f64 inputs (a Python float Dynamo passes as a tensor once its value
+    changes: a scheduler's learning rate) whose every use is a conversion to f32,
+    maybe through f64: the graph then takes them in f32, which is exact, and devices
+    with no f64 word (MN-Core) take the graph (its f32 step ran on the host)."""
+    def to(node: fx.Node) -> torch.dtype | None:
+        dtype = node.args[1] if len(node.args) > 1 else node.kwargs.get("dtype")
+        return dtype if node.target in _CONVERTS and set(node.kwargs) <= {"dtype"} else None
+
+    def ends(node: fx.Node) -> list[fx.Node] | None:  # the f32 conversions it reaches
+        found: list[fx.Node] = []
+        for user in node.users:
+            dtype = to(user)
+            if dtype == torch.float32:
+                found.append(user)
+            elif dtype != torch.float64 or (more := ends(user)) is None:
+                return None
+            else:
+                found += more
+        return found
+
+    narrowed = set()
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders):
+        val = node.meta.get("val")
+        if not (isinstance(val, torch.Tensor) and val.dtype == torch.float64 and not val.ndim
+                and node.users and (found := ends(node))):
+            continue
+        for end in found:
+            end.replace_all_uses_with(node)
+        node.meta["val"] = val.to(torch.float32)
+        narrowed.add(i)
+    if narrowed:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return frozenset(narrowed)
 
 
 def _rewrite_gradient_copies(gm: fx.GraphModule) -> None:

@@ -547,27 +547,3 @@ def test_an_output_viewing_an_input_at_an_offset_known_when_it_runs_runs_eagerly
     assert got == [5.0, 5.0, 5.0]
     assert any("offset known only when" in k for k in torch_mncore.counters())
 
-
-@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
-@pytest.mark.parametrize("returns", [
-    lambda y: (y, y.view(-1), y[1], y.t()), lambda y: (y.view(-1), y.t()),
-    lambda y: (y[0], y[:, 1:]), lambda y: (y, *y.chunk(2, 1))],
-    ids=["with-base", "whole-view", "no-whole", "chunks"])
-def test_outputs_that_view_one_intermediate_share_its_memory(device: str,
-                                                             returns: Callable) -> None:
-    """An inference graph returning views of one intermediate (AOTAutograd leaves their
-    aliasing to the backend): the outputs share memory as eager's do, so a write
-    through one shows through the others; they were copies (found by a probe)."""
-    torch_mncore.init(device)
-    x = torch.randn(2, 4)
-    expected, got = returns(x * 2), torch.compile(lambda x: returns(x * 2),
-                                                  backend="mncore")(x)
-    shared = [t.untyped_storage().data_ptr() == expected[0].untyped_storage().data_ptr()
-              for t in expected]
-    assert [t.untyped_storage().data_ptr() == got[0].untyped_storage().data_ptr()
-            for t in got] == shared
-    for outputs in (expected, got):
-        outputs[0].add_(100)
-    for a, b in zip(got, expected, strict=True):
-        assert a.shape == b.shape and a.stride() == b.stride()
-        torch.testing.assert_close(a, b)
