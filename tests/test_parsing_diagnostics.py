@@ -445,6 +445,23 @@ def test_mncore_opt_reports_an_empty_body_at_its_function(tmp_path: Path) -> Non
     assert done.stderr.splitlines()[0] == f"mncore-opt: {source}:1:1: error: {EMPTY_BLOCK}"
 
 
+@pytest.mark.parametrize("signature", ["(%x: memref<2xf32>)", "(%x: i32)"])
+def test_a_graph_function_that_is_not_on_tensors_is_an_error_at_it(tmp_path: Path,
+                                                                   signature: str) -> None:
+    """A ``func.func`` taking or returning something else than tensors (a memref, a
+    scalar) is refused by convert-graph-to-task at the function, not an internal
+    assertion (found by a probe)."""
+    source = tmp_path / "f.mlir"
+    source.write_text(f"func.func @f{signature} {{\n  func.return\n}}\n")
+    done = subprocess.run([str(BIN / "mncore-opt"), str(source), "-p", "convert-graph-to-task"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    kind = "memref<2xf32>" if "memref" in signature else "i32"
+    assert done.stderr.splitlines()[0] == (
+        f"mncore-opt: {source}:1:1: error: convert-graph-to-task: @f takes or returns {kind};"
+        " a graph function's arguments and results are tensors")
+
+
 def empty_function() -> tuple[ModuleOp, FuncOp]:
     func = FuncOp("f", FunctionType.from_lists([], []), Region(Block()))
     return ModuleOp([func]), func

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import BoolAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import BoolAttr, MemRefType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -182,6 +182,12 @@ class ConvertGraphToTaskPass(ModulePass):
         options = self if self.target == "gpu" else replace(
             self, split_k=0, fill_workers=False, in_place_index_put=False)
         for func in [o for o in op.body.block.ops if isinstance(o, FuncOp)]:
+            typ = next((t for t in (*func.function_type.inputs, *func.function_type.outputs)
+                        if not isinstance(t, TensorType)), None)
+            if typ is not None:
+                raise TaskConversionError(
+                    f"convert-graph-to-task: @{func.sym_name.data} takes or returns {typ}; "
+                    "a graph function's arguments and results are tensors", func)
             with paused_gc():
                 kernel = KernelBuilder(options, func).build()
             Rewriter.replace_op(func, kernel)
