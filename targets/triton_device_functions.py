@@ -254,6 +254,7 @@ def _index_put_source(tt: TaskType) -> list[str]:
     block = min(pow2(tt.largest[0]), 1024)
     assert isinstance(tt.op, g.IndexPutOp)
     add = bool(tt.op.accumulate.value.data)
+    rows = g.shape_of(tt.op.input)[0]  # negative indices count from the end, as torch's
     target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
     write = (f"tl.atomic_add({target}, value, mask=mask)" if add
              else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
@@ -268,6 +269,7 @@ def _index_put_source(tt: TaskType) -> list[str]:
             "n = s0 * s1 * s2 * s3 * s4 * s5",
             *_flat_loop("n", block),
             f"    where = {_load(1, dt[1], _addr6(1), 'mask')}",
+            f"    where = tl.where(where < 0, where + {rows}, where)  # -1: the last row",
             f"    value = {_load(2, dt[2], _addr6(2), 'mask')}",
             "    " + write]
 

@@ -221,3 +221,21 @@ def test_coalesced_descriptors_address_the_same_points(sizes: list[int], kinds: 
     assert _addresses(merged) == _addresses(desc)
     if set(kinds) == {"dense"}:
         assert len(merged.sizes) == min(len(sizes), 1)
+
+
+@pytest.mark.parametrize("accumulate", ["true", "false"])
+def test_index_put_counts_negative_rows_from_the_end(megakernel: Callable[..., Any],
+                                                     accumulate: str) -> None:
+    """``x[rows] (+)= v`` with rows -1 and -5 of 5: the last and the first, as eager and
+    the other levels; the megakernel wrote outside the tensor (found by a probe)."""
+    typ = "tensor<5x3xf32>, tensor<3xi64>, tensor<3x3xf32> -> tensor<5x3xf32>"
+    module = parse_module(make_context(), f"""
+    func.func @main(%x: tensor<5x3xf32>, %rows: tensor<3xi64>, %v: tensor<3x3xf32>)
+        -> tensor<5x3xf32> {{
+      %y = graph.index_put %x[%rows], %v accumulate = {accumulate} : {typ}
+      func.return %y : tensor<5x3xf32>
+    }}""", "p.mlir")
+    apply_pipeline(module, "convert-graph-to-task")
+    x, rows, v = torch.zeros(5, 3), torch.tensor([-1, 2, -5]), torch.arange(9.0).reshape(3, 3)
+    (got,) = megakernel(find_kernel(module)).run(x, rows, v)
+    assert torch.equal(got, x.index_put((rows,), v, accumulate=accumulate == "true"))
