@@ -1054,6 +1054,7 @@ class ProgramOp(IRDLOperation):
             if isinstance(op, TensorOp | BufferOp):
                 self._check_bounds(op, [(op.at.space.data, op.at.address.data, _extent(op),
                                          0)], machine)
+        self._check_tensors_apart()
         try:
             self._check_issue(machine)
         except Exception:
@@ -1070,6 +1071,25 @@ class ProgramOp(IRDLOperation):
                     except VerifyException as error:
                         raise OpVerifyException(op, str(error)) from None
             raise
+
+    def _check_tensors_apart(self) -> None:
+        """Inputs, outputs and constants each have words of their own: an input laid
+        over another read the other's values (buffers share words by liveness)."""
+        placed = sorted((op for op in self.body.block.ops
+                         if isinstance(op, TensorOp) and _extent(op)),
+                        key=lambda op: (op.at.space.data, op.at.address.data))
+        reach: TensorOp | None = None  # of those before, the one reaching furthest
+        for op in placed:
+            space, at = op.at.space.data, op.at.address.data
+            if reach is not None and reach.at.space.data == space and (
+                    at < reach.at.address.data + _extent(reach)):
+                raise OpVerifyException(
+                    op, f"@{op.sym_name.data} ({space}[{at}], {_extent(op)} words) overlaps "
+                    f"@{reach.sym_name.data} ({space}[{reach.at.address.data}]): a "
+                    "program's inputs, outputs and constants each have words of their own")
+            if reach is None or reach.at.space.data != space or (
+                    at + _extent(op) > reach.at.address.data + _extent(reach)):
+                reach = op
 
     @staticmethod
     def _check_bounds(op: IRDLOperation, spans: Sequence[Span], machine: Machine) -> None:

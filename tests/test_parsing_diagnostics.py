@@ -514,3 +514,21 @@ def test_syntax_past_an_op_s_format_says_what_was_found() -> None:
     assert "expected an operation, a block label or '}', found '->'" in str(error)
     assert position(error) == (2, 37)
 
+
+
+@pytest.mark.parametrize(("second", "row", "blamed", "over"), [
+    ("@z input dram[2] : tensor<4xf32>", 3, "@z (dram[2], 4 words)", "@x (dram[0])"),
+    ("@z input dram[40] : tensor<4xf32>", 3, "@z (dram[40], 4 words)", "@big (dram[30])")])
+def test_mncore_tensors_laid_over_each_other_are_refused_at_the_later(
+        second: str, row: int, blamed: str, over: str) -> None:
+    """An mncore program's inputs, outputs and constants each have words of their own:
+    an input laid over another read the other's words, without an error (found by a
+    probe); blamed on the later one in DRAM."""
+    text = ("mncore.program @p machine \"tiny\" {\n"
+            "  mncore.tensor @x input dram[0] : tensor<4xf32>\n"
+            f"  mncore.tensor {second}\n"
+            "  mncore.tensor @w output dram[50] : tensor<4xf32>\n"
+            "  mncore.tensor @big constant dram[30] = dense<0.0> : tensor<40xf32>\n}")
+    error = parse_error(text)
+    assert position(error)[0] == row
+    assert f"{blamed} overlaps {over}: a program's inputs, outputs and constants" in error.msg

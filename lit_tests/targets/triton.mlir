@@ -19,7 +19,7 @@ func.func @main(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>)
 // CHECK:      acc += tl.dot(a, b, input_precision="ieee")
 // CHECK:      def _task1_elementwise(arena, desc, d):
 // CHECK:      v0 = (a0 + a1).to(tl.float32)
-// CHECK-NEXT: v1 = (tl.maximum(v0, 0)).to(tl.float32)
+// CHECK-NEXT: v1 = (tl.maximum(v0, 0.0, propagate_nan=tl.PropagateNan.ALL)).to(tl.float32)
 // CHECK:      NUM_TASKS = 6
 // CHECK:      INPUTS = [(0, (8, 32), torch.float32), (1024, (32, 64), torch.float32), (9216, (64,), torch.float32)]
 // CHECK-NEXT: OUTPUTS = [(9472, (8, 64), torch.float32)]
