@@ -249,6 +249,16 @@ def test_opt_output_file_in_missing_folder(tmp_path: Path) -> None:
     assert_clean_error(result, "mncore-opt", contains=f"cannot write {missing}")
 
 
+def test_opt_output_that_is_a_folder(tmp_path: Path) -> None:
+    """``-o`` naming a folder: one message, not the errno of the temporary file's rename
+    (found by a probe), and nothing left beside it."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = run_tool("mncore-opt", write(tmp_path, "good.mlir", GOOD), "-o", folder)
+    assert_clean_error(result, "mncore-opt", contains=f"cannot write {folder}: it is a directory")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
 TWO_NEGS = """\
 func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = graph.neg %a : tensor<2xf32>

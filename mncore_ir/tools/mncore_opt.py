@@ -86,6 +86,8 @@ class ReplaceOnSuccess(io.StringIO):
 
     def _replace(self) -> None:
         target = os.path.realpath(self.path)
+        if os.path.isdir(target):
+            raise OSError(f"cannot write {self.path}: it is a directory")
         try:
             fd, tmp = _create_beside(target)
         except OSError as error:
