@@ -176,6 +176,9 @@ class ConvertGraphToTaskPass(ModulePass):
         if min(self.workers, self.elementwise_tile, self.row_tile, self.max_tasks) < 1:
             raise TaskConversionError("convert-graph-to-task: workers, tile sizes and "
                                       "max_tasks must be >= 1")
+        if self.split_k < 0:
+            raise TaskConversionError("convert-graph-to-task: split_k must be >= 0 (0: never "
+                                      "split)")
         if self.target not in ("gpu", "mncore"):
             raise TaskConversionError(f"convert-graph-to-task: target {self.target!r} is not "
                                       "gpu or mncore")

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.dialects import graph as g
 
@@ -120,6 +121,8 @@ class GraphFuseElementwisePass(ModulePass):
     """Groups with fewer ops are left alone."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.min_ops < 1:
+            raise DiagnosticException("graph-fuse-elementwise: min_ops must be >= 1")
         blocks = [b for o in op.walk() if not isinstance(o, g.FusedOp)
                   for r in o.regions for b in r.blocks]
         for block in blocks:

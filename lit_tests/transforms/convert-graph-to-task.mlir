@@ -55,6 +55,8 @@
 // ROW-TILE: mncore-opt: error: convert-graph-to-task: workers, tile sizes and max_tasks must be >= 1
 // RUN: not mncore-opt %s -p 'convert-graph-to-task{max_tasks=0}' 2>&1 | filecheck %s --check-prefix=MAX-TASKS
 // MAX-TASKS: mncore-opt: error: convert-graph-to-task: workers, tile sizes and max_tasks must be >= 1
+// RUN: not mncore-opt %s -p 'convert-graph-to-task{split_k=-1}' 2>&1 | filecheck %s --check-prefix=SPLIT-K
+// SPLIT-K: mncore-opt: error: convert-graph-to-task: split_k must be >= 0 (0: never split)
 // bf16 and f16 stay at the graph level: refused at the first op that holds one.
 // RUN: not mncore-opt %S/Inputs/bf16_graph.mlir -p convert-graph-to-task 2>&1 | filecheck %s --check-prefix=NARROW
 // NARROW: bf16_graph.mlir:2:3: error: graph.convert: element type bf16 is not supported at the task level

@@ -3,6 +3,8 @@
 // chain become results; non-elementwise ops end a chain.
 // RUN: mncore-opt %s -p graph-fuse-elementwise --split-input-file | filecheck %s
 // RUN: mncore-opt %s -p 'graph-fuse-elementwise{min_ops=4}' --split-input-file | filecheck %s --check-prefix=MIN4
+// RUN: not mncore-opt %s -p 'graph-fuse-elementwise{min_ops=0}' --split-input-file 2>&1 | filecheck %s --check-prefix=MIN0
+// MIN0: mncore-opt: error: graph-fuse-elementwise: min_ops must be >= 1
 // RUN: mncore-opt %s -p graph-fuse-elementwise,convert-graph-to-task --split-input-file | filecheck %s --check-prefix=TASK
 // RUN: mncore-run %s --random-inputs 5 > %t.before
 // RUN: mncore-opt %s -p graph-fuse-elementwise | mncore-run --random-inputs 5 > %t.after
