@@ -115,17 +115,21 @@ def executor(op: m.InstructionOp, machine: Machine) -> Execute:
         semantics = (ALU if isinstance(op, m.AluOp) else MAU)[kind].semantics
         return lambda values: semantics(*values).astype(np.float32, copy=False)
     if isinstance(op, m.L1Op | m.L2Op):
-        if isinstance(op, m.L1Op):
-            blocks, per, n = machine.l1bs, machine.pes_per_l1b, 4
-        else:
-            blocks, per, n = machine.l2bs, machine.l1b_per_l2b, op.count
-        return tree(kind, blocks, per, n)
+        return tree(kind, *tree_geometry(op, machine))
     if isinstance(op, m.DmaOp):  # the source's words, copied by fetch
         if kind == "store":  # from one L2B's copy (L2B 0's unless it names one)
             block = l2b_of(op) or 0
             return lambda values: values[0][:, block:block + 1]
         return lambda values: values[0]  # one column: to every L2B's copy, or one
     return _writes_nothing  # a wait
+
+
+def tree_geometry(op: m.L1Op | m.L2Op, machine: Machine) -> tuple[int, int, int]:
+    """A tree transfer's blocks (L1Bs, L2Bs), units below each (PEs, L1Bs) and words
+    per unit."""
+    if isinstance(op, m.L1Op):
+        return machine.l1bs, machine.pes_per_l1b, 4
+    return machine.l2bs, machine.l1b_per_l2b, op.count
 
 
 def _writes_nothing(values: list[np.ndarray]) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from mncore_ir.dialects import mncore as m
 from mncore_ir.dialects.mncore_isa import ALU
 from mncore_ir.dialects.mncore_machines import Machine
-from mncore_ir.targets.mncore_decode import Decoded, Words
+from mncore_ir.targets.mncore_decode import Decoded, Words, tree_geometry
 
 #: ALU kinds whose semantics is a ufunc giving f32 for f32 words: computed into the
 #: destination's view (a ufunc reads overlapping operands as if copied first).
@@ -78,19 +78,6 @@ def _entangled(bundle: list[Decoded]) -> bool:
     return False
 
 
-def _source(ref: tuple[m.RefAttr, str, Words], memory: dict[str, np.ndarray],
-            dram: DramCell) -> Callable[[], np.ndarray] | np.ndarray:
-    """A source as a bound view, or a function for words listed (gathered each run)
-    and DRAM's (a fresh array each run)."""
-    _, space, words = ref
-    if space == "dram":
-        return lambda: dram[0][words]
-    if isinstance(words, slice):
-        return memory[space][words]
-    arr = memory[space]
-    return lambda: arr[words]
-
-
 def _step(machine: Machine, ins: Decoded, memory: dict[str, np.ndarray],
           dram: DramCell) -> Step:
     op = ins.op
@@ -98,14 +85,12 @@ def _step(machine: Machine, ins: Decoded, memory: dict[str, np.ndarray],
     _, space, words = ins.write
     if isinstance(op, m.DmaOp):
         return _dma(ins, memory, dram)
-    assert isinstance(words, slice) and space != "dram", op  # on chip: spans
+    # on chip, every operand is a span of rows (the decoder's): bound as views
+    assert isinstance(words, slice) and space != "dram", op
     dst = memory[space][words]
-    sources = [_source(ref, memory, dram) for ref in ins.reads]
-    if any(callable(s) for s in sources):  # never so today: PE and tree operands are spans
-        return _generic_one(ins, sources, dst)
+    values = [memory[space][words] for _, space, words in ins.reads]
     if isinstance(op, m.L1Op | m.L2Op):
-        return _tree(machine, op, sources[0], dst)  # type: ignore[arg-type]
-    values: list[np.ndarray] = sources  # type: ignore[assignment]
+        return _tree(machine, op, values[0], dst)
     mask = values.pop() if ins.masked else None
     kind = op.kind.data
     if isinstance(op, m.AluOp) and kind == "fpass":
@@ -128,26 +113,10 @@ def _step(machine: Machine, ins: Decoded, memory: dict[str, np.ndarray],
     return lambda: np.copyto(dst, execute(values), where=mask != 0)
 
 
-def _generic_one(ins: Decoded, sources: list[Callable[[], np.ndarray] | np.ndarray],
-                 dst: np.ndarray) -> Step:
-    def run() -> None:
-        values = [s() if callable(s) else s for s in sources]
-        mask = values.pop() if ins.masked else None
-        result = ins.execute(values)
-        if mask is None:
-            dst[...] = result
-        else:
-            np.copyto(dst, result, where=mask != 0)
-    return run
-
-
 def _tree(machine: Machine, op: m.L1Op | m.L2Op, src: np.ndarray, dst: np.ndarray) -> Step:
     """A transfer along the tree as one copy into the destination's view, with the
     column order of :func:`mncore_memories.tree`."""
-    if isinstance(op, m.L1Op):
-        blocks, per, n = machine.l1bs, machine.pes_per_l1b, 4
-    else:
-        blocks, per, n = machine.l2bs, machine.l1b_per_l2b, op.count
+    blocks, per, n = tree_geometry(op, machine)
     kind = op.kind.data
     if kind == "bcast":  # [w, b] -> [w, u blocks + b]
         into, value = dst.reshape(n, per, blocks), src[:, None, :]

@@ -9,20 +9,15 @@ from typing import Any
 
 import pytest
 import torch
-from test_dynamo import _step
+from test_dynamo import _step, fresh_dynamo, pytestmark  # noqa: F401 (its fixture, marks)
 from torch import nn
 
 import torch_mncore
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
-
 
 @pytest.fixture(autouse=True)
-def fresh_dynamo() -> Any:
-    torch._dynamo.reset()
+def back_on_the_cpu() -> Any:
     yield
-    torch._dynamo.reset()
     torch_mncore.init("cpu")
 
 
