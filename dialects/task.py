@@ -100,17 +100,16 @@ from mncore_ir.dialects.element_types import (
 from mncore_ir.dialects.task_graph import EventGraph as EventGraph
 from mncore_ir.dialects.task_graph import TaskOperands as TaskOperands
 from mncore_ir.dialects.task_graph import event_graph as event_graph
+from mncore_ir.dialects.task_graph import first_race
 from mncore_ir.dialects.task_graph import predecessors as predecessors
-from mncore_ir.dialects.task_layouts import body_use_error, verify_layout
+from mncore_ir.dialects.task_layouts import verify_task_bodies
 from mncore_ir.dialects.task_regions import Accesses as Accesses
+from mncore_ir.dialects.task_regions import Tile as Tile
 from mncore_ir.dialects.task_regions import (
-    RegionTypes,
     buffer_shape,
     checked_regions,
-    element_type,
     parse_accesses,
 )
-from mncore_ir.dialects.task_regions import Tile as Tile
 from mncore_ir.dialects.task_regions import covered_once as covered_once
 from mncore_ir.dialects.task_regions import first_miscounted as first_miscounted
 from mncore_ir.dialects.values import find_function, paused_gc
@@ -468,9 +467,11 @@ class KernelOp(IRDLOperation):
             # Each task's operands and regions are decoded once for all the checks.
             groups = [task.operand_groups() for task in tasks]
             accesses = [task.accesses(group) for task, group in zip(tasks, groups, strict=True)]
-            self._verify_events(tasks, event_graph(groups))
+            graph = event_graph(groups)
+            self._verify_events(tasks, graph)
             self._verify_outputs_written_once([r for r, _ in accesses], [w for _, w in accesses])
-            _verify_task_bodies(tasks, accesses, bodies)
+            self._verify_ordered(tasks, accesses, graph)
+            verify_task_bodies(tasks, accesses, bodies)
         except Exception:
             # These checks read the tasks' regions and events, which each task verifies
             # on its own (xDSL verifies the ops in a kernel before it; the parser, in
@@ -506,6 +507,28 @@ class KernelOp(IRDLOperation):
                         task, f"task {index} (@{task.body_name}) waits on an event that {who}: "
                         "tasks must be in a topological order")
 
+    def _verify_ordered(self, tasks: Sequence[TaskOp],
+                        accesses: Sequence[tuple[Accesses, Accesses]], graph: EventGraph) -> None:
+        """Tasks that write a region another reads or writes are ordered by events."""
+        race = first_race(accesses, graph)
+        if race is not None:
+            first, second = tasks[race.first], tasks[race.second]
+            what = {(True, False): "reads", (False, True): "writes", (True, True): "writes"}
+            raise OpVerifyException(
+                second, f"task {race.second} (@{second.body_name}) "
+                f"{what[race.first_writes, race.second_writes]} {self._describe(race.buffer)} "
+                f"where task {race.first} (@{first.body_name}) "
+                f"{'writes' if race.first_writes else 'reads'}, but waits on no event after "
+                "it: the result would depend on the order the tasks run in")
+
+    def _describe(self, value: SSAValue) -> str:
+        args = self.body.block.args
+        if value in args:
+            index = args.index(value)
+            inputs = len(self.function_type.inputs.data)
+            return f"input {index}" if index < inputs else f"output {index - inputs}"
+        return f"buffer %{value.name_hint}" if value.name_hint else "a task.buffer"
+
     def _verify_outputs_written_once(self, reads: Sequence[Accesses],
                                      writes: Sequence[Accesses]) -> None:
         """Every kernel output element is written by one task, bar in-place updates
@@ -538,34 +561,6 @@ def _verify_body(body: BodyOp) -> None:
         for op in blocks[0].ops:  # first: the body's checks read them
             check(op)
     check(body)
-
-
-def _verify_task_bodies(tasks: Sequence[TaskOp], accesses: Sequence[tuple[Accesses, Accesses]],
-                        bodies: Mapping[str, BodyOp]) -> None:
-    """Each task's body takes and yields its regions, laid out as the targets read them.
-    What depends only on the body and the regions' types is checked once per
-    combination (the tiles of one operator share it); the layout, per task."""
-    checked: dict[tuple[str, RegionTypes, RegionTypes], tuple[str | None, g.GraphOp | None]] = {}
-    for task, (reads, writes) in zip(tasks, accesses, strict=True):
-        key = (task.body_name, tuple((element_type(v), r.sizes) for v, r in reads),
-               tuple((element_type(v), r.sizes) for v, r in writes))
-        found = checked.get(key)
-        if found is None:
-            body = bodies.get(task.body_name)
-            op = body.tile_op() if body is not None else None
-            found = checked[key] = (
-                f"task.task refers to @{key[0]}, which is no task.body of this kernel"
-                if body is None else body_use_error(key[0], body.arg_types, body.yield_types,
-                                                    op is None, reads, writes, key[1], key[2]),
-                op)
-        error, op = found
-        try:
-            if error is not None:
-                raise VerifyException(error)
-            if op is not None:
-                verify_layout(op, reads, writes)
-        except VerifyException as failure:
-            raise OpVerifyException(task, str(failure)) from None
 
 
 Task = Dialect("task", [KernelOp, BodyOp, BufferOp, ConstantOp, EventOp, TaskOp, YieldOp,

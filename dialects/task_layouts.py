@@ -11,14 +11,25 @@ misread is an error at its position, not a crash or a wrong result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from mncore_ir.dialects import graph as g
-from mncore_ir.dialects.task_regions import Accesses, RegionTypes, Tile, buffer_shape
+from mncore_ir.dialects.diagnostics import OpVerifyException
+from mncore_ir.dialects.task_regions import (
+    Accesses,
+    RegionTypes,
+    Tile,
+    buffer_shape,
+    element_type,
+)
+
+if TYPE_CHECKING:
+    from mncore_ir.dialects.task import BodyOp, TaskOp
 
 Rule = Callable[[g.GraphOp, Accesses, Accesses], None]
 
@@ -192,3 +203,31 @@ _TILED: dict[type[g.GraphOp], Rule] = {
 }
 """Ops convert-graph-to-task tiles, with what their regions must satisfy beyond the
 op's shapes; other ops that are not elementwise run over whole buffers."""
+
+
+def verify_task_bodies(tasks: Sequence[TaskOp], accesses: Sequence[tuple[Accesses, Accesses]],
+                        bodies: Mapping[str, BodyOp]) -> None:
+    """Each task's body takes and yields its regions, laid out as the targets read them.
+    What depends only on the body and the regions' types is checked once per
+    combination (the tiles of one operator share it); the layout, per task."""
+    checked: dict[tuple[str, RegionTypes, RegionTypes], tuple[str | None, g.GraphOp | None]] = {}
+    for task, (reads, writes) in zip(tasks, accesses, strict=True):
+        key = (task.body_name, tuple((element_type(v), r.sizes) for v, r in reads),
+               tuple((element_type(v), r.sizes) for v, r in writes))
+        found = checked.get(key)
+        if found is None:
+            body = bodies.get(task.body_name)
+            op = body.tile_op() if body is not None else None
+            found = checked[key] = (
+                f"task.task refers to @{key[0]}, which is no task.body of this kernel"
+                if body is None else body_use_error(key[0], body.arg_types, body.yield_types,
+                                                    op is None, reads, writes, key[1], key[2]),
+                op)
+        error, op = found
+        try:
+            if error is not None:
+                raise VerifyException(error)
+            if op is not None:
+                verify_layout(op, reads, writes)
+        except VerifyException as failure:
+            raise OpVerifyException(task, str(failure)) from None

@@ -426,9 +426,65 @@ def test_second_output_checked() -> None:
 
 def test_buffers_need_not_be_written_once() -> None:
     def body(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operation]:
-        t = BufferOp(result_types=[M8x16])
-        return [t, TaskOp("a", [(ins[0], WHOLE)], [(t.result, WHOLE)]),
-                TaskOp("b", [(ins[0], WHOLE)], [(t.result, WHOLE), (outs[0], WHOLE)])]
+        t, e = BufferOp(result_types=[M8x16]), EventOp(1)
+        return [t, e, TaskOp("a", [(ins[0], WHOLE)], [(t.result, WHOLE)], signal=e.result),
+                TaskOp("b", [(ins[0], WHOLE)], [(t.result, WHOLE), (outs[0], WHOLE)],
+                       waits=[e.result])]
+
+    make_kernel("k", [M8x16], [M8x16], body).verify()
+
+
+TOP, BOTTOM = Tile((0, 0), (4, 16)), Tile((4, 0), (4, 16))
+
+
+@pytest.mark.parametrize("case, message", [
+    # b reads what a writes, no event between them
+    ("read-after-write", r"task 1 \(@b\) reads buffer %t where task 0 \(@a\) writes"),
+    # b overwrites what a reads (a buffer reused while still being read)
+    ("write-after-read", r"task 1 \(@b\) writes input 0 where task 0 \(@a\) reads"),
+    # a and b write overlapping rows of a buffer
+    ("write-after-write", r"task 1 \(@b\) writes buffer %t where task 0 \(@a\) writes"),
+    # the order is only through a chain that skips a: c waits on b, b on nothing
+    ("ordered-elsewhere", r"task 2 \(@c\) reads buffer %t where task 0 \(@a\) writes"),
+])
+def test_unordered_conflicting_tasks_rejected(case: str, message: str) -> None:
+    """A read or write of a region another task writes, with no chain of events between
+    the two tasks: which value results would depend on the order tasks run in."""
+    def body(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operation]:
+        (x,), (y,) = ins, outs
+        t, e = BufferOp(result_types=[M8x16]), EventOp(1)
+        t.result.name_hint = "t"
+        if case == "read-after-write":
+            return [t, TaskOp("a", [(x, WHOLE)], [(t.result, WHOLE)]),
+                    TaskOp("b", [(t.result, WHOLE)], [(y, WHOLE)])]
+        if case == "write-after-read":
+            return [t, TaskOp("a", [(x, WHOLE)], [(y, WHOLE)]),
+                    TaskOp("b", [(x, BOTTOM)], [(x, TOP)])]
+        if case == "write-after-write":
+            return [t, e, TaskOp("a", [(x, WHOLE)], [(t.result, WHOLE)]),
+                    TaskOp("b", [(x, TOP)], [(t.result, Tile((3, 0), (2, 16)))],
+                           signal=e.result),
+                    TaskOp("c", [(t.result, WHOLE)], [(y, WHOLE)], waits=[e.result])]
+        return [t, e, TaskOp("a", [(x, TOP)], [(t.result, TOP)]),
+                TaskOp("b", [(x, BOTTOM)], [(t.result, BOTTOM)], signal=e.result),
+                TaskOp("c", [(t.result, WHOLE)], [(y, WHOLE)], waits=[e.result])]
+
+    kernel = make_kernel("k", [M8x16], [M8x16], body)
+    with pytest.raises(VerifyException, match=message + ", but waits on no event after it"):
+        kernel.verify()
+
+
+def test_conflicts_ordered_through_a_chain_accepted() -> None:
+    """a -> b -> c by events: c may read what a wrote, and disjoint regions need no
+    order at all."""
+    def body(ins: Sequence[SSAValue], outs: Sequence[SSAValue]) -> list[Operation]:
+        (x,), (y,) = ins, outs
+        t, e, f = BufferOp(result_types=[M8x16]), EventOp(1), EventOp(1)
+        return [t, e, f,
+                TaskOp("a", [(x, TOP)], [(t.result, TOP)], signal=e.result),
+                TaskOp("a", [(x, BOTTOM)], [(t.result, BOTTOM)]),  # disjoint: unordered
+                TaskOp("b", [(x, TOP)], [(y, TOP)], waits=[e.result], signal=f.result),
+                TaskOp("c", [(t.result, TOP)], [(y, BOTTOM)], waits=[f.result])]
 
     make_kernel("k", [M8x16], [M8x16], body).verify()
 

@@ -132,12 +132,15 @@ def set_waits(task: t.TaskOp, waits: Sequence[object]) -> None:
 @contextlib.contextmanager
 def without_wait(kernel: t.KernelOp, index: int, wait: int) -> Iterator[t.TaskOp]:
     """The kernel with task ``index`` no longer waiting on its ``wait``-th event (the
-    task is modified in place and restored afterwards); the result still verifies."""
+    task is modified in place and restored afterwards). The verifier refuses the
+    result as a race at that task, and finds nothing else wrong with it."""
     task = kernel.tasks()[index]
     waits = list(task.waits)
     set_waits(task, waits[:wait] + waits[wait + 1:])
     try:
-        kernel.verify()
+        with pytest.raises(VerifyException, match=rf"^task {index} \(@\w+\) "
+                           r"(reads|writes) .* but waits on no event after it"):
+            kernel.verify()
         yield task
     finally:
         set_waits(task, waits)
@@ -260,7 +263,8 @@ Findings = dict[tuple[int, int], int | str | None]
 def dropped_wait_findings(kernel: t.KernelOp, inputs: Sequence[np.ndarray],
                           expected: Sequence[np.ndarray]
                           ) -> Findings:
-    """For every wait (task, position) of ``kernel``: the first seed below SEED_BOUND
+    """For every wait (task, position) of ``kernel``, which the verifier must then
+    refuse as a race at that task: the first seed below SEED_BOUND
     whose order gives a wrong result with that wait dropped, else ``"earliest"`` when
     running the task as early as its other waits allow does, else None.
 
@@ -285,7 +289,10 @@ def dropped_wait_findings(kernel: t.KernelOp, inputs: Sequence[np.ndarray],
                 if found is None:
                     order = earliest_first(predecessors(kernel), index)
                     with reordered(kernel, order):
-                        kernel.verify()  # a legal schedule of the broken kernel
+                        # a legal schedule of the broken kernel: the race is all that
+                        # is wrong with it
+                        with pytest.raises(VerifyException, match="no event after it"):
+                            kernel.verify()
                         if not runs_right(kernel, inputs, expected, None):
                             found = "earliest"
             if isinstance(found, int):

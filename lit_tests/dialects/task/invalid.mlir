@@ -705,3 +705,35 @@ task.kernel @pointwise_broadcast(%x: memref<4x6xf32>) -> (%y: memref<4x6xf32>) {
   task.task @neg ins(%x[0:2, 0:6]) outs(%y[0:4, 0:6])
   task.return
 }
+
+// -----
+
+// A task reading what an earlier task writes, with no event between them: which value
+// it reads would depend on the order the workers run the tasks in.
+task.kernel @race_read(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @neg(%a: tensor<f32>) {
+    %n = graph.neg %a : tensor<f32>
+    task.yield %n : tensor<f32>
+  }
+  %t = task.buffer : memref<8xf32>
+  %e = task.event triggers 1
+  task.task @neg ins(%x[0:4]) outs(%t[0:4]) signal(%e)
+  task.task @neg ins(%x[4:8]) outs(%t[4:8])
+  // expected-error@+1 {{task 2 (@neg) reads buffer %t where task 1 (@neg) writes, but waits on no event after it: the result would depend on the order the tasks run in}}
+  task.task @neg ins(%t[0:8]) outs(%y[0:8]) waits(%e)
+  task.return
+}
+
+// -----
+
+// A task overwriting a region an earlier task reads, with no event between them.
+task.kernel @race_overwrite(%x: memref<8xf32>) -> (%y: memref<8xf32>) {
+  task.body @neg(%a: tensor<f32>) {
+    %n = graph.neg %a : tensor<f32>
+    task.yield %n : tensor<f32>
+  }
+  task.task @neg ins(%x[0:8]) outs(%y[0:8])
+  // expected-error@+1 {{task 1 (@neg) writes input 0 where task 0 (@neg) reads, but waits on no event after it}}
+  task.task @neg ins(%x[6:8]) outs(%x[2:4])
+  task.return
+}
