@@ -50,7 +50,7 @@ class HazardError(InterpretationError):
 
     def __init__(self, step: int, op: m.InstructionOp, message: str) -> None:
         super().__init__(f"step {step}: {op.name} {op.kind.data!r}: {message}".replace(
-            " '':", ":"))
+            " '':", ":"), op)
         self.step = step
 
 

@@ -141,7 +141,9 @@ mncore.program @early_alu machine "tiny" {
   mncore.alu 2 "fneg" grf0[0] -> grf1[0]
 }
 // RUN: not mncore-run %s --function early_alu 2>&1 | filecheck %s --check-prefix=EARLY-ALU
-// EARLY-ALU:     {{\A}}mncore-run: error: step 2: mncore.alu 'fneg': reads grf0[0] written at step 0, ready only at step 3
+// EARLY-ALU:     {{\A}}mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 3]]:3: error: step 2: mncore.alu 'fneg': reads grf0[0] written at step 0, ready only at step 3
+// EARLY-ALU-NEXT: mncore.alu 2 "fneg" grf0[0] -> grf1[0]
+// EARLY-ALU-NEXT: ^^^^^^^^^^
 // EARLY-ALU-NOT: {{.}}
 
 // An L1 transfer's result read one step too early (ready after 3 steps).
@@ -150,7 +152,9 @@ mncore.program @early_l1 machine "tiny" {
   mncore.alu 2 "fneg" grf0[0] -> grf1[0]
 }
 // RUN: not mncore-run %s --function early_l1 2>&1 | filecheck %s --check-prefix=EARLY-L1
-// EARLY-L1:     {{\A}}mncore-run: error: step 2: mncore.alu 'fneg': reads grf0[0] written at step 0, ready only at step 3
+// EARLY-L1:     {{\A}}mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 3]]:3: error: step 2: mncore.alu 'fneg': reads grf0[0] written at step 0, ready only at step 3
+// EARLY-L1-NEXT: mncore.alu 2 "fneg" grf0[0] -> grf1[0]
+// EARLY-L1-NEXT: ^^^^^^^^^^
 // EARLY-L1-NOT: {{.}}
 
 // An L2 transfer's result read one step too early (ready after 4 steps).
@@ -159,7 +163,9 @@ mncore.program @early_l2 machine "tiny" {
   mncore.l1 3 "bcast" l1bm[0] -> grf0[0]
 }
 // RUN: not mncore-run %s --function early_l2 2>&1 | filecheck %s --check-prefix=EARLY-L2
-// EARLY-L2:     {{\A}}mncore-run: error: step 3: mncore.l1 'bcast': reads l1bm[0] written at step 0, ready only at step 4
+// EARLY-L2:     {{\A}}mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 3]]:3: error: step 3: mncore.l1 'bcast': reads l1bm[0] written at step 0, ready only at step 4
+// EARLY-L2-NEXT: mncore.l1 3 "bcast" l1bm[0] -> grf0[0]
+// EARLY-L2-NEXT: ^^^^^^^^^
 // EARLY-L2-NOT: {{.}}
 
 // The MAU reads a 16-word matrix of which only the last row is not ready: the message
@@ -169,7 +175,9 @@ mncore.program @early_mau machine "tiny" {
   mncore.mau 7 "mma" grf0[0], lm0[0], lm1[0] -> grf1[0]
 }
 // RUN: not mncore-run %s --function early_mau 2>&1 | filecheck %s --check-prefix=EARLY-MAU
-// EARLY-MAU:     {{\A}}mncore-run: error: step 7: mncore.mau 'mma': reads grf0[12] written at step 5, ready only at step 8
+// EARLY-MAU:     {{\A}}mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 3]]:3: error: step 7: mncore.mau 'mma': reads grf0[12] written at step 5, ready only at step 8
+// EARLY-MAU-NEXT: mncore.mau 7 "mma" grf0[0], lm0[0], lm1[0] -> grf1[0]
+// EARLY-MAU-NEXT: ^^^^^^^^^^
 // EARLY-MAU-NOT: {{.}}
 
 // DMA data read before the wait on its tag.
@@ -179,7 +187,9 @@ mncore.program @early_dma machine "tiny" {
   mncore.wait 2 tag 1
 }
 // RUN: not mncore-run %s --function early_dma 2>&1 | filecheck %s --check-prefix=EARLY-DMA
-// EARLY-DMA:     {{\A}}mncore-run: error: step 1: mncore.l2 'bcast': reads l2bm[4] before the wait on DMA tag 1
+// EARLY-DMA:     {{\A}}mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 4]]:3: error: step 1: mncore.l2 'bcast': reads l2bm[4] before the wait on DMA tag 1
+// EARLY-DMA-NEXT: mncore.l2 1 "bcast" l2bm[4] -> l1bm[0] words 4
+// EARLY-DMA-NEXT: ^^^^^^^^^
 // EARLY-DMA-NOT: {{.}}
 
 // The DMA engine moves DMAs' words in their issue order: a wait on a tag makes the data
@@ -192,7 +202,9 @@ mncore.program @wrong_tag machine "tiny" {
   mncore.wait 4 tag 2
 }
 // RUN: not mncore-run %s --function wrong_tag 2>&1 | filecheck %s --check-prefix=WRONG-TAG
-// WRONG-TAG:     {{\A}}mncore-run: error: step 3: mncore.l2 'bcast': reads l2bm[0] before the wait on DMA tag 2
+// WRONG-TAG:     {{\A}}mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 4]]:3: error: step 3: mncore.l2 'bcast': reads l2bm[0] before the wait on DMA tag 2
+// WRONG-TAG-NEXT: mncore.l2 3 "bcast" l2bm[0] -> l1bm[0] words 4
+// WRONG-TAG-NEXT: ^^^^^^^^^
 // WRONG-TAG-NOT: {{.}}
 mncore.program @queue_order machine "tiny" {
   mncore.tensor @x input dram[0] : tensor<8xf32>
@@ -255,7 +267,9 @@ mncore.program @race_load machine "tiny" {
   mncore.wait 2 tag 1
 }
 // RUN: not mncore-run %s --function race_load 2>&1 | filecheck %s --check-prefix=RACE-LOAD
-// RACE-LOAD: mncore-run: error: step 1: mncore.l2 'reduce': writes l2bm[0] while DMA tag 1 is still writing it
+// RACE-LOAD: mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 4]]:3: error: step 1: mncore.l2 'reduce': writes l2bm[0] while DMA tag 1 is still writing it
+// RACE-LOAD-NEXT: mncore.l2 1 "reduce" l1bm[0] -> l2bm[0] words 4
+// RACE-LOAD-NEXT: ^^^^^^^^^
 
 mncore.program @race_store machine "tiny" {
   mncore.dma 0 "store" l2bm[8] -> dram[64] words 4 tag 1
@@ -263,4 +277,6 @@ mncore.program @race_store machine "tiny" {
   mncore.wait 2 tag 1
 }
 // RUN: not mncore-run %s --function race_store 2>&1 | filecheck %s --check-prefix=RACE-STORE
-// RACE-STORE: mncore-run: error: step 1: mncore.l2 'reduce': writes l2bm[8] while DMA tag 1 is still reading it
+// RACE-STORE: mncore-run: {{.*}}mncore_run_mncore.mlir:[[# @LINE - 4]]:3: error: step 1: mncore.l2 'reduce': writes l2bm[8] while DMA tag 1 is still reading it
+// RACE-STORE-NEXT: mncore.l2 1 "reduce" l1bm[0] -> l2bm[8] words 4
+// RACE-STORE-NEXT: ^^^^^^^^^
