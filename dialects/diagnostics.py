@@ -3,8 +3,19 @@ its source position and the runtime at the user's line."""
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
+
+
+def source_location(op: Operation) -> FileLineColLoc | None:
+    """Where ``op`` was written: its location, else that of the first op nested in it
+    that has one (a task's body). The parser and the FX importer set them, and passes
+    copy them onto what they make of an op."""
+    for inner in op.walk():
+        if isinstance(inner.location, FileLineColLoc):
+            return inner.location
+    return None
 
 
 class OpVerifyException(VerifyException):

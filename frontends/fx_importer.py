@@ -31,6 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects.diagnostics import source_location
 
 
 class _ElementTypes(dict[torch.dtype, Attribute]):
@@ -82,13 +83,8 @@ def user_frame(stack_trace: str | None) -> str:
     return f"{path}:{line}: {code.strip()}"
 
 
-def source_position(op: Operation) -> FileLineColLoc | None:
-    """Where the user wrote ``op``: its location, else that of the first op nested in
-    it that has one (a task's body), as the importer set them."""
-    for inner in op.walk():
-        if isinstance(inner.location, FileLineColLoc):
-            return inner.location
-    return None
+source_position = source_location
+"""Where the user wrote an op (its location, or that of an op nested in it)."""
 
 
 def describe_position(position: FileLineColLoc) -> str:

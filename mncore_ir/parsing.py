@@ -26,6 +26,7 @@ from a block (an empty one that needs a terminator) is blamed on the op that hol
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Iterator
@@ -40,15 +41,19 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     FixedBitwidthType,
     Float80Type,
     Float128Type,
     FloatAttr,
     IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
     RankedStructure,
+    StringAttr,
+    UnknownLoc,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.frontend.mlir import MLIRFrontend
@@ -147,12 +152,21 @@ class _CheckedElement(AttrParser._TensorLiteralElement):  # pyright: ignore[repo
 
 class LocatingParser(Parser):
     """An xDSL parser that records the span of every operation it parses, reads
-    literals exactly and checks them against their types, and lexes in linear time."""
+    literals exactly and checks them against their types, and lexes in linear time.
 
-    def __init__(self, ctx: Context, text: str | bytes, name: str = "<unknown>") -> None:
+    As MLIR's parser does, it gives each op without a written ``loc(...)`` its source
+    location (``name:line:col``, lines counted from ``line_offset``, the chunk's first
+    line in its file): passes copy it onto what they make of the op, so an error a later
+    pass raises still points at the source (:func:`span_at`)."""
+
+    def __init__(self, ctx: Context, text: str | bytes, name: str = "<unknown>",
+                 line_offset: int = 0) -> None:
         super().__init__(ctx, "", name)
         self._parser_state = ParserState(LinearMLIRLexer(Input(_decode(text, name), name)))
         self.op_spans: dict[Operation, Span] = {}
+        self.line_offset = line_offset
+        self._file = StringAttr(name)
+        self._line_starts: list[int] = []
         #: While a dense literal of floats is parsed: each element's bit pattern when
         #: it was written in hex, else None.
         self.float_bits: list[int | None] | None = None
@@ -164,7 +178,19 @@ class LocatingParser(Parser):
         except VerifyException as e:  # a property or type rejected while building the op
             raise ParseError(span, str(e).strip()) from None
         self.op_spans[op] = span
+        if isinstance(op.location, UnknownLoc):
+            line, column = self._line_col(span.start)
+            op.location = FileLineColLoc(self._file, IntAttr(line + self.line_offset),
+                                         IntAttr(column))
         return op
+
+    def _line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of ``offset`` (the line starts found once)."""
+        if not self._line_starts:
+            content = self.lexer.input.content
+            self._line_starts = [0, *(m.end() for m in re.finditer("\n", content))]
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
 
     def _parse_block(self) -> Block:
         """A block label is expected where an op's syntax ended early (``graph.exp %x :
@@ -419,3 +445,19 @@ class LocatingMLIRFrontend(MLIRFrontend):
         return LocatingParser(ctx, input.read(), input_name).parse_verified_module(
             not self.no_implicit_module
         )
+
+
+def span_at(source: Input, location: FileLineColLoc, line_offset: int = 0) -> Span | None:
+    """The span of the token at ``location`` in ``source`` (a chunk whose first line is
+    line ``line_offset + 1`` of its file), or ``None`` when it is not in it."""
+    if location.filename.data != source.name:
+        return None
+    lines = source.content.split("\n")
+    line, column = location.line.data - line_offset, location.column.data
+    if not 1 <= line <= len(lines) or not 1 <= column <= len(lines[line - 1]) + 1:
+        return None
+    start = sum(len(text) + 1 for text in lines[:line - 1]) + column - 1
+    end = start
+    while end < len(source.content) and not source.content[end].isspace():
+        end += 1
+    return Span(start, max(end, start + 1), source)

@@ -59,7 +59,8 @@ def scalar_body(name: str, ops: Sequence[Operation], inputs: Sequence[SSAValue],
             continue
         new = type(op).create(operands=[get(o) for o in op.operands],
                               result_types=[scalar(r.type) for r in op.results],
-                              properties=dict(op.properties), attributes=dict(op.attributes))
+                              properties=dict(op.properties), attributes=dict(op.attributes),
+                              location=op.location)
         block.add_op(new)
         mapping.update(zip(op.results, new.results, strict=True))
     block.add_op(t.YieldOp.build(operands=[[get(v) for v in outputs]]))
@@ -70,7 +71,8 @@ def tile_body(name: str, op: g.GraphOp, ins: RegionTypes, outs: RegionTypes) -> 
     """``op`` (its class and properties) on tensors of the regions' types."""
     block = Block(arg_types=[TensorType(e, sizes) for e, sizes in ins])
     new = type(op).create(operands=list(block.args), properties=dict(op.properties),
-                          result_types=[TensorType(e, sizes) for e, sizes in outs])
+                          result_types=[TensorType(e, sizes) for e, sizes in outs],
+                          location=op.location)
     block.add_ops([new, t.YieldOp.build(operands=[list(new.results)])])
     return t.BodyOp(name, Region(block))
 

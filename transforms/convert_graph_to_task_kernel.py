@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, LocationAttr, MemRefType, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
@@ -114,6 +114,8 @@ class PlannedTask:
     ins: list[tuple[Storage, Tile]]
     outs: list[tuple[Storage, Tile]]
     deps: set[int] = field(default_factory=set)
+    #: the graph op's (set when its accesses are recorded): later passes' errors point at it
+    location: LocationAttr | None = None
 
 
 class TaskPlanner:
@@ -291,6 +293,7 @@ class TaskPlanner:
         groups: dict[tuple[int, bool], AccessGroup] = {}
         for index in range(first, len(self.tasks)):
             task = self.tasks[index]
+            task.location = self.current.location
             for storage, tile in task.ins:
                 for group in storage.writers:
                     task.deps.update(group.overlapping(tile))
@@ -354,14 +357,17 @@ class TaskPlanner:
             # A predecessor signals an event: it has a successor, this task.
             waits = list(dict.fromkeys(e for p in sorted(preds[index])
                                        if (e := results[p]) is not None))
-            ops.append(t.TaskOp(task.body, [(s.value, tile) for s, tile in task.ins],
-                                [(s.value, tile) for s, tile in task.outs], waits,
-                                results[index]))
+            op = t.TaskOp(task.body, [(s.value, tile) for s, tile in task.ins],
+                          [(s.value, tile) for s, tile in task.outs], waits, results[index])
+            if task.location is not None:
+                op.location = task.location
+            ops.append(op)
         ops.append(t.ReturnOp())
         self.block.add_ops(ops)
         ftype = self.func.function_type
         kernel = t.KernelOp(self.func.sym_name.data, [memref_of(a) for a in ftype.inputs.data],
                             [memref_of(r) for r in ftype.outputs.data], Region(self.block))
+        kernel.location = self.func.location
         kernel.attributes["workers"] = IntegerAttr(self.options.workers, i64)
         for arg, old in zip(self.block.args, self.func.body.block.args, strict=False):
             arg.name_hint = old.name_hint

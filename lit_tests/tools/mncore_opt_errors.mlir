@@ -76,3 +76,17 @@ func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
 // KEPT: {{\A}}user data
 // RUN: mncore-opt %s -o %t.out
 // RUN: filecheck %s --check-prefix=OK --input-file %t.out
+
+// An error a later pass raises at an op that an earlier pass made of a parsed one (the
+// task body's copy of the product): reported at the parsed op's source location, which
+// the parser gives every op and passes copy onto what they make of it.
+// RUN: not mncore-opt %S/Inputs/integer_overflow.mlir -p 'convert-graph-to-task{target=mncore},convert-task-to-mncore' 2>&1 | filecheck %s --check-prefix=LATER-PASS
+// LATER-PASS-NOT:  Traceback
+// LATER-PASS:      {{\A}}mncore-opt: {{.*}}integer_overflow.mlir:3:3: error: convert-task-to-mncore: graph.mul in task.body @ew0 may take values in [-281474943156225, 281474943156225], beyond the ±2**24 that a word (f32) holds exactly
+// LATER-PASS-NEXT: {{^}}  %a = graph.mul %x, %x : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+// LATER-PASS-NEXT: {{^}}  ^^
+// LATER-PASS-NOT:  {{.}}
+// The location is printed with --print-debuginfo, on the task and on its body's op:
+// RUN: mncore-opt %S/Inputs/integer_overflow.mlir -p 'convert-graph-to-task{target=mncore}' --print-debuginfo | filecheck %s --check-prefix=DEBUGINFO
+// DEBUGINFO: graph.mul {{.*}} loc("{{.*}}integer_overflow.mlir":3:3)
+// DEBUGINFO: task.task @ew0 {{.*}} loc("{{.*}}integer_overflow.mlir":3:3)

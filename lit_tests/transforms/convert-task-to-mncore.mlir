@@ -122,6 +122,7 @@ func.func @main(%x: tensor<6x40xf32>, %b: tensor<40xf32>, %s: tensor<f32>) -> te
 // A sum over the whole L2B: the L2 reduce sums over the L1Bs.
 // LANE-IR: mncore.l2 {{[0-9]+}} "reduce" l1bm{{.*}} words 4
 
-// KIND: mncore-opt: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, matmul_permuted, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding, index_put, conv2d, conv2d_backward, max_pool2d, max_pool2d_backward
-// CAPACITY: mncore-opt: error: convert-task-to-mncore: buffer %x (1100000 words) does not fit in dram (1048576 words on tiny)
+// KIND: mncore-opt: {{.*}}softmax.mlir:2:3: error: convert-task-to-mncore: task kind 'softmax' is not lowered (run graph-decompose before convert-graph-to-task: it expands row ops into elementwise ops and reductions); lowered kinds: elementwise, matmul, matmul_permuted, permute, reshape, slice, sum, mean, amax, gather, scatter, embedding, index_put, conv2d, conv2d_backward, max_pool2d, max_pool2d_backward
+// KIND-NEXT: %c = graph.softmax %a dim -1 : tensor<4x4xf32>
+// CAPACITY: mncore-opt: {{.*}}too_big.mlir:2:3: error: convert-task-to-mncore: buffer %x (1100000 words) does not fit in dram (1048576 words on tiny)
 // MACHINE: mncore-opt: error: convert-task-to-mncore: unknown machine 'big'; machines: mncore2, tiny

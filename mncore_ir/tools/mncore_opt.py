@@ -24,11 +24,12 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.utils.frontend import Frontend
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from mncore_ir.dialects.diagnostics import source_location
 from mncore_ir.dialects.element_types import ExactDensePrinting
-from mncore_ir.parsing import LocatingParser
+from mncore_ir.parsing import LocatingParser, span_at
 from mncore_ir.pipeline import DEVICES, apply_passes, check_ir, device
 from mncore_ir.registry import (
     get_all_dialects,
@@ -122,6 +123,7 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
     ``--verify-diagnostics`` matching ``expected-*`` directives as in ``mlir-opt``."""
 
     op_spans: dict[Operation, Span]
+    source: Input | None = None  # the chunk parsed last, for positions of later ops
     line_offset: int
 
     def register_all_dialects(self) -> None:
@@ -169,13 +171,14 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
                     start_offset: int = 0) -> ModuleOp | None:
         """Parse with :class:`LocatingParser` (the ``mlir`` frontend's parser) keeping
         the ops' spans, so that errors from passes can point at the source too."""
-        self.op_spans, self.line_offset = {}, start_offset
+        self.op_spans, self.line_offset, self.source = {}, start_offset, None
         frontend = parse_spec(self.args.frontend or file_extension).name
         with self.timed("Parsing"):
             if frontend != "mlir" or self.args.disable_verify:
                 return super().parse_chunk(chunk, file_extension, start_offset)
-            parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name())
-            self.op_spans = parser.op_spans
+            parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name(),
+                                    start_offset)
+            self.op_spans, self.source = parser.op_spans, parser.lexer.input
             return parser.parse_verified_module(not self.args.no_implicit_module)
 
     @contextlib.contextmanager
@@ -218,12 +221,19 @@ class MNCoreOptMain(DashIsStdin, xDSLOptMain):
         self.pipeline = PassPipeline.parse_spec(self.available_passes, spec, callback)
 
     def apply_passes(self, prog: ModuleOp) -> None:
-        """Apply the pipeline; a diagnostic that blames a parsed op is moved to its span."""
+        """Apply the pipeline; a diagnostic that blames an op is moved to its span: the
+        op's own, when it was parsed, else that of its source location (an op that a
+        pass made of a parsed one)."""
         try:
             apply_passes(self.pipeline, self.ctx, prog)
         except DiagnosticException as error:
             op = getattr(error, "op", None)
-            span = self.op_spans.get(op) if isinstance(op, Operation) else None
+            if not isinstance(op, Operation):
+                raise
+            span = self.op_spans.get(op)
+            location = source_location(op) if span is None and self.source else None
+            if location is not None and self.source is not None:
+                span = span_at(self.source, location, self.line_offset)
             if span is None:
                 raise
             located = dataclasses.replace(span, line_offset=self.line_offset)
