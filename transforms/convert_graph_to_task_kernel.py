@@ -256,14 +256,14 @@ class TaskPlanner:
                 if (storage is not None and storage.reusable
                         and last_use.get(value, index) <= index and value not in returned):
                     self.free.setdefault(memref_of(value.type), []).append(storage)
+        self.current = body[-1]  # the copies into outputs are the return's
         for value, i in copies:
-            self.current = body[-1]
             self.where[value] = self.storage_of(value)
             target = Storage(self.outputs[i], reusable=False)
             shape = g.shape_of(value)
-            body = self.bodies.pointwise([], [value], [value])
+            copy = self.bodies.pointwise([], [value], [value])
             for tile in self.grid(shape, tile_sizes(shape, self.options.elementwise_tile)):
-                self.tasks.append(PlannedTask(body, [(self.where[value], tile)],
+                self.tasks.append(PlannedTask(copy, [(self.where[value], tile)],
                                               [(target, tile)]))
             self.record_accesses()
         return self.emit()
