@@ -113,14 +113,34 @@ def _rounding_division(imp: FxImporter, node: fx.Node) -> SSAValue:
 
 def _integer_division(imp: FxImporter, m: Math, a: SSAValue, b: SSAValue, typ: Any,
                       mode: str) -> SSAValue:
+    """The exact multiple ``a - fmod(a, b)`` of ``b`` divided in f64, which is exact
+    below 2**53. Past it (int64) the f64 quotient is off by up to ~2**11 (and one
+    below an integer truncates to the one under it), so the residual of that estimate,
+    a small exact multiple of ``b`` in int64 arithmetic, is divided again, rounded to
+    the nearest integer, and added."""
     r = m.e(g.FmodOp(a, b))
-    f64 = g.Float64Type()
-    exact, divisor = (m.e(g.ConvertOp(v, f64)) for v in (m.sub(a, r), b))
-    quotient = m.e(g.ConvertOp(Math(imp.builder, exact).div(exact, divisor), typ))
+    multiple = m.sub(a, r)
+    quotient = _f64_quotient(imp, m, multiple, b, typ, rounded=False)
+    if typ == g.i64:
+        residual = m.sub(multiple, m.mul(quotient, b))
+        quotient = m.add(quotient, _f64_quotient(imp, m, residual, b, typ, rounded=True))
     if mode == "floor":
         step = m.and_(m.ne(r, 0), m.ne(m.lt(r, 0), m.lt(b, 0)))
         quotient = m.where(step, m.sub(quotient, 1), quotient)
     return quotient
+
+
+def _f64_quotient(imp: FxImporter, m: Math, a: SSAValue, b: SSAValue, typ: Any,
+                  rounded: bool) -> SSAValue:
+    """``a / b`` taken in f64, converted back to ``typ`` toward zero or (``rounded``)
+    to the nearest integer."""
+    f64 = g.Float64Type()
+    x, y = (m.e(g.ConvertOp(v, f64)) for v in (a, b))
+    wide = Math(imp.builder, x)
+    quotient = wide.div(x, y)
+    if rounded:
+        quotient = wide.floor(wide.add(quotient, 0.5))
+    return m.e(g.ConvertOp(quotient, typ))
 
 
 # ------------------------------------------------------------------ ELU

@@ -131,3 +131,21 @@ def test_exponents_eager_computes_as_other_ops(device: str) -> None:
         torch.testing.assert_close(ours, theirs, equal_nan=True, rtol=4e-6, atol=0)
         number = ~theirs.isnan()  # (a NaN's sign is no one's)
         assert torch.equal(torch.signbit(ours[number]), torch.signbit(theirs[number]))
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task", "triton"])
+def test_int64_quotients_are_exact_past_2_to_the_53(device: str) -> None:
+    """``//`` and ``div(rounding_mode=...)`` of int64 as eager's integer kernels: the f64
+    quotient of the exact multiple was rounded once the values passed 2**53
+    (``(10**18 + 7) // 1`` was 10**18)."""
+    a = torch.tensor([2**62 + 1, 10**18 + 7, -(2**62) - 3, 2**63 - 1, -(2**63), -7,
+                      2**53 + 1, 5, -(2**62) + 9])
+    b = torch.tensor([3, 1, 7, 2, 3, 2, 2, -(2**62), 2**31 - 1])
+
+    def quotients(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (a // b, torch.div(a, b, rounding_mode="trunc"), a // 1000000007,
+                torch.div(a, -3, rounding_mode="trunc"))
+
+    got, _ = run_on_device(device, quotients, a, b)
+    for ours, theirs in zip(got, quotients(a, b), strict=True):
+        assert torch.equal(ours, theirs), (ours - theirs).tolist()
