@@ -47,6 +47,10 @@ def _spelling(op: Operation, operands: Sequence[str], ty: str, block: str) -> st
         assert isinstance(op, g.GeluOp | g.GeluBackwardOp)
         tanh = "_tanh" if op.approximate.data == "tanh" else ""
         return f"{native}{tanh}({', '.join(operands)})"
+    if ty == "tl.int1" and isinstance(op, g.AddOp):  # True + True is True: or, not a
+        return f"{operands[0]} | {operands[1]}"        # 1-bit sum that wraps to False
+    if isinstance(op, g.PowOp) and ty.startswith(("tl.int", "tl.uint")):
+        return f"_ipow({operands[0]}, {operands[1]})"  # exact, where _pow takes logs
     entry = SEMANTICS.get(type(op))
     if entry is None or entry.triton is None:
         return None
@@ -256,7 +260,7 @@ def _index_put_source(tt: TaskType) -> list[str]:
     add = bool(tt.op.accumulate.value.data)
     rows = g.shape_of(tt.op.input)[0]  # negative indices count from the end, as torch's
     target = f"{_ptr(3, dt[3])} + {_addr6(3)} + where * x1"
-    write = (f"tl.atomic_add({target}, value, mask=mask)" if add
+    write = (_atomic_add(tt, dt[3], target, "value") if add
              else _store(3, dt[3], _addr6(3) + " + where * x1", "value", "mask"))
     # out = input first (both whole and contiguous), unless they are one buffer: the
     # in-place task after convert-graph-to-task's tiled copy moves only the rows put
@@ -432,7 +436,16 @@ def _pool_backward_source(tt: TaskType) -> list[str]:
             *_flat_loop("n", block),
             f"    where = {_load(2, dt[2], 'flat', 'mask')}",
             f"    gv = {_load(0, dt[0], 'flat', 'mask')}",
-            f"    tl.atomic_add({target}, gv, mask=mask)"]
+            "    " + _atomic_add(tt, dt[3], target, "gv")]
+
+
+def _atomic_add(tt: TaskType, dtype: np.dtype, target: str, value: str) -> str:
+    """``value`` added at ``target`` where ``mask``; Triton adds atomically only words of
+    16 bits or more (not int16): accumulating into narrower ones is the host's."""
+    if dtype.itemsize < 2 or dtype in (np.int16, np.uint16):
+        raise TritonTargetError(f"{tt.op.name}: Triton has no atomic add of {dtype.name} "
+                                "to accumulate with", tt.op)
+    return f"tl.atomic_add({target}, {value}, mask=mask)"
 
 
 def _matmul_source(tt: TaskType) -> list[str]:
@@ -453,7 +466,10 @@ def _matmul_source(tt: TaskType) -> list[str]:
                                     "(rm[:, None] < M) & (rk[None, :] < K)"),
             "            b = " + _load(1, dt[1], "rk[:, None] * t1_5 + rn[None, :] * t1_4",
                                     "(rk[:, None] < K) & (rn[None, :] < N)"),
-            '            acc += tl.dot(a, b, input_precision="ieee")',
+            "            acc += " + ('tl.dot(a, b, input_precision="ieee")'
+                                     if np.issubdtype(dt[2], np.floating) else
+                                     # tl.dot has no int64/int32 products: sum them
+                                     "tl.sum(a[:, :, None] * b[None, :, :], axis=1)"),
             "        " + _store(2, dt[2], "rm[:, None] * t2_3 + rn[None, :] * t2_4", "acc",
                                "(rm[:, None] < M) & (rn[None, :] < N)")]
 

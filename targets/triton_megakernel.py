@@ -118,6 +118,21 @@ def _pow(a, b):
 
 
 @triton.jit
+def _ipow(a, b):
+    # an integer power by squaring, wrapping as torch's; of a negative power, torch's
+    # integer pow gives 1 for a base of 1, +-1 for -1 and 0 for any other base
+    r = a * 0 + 1
+    base = a
+    e = tl.where(b < 0, 0, b)
+    for _ in tl.static_range(63):
+        r = tl.where((e & 1) != 0, r * base, r)
+        base = base * base
+        e = e >> 1
+    negative = tl.where(a == 1, 1, tl.where(a == -1, 1 - 2 * (b & 1), 0))
+    return tl.where(b < 0, negative, r)
+
+
+@triton.jit
 def _gelu(x):
     return 0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))
 

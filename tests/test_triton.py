@@ -24,6 +24,7 @@ from test_random_graphs import Program, build, make_inputs, programs
 from test_task_level import task_options
 from torch.func import functional_call
 
+from mncore_ir.dialects import task as t
 from mncore_ir.frontends.fx import capture, import_captured
 from mncore_ir.parsing import parse_module
 from mncore_ir.pipeline import GRAPH_PIPELINE, apply_pipeline, make_context
@@ -239,3 +240,62 @@ def test_index_put_counts_negative_rows_from_the_end(megakernel: Callable[..., A
     x, rows, v = torch.zeros(5, 3), torch.tensor([-1, 2, -5]), torch.arange(9.0).reshape(3, 3)
     (got,) = megakernel(find_kernel(module)).run(x, rows, v)
     assert torch.equal(got, x.index_put((rows,), v, accumulate=accumulate == "true"))
+
+
+def _one_op(text: str) -> t.KernelOp:
+    module = parse_module(make_context(), text, "p.mlir")
+    apply_pipeline(module, "convert-graph-to-task")
+    return find_kernel(module)
+
+
+def test_booleans_add_as_or(megakernel: Callable[..., Any]) -> None:
+    """True + True is True (eager, numpy): the 1-bit sum wrapped to False (a probe's
+    find)."""
+    typ = "tensor<4xi1>"
+    kernel = _one_op(f"""
+    func.func @main(%a: {typ}, %b: {typ}) -> {typ} {{
+      %c = graph.add %a, %b : {typ}, {typ} -> {typ}
+      func.return %c : {typ}
+    }}""")
+    a, b = torch.tensor([True, False, True, False]), torch.tensor([True, True, False, False])
+    (got,) = megakernel(kernel).run(a, b)
+    assert torch.equal(got, a + b)
+
+
+@pytest.mark.parametrize("dtype", ["i64", "i32"])
+def test_integer_powers_and_products_are_exact(megakernel: Callable[..., Any],
+                                               dtype: str) -> None:
+    """Integer pow by squaring (wrapping as eager; a negative power of a base other than
+    +-1 is 0) and integer matmuls, which ``_pow``'s logarithms and ``tl.dot`` refused
+    inside Triton (a probe's find)."""
+    vec, a_t, b_t, c_t = (f"tensor<{s}x{dtype}>" for s in ("8", "3x4", "4x2", "3x2"))
+    kernel = _one_op(f"""
+    func.func @main(%x: {vec}, %e: {vec}, %a: {a_t}, %b: {b_t}) -> ({vec}, {c_t}) {{
+      %p = graph.pow %x, %e : {vec}, {vec} -> {vec}
+      %c = graph.matmul %a, %b : {a_t}, {b_t} -> {c_t}
+      func.return %p, %c : {vec}, {c_t}
+    }}""")
+    torch_type = {"i64": torch.int64, "i32": torch.int32}[dtype]
+    x = torch.tensor([3, -3, 7, 2, -1, -1, 1, 0], dtype=torch_type)
+    e = torch.tensor([40, 41, 19, -1, -3, -2, -7, 5], dtype=torch_type)
+    a = torch.arange(12, dtype=torch_type).reshape(3, 4) * 1000003
+    b = torch.arange(8, dtype=torch_type).reshape(4, 2) - 3
+    power, product = megakernel(kernel).run(x, e, a, b)
+    assert torch.equal(power, x ** e)
+    assert torch.equal(product, a @ b)
+
+
+def test_narrow_integers_are_not_accumulated_atomically() -> None:
+    """Triton adds atomically only 16-bit words and wider: an accumulating index_put of
+    uint8 is refused at the op (the runtime runs it on the host), not inside Triton."""
+    typ = "tensor<5xui8>, tensor<3xi64>, tensor<3xui8> -> tensor<5xui8>"
+    kernel = _one_op(f"""
+    func.func @main(%x: tensor<5xui8>, %rows: tensor<3xi64>, %v: tensor<3xui8>)
+        -> tensor<5xui8> {{
+      %y = graph.index_put %x[%rows], %v accumulate = true : {typ}
+      func.return %y : tensor<5xui8>
+    }}""")
+    with pytest.raises(TritonTargetError, match="graph.index_put: Triton has no atomic add of "
+                                                 "uint8") as error:
+        generate(kernel)
+    assert error.value.op is not None
