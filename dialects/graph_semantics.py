@@ -182,7 +182,7 @@ SEMANTICS: dict[type[Operation], OpSemantics] = {
                           decompose=tr.atan2),
     # Triton's % is C's fmod on floats and signed integers (frem, srem); MN-Core's
     # recipe is exact without an FMA, which a GPU compiler would contract into it
-    g.FmodOp: _pointwise("torch.fmod({0}, {1})", "{0} % {1}", reference=_binary(np.fmod),
+    g.FmodOp: _pointwise("torch.fmod({0}, {1})", "{0} % {1}", reference=ref.fmod,
                          decompose=tr.fmod),
     g.MaximumOp: _pointwise("torch.maximum({0}, {1})",
                             "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",

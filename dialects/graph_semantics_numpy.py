@@ -134,6 +134,15 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 
 
+def fmod(op: Operation, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's fmod; an integer divisor of 0 is refused as torch refuses it (numpy would
+    give 0, and integer quotients built on it a garbage value)."""
+    if np.issubdtype(b.dtype, np.integer) and not np.all(b):
+        raise InterpretationError(f"{op.name}: integer division by zero (torch raises "
+                                  "ZeroDivisionError)", op)
+    return np.fmod(a, b)
+
+
 def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, np.zeros((), x.dtype))
 

@@ -149,3 +149,18 @@ def test_int64_quotients_are_exact_past_2_to_the_53(device: str) -> None:
     got, _ = run_on_device(device, quotients, a, b)
     for ours, theirs in zip(got, quotients(a, b), strict=True):
         assert torch.equal(ours, theirs), (ours - theirs).tolist()
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp", "task"])
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod", "trunc"])
+def test_integer_division_by_zero_is_refused(device: str, name: str) -> None:
+    """As eager refuses it (ZeroDivisionError); the interpreter and the task level gave
+    INT64_MIN for ``-7 // 0`` and 0 for ``-7 % 0`` (a probe's find)."""
+    ops: dict[str, Case] = {
+        "floor_divide": lambda a, b: a // b, "remainder": lambda a, b: a % b,
+        "fmod": torch.fmod, "trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc")}
+    a, b = torch.tensor([5, -7, 9]), torch.tensor([2, 0, 3])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ops[name](a, b)
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        run_on_device(device, ops[name], a, b)
