@@ -21,6 +21,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from mncore_ir.dialects import graph as g
+from mncore_ir.dialects import task as t
 
 
 @dataclass(eq=False)
@@ -123,7 +124,9 @@ class GraphFuseElementwisePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.min_ops < 1:
             raise DiagnosticException("graph-fuse-elementwise: min_ops must be >= 1")
-        blocks = [b for o in op.walk() if not isinstance(o, g.FusedOp)
+        # not inside a fused op, nor a task's body: the task level takes a body of 0-d
+        # elementwise ops or of one graph op, never a graph.fused
+        blocks = [b for o in op.walk() if not isinstance(o, g.FusedOp | t.BodyOp)
                   for r in o.regions for b in r.blocks]
         for block in blocks:
             position = {o: i for i, o in enumerate(block.ops)}  # merged groups need sorting

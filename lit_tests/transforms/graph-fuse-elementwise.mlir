@@ -9,6 +9,14 @@
 // RUN: mncore-run %s --random-inputs 5 > %t.before
 // RUN: mncore-opt %s -p graph-fuse-elementwise | mncore-run --random-inputs 5 > %t.after
 // RUN: diff %t.before %t.after
+// Task bodies are left alone (a body is 0-d elementwise ops or one graph op, never a
+// graph.fused: the fused body failed the task verifier):
+// RUN: mncore-opt %S/Inputs/task_kernel_bodies.mlir -p graph-fuse-elementwise | filecheck %s --check-prefix=TASK-LEVEL
+// TASK-LEVEL:      task.body @ew0(
+// TASK-LEVEL-NEXT:   graph.exp
+// TASK-LEVEL-NEXT:   graph.add
+// TASK-LEVEL-NEXT:   graph.mul
+// TASK-LEVEL-NEXT:   task.yield
 
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[F0:.*]], %[[F1:.*]] = graph.fused %a, %b : (tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
