@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
+from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -283,11 +284,35 @@ def run_function(module: ModuleOp, inputs: Sequence[Any], name: str | None = Non
     func = find_function(module, name)
     check_sizes(func, func.function_type.inputs.data, max_bytes)
     args = check_inputs(func, inputs)
+    check_no_recursion(module, func)
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(GraphFunctions())
     interpreter.register_implementations(CollectiveFunctions(communicator))
     return [np.asarray(v) for v in interpreter.call_op(func, tuple(args))]
+
+
+def check_no_recursion(module: ModuleOp, func: FuncOp) -> None:
+    """Refuse a chain of ``func.call``s from ``func`` back to a function it came
+    through: a graph function has no control flow, so the calls would never end."""
+    functions = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    done: set[str] = set()
+
+    def visit(function: FuncOp, path: list[str]) -> None:
+        for call in function.walk():
+            if not isinstance(call, CallOp):
+                continue
+            callee = call.callee.root_reference.data
+            if callee in path:
+                chain = " -> ".join(f"@{n}" for n in [*path[path.index(callee):], callee])
+                raise InterpretationError(f"func.call @{callee}: a recursive call ({chain}): "
+                                          "graph functions have no control flow, so it "
+                                          "would never end", call)
+            if callee in functions and callee not in done:
+                visit(functions[callee], [*path, callee])
+        done.add(function.sym_name.data)
+
+    visit(func, [func.sym_name.data])
 
 
 def run_ranks(module: ModuleOp, inputs: Sequence[Sequence[Any]], name: str | None = None,

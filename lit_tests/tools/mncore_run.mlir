@@ -123,3 +123,9 @@ func.func @scale(%x: tensor<3xi64>) -> tensor<3xi64> {
 // 4.8125 (torch.exp(a * c) in bfloat16 gives the same three values).
 // RUN: mncore-run %s --function narrow --args 'dense<[1.0, 0.5, 2.0]> : tensor<3xbf16>' | filecheck %s --check-prefix=BF16
 // BF16: {{\A}}result0 = tensor<3xbf16>: [4.46875 , 4.8125  , 0.018311]
+
+// A recursive chain of calls is refused at the call that closes it (it ran into
+// Python's recursion limit: "maximum recursion depth exceeded").
+// RUN: not mncore-run %S/Inputs/recursive_call.mlir --random-inputs 0 2>&1 | filecheck %s --check-prefix=RECURSIVE
+// RECURSIVE:      {{\A}}mncore-run: {{.*}}recursive_call.mlir:8:3: error: func.call @main: a recursive call (@main -> @twice -> @main): graph functions have no control flow, so it would never end
+// RECURSIVE-NEXT: %z = func.call @main(%y) : (tensor<4xf32>) -> tensor<4xf32>
