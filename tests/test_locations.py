@@ -5,6 +5,7 @@ so a later pass's error can point at the user's line."""
 from __future__ import annotations
 
 from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation
 
 from mncore_ir.dialects import task as t
 from mncore_ir.parsing import parse_module
@@ -20,8 +21,8 @@ func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tenso
 """
 
 
-def where(op: object) -> tuple[str, int, int]:
-    location = getattr(op, "location")
+def where(op: Operation) -> tuple[str, int, int]:
+    location = op.location
     assert isinstance(location, FileLineColLoc), location
     return location.filename.data, location.line.data, location.column.data
 

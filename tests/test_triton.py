@@ -295,7 +295,7 @@ def test_narrow_integers_are_not_accumulated_atomically() -> None:
       %y = graph.index_put %x[%rows], %v accumulate = true : {typ}
       func.return %y : tensor<5xui8>
     }}""")
-    with pytest.raises(TritonTargetError, match="graph.index_put: Triton has no atomic add of "
-                                                 "uint8") as error:
+    with pytest.raises(TritonTargetError, match=r"graph\.index_put: Triton has no atomic add "
+                                                 r"of uint8") as error:
         generate(kernel)
     assert error.value.op is not None
