@@ -32,11 +32,6 @@ from mncore_ir.frontends.fx_importer import TORCH_TO_ELEMENT, FxImporter, Handle
 
 aten = torch.ops.aten
 
-#: The longest dimension a cumulative sum is taken over as a product with a triangular
-#: matrix (its n x n constant); a longer one runs on the host.
-CUMSUM_MAX = 1024
-
-
 def argument(node: fx.Node, index: int, name: str, default: Any) -> Any:
     """Argument ``index`` (or keyword ``name``) of ``node``, else ``default``."""
     if len(node.args) > index:
@@ -204,25 +199,6 @@ def _max_dim(imp: FxImporter, node: fx.Node) -> tuple[SSAValue, SSAValue]:
                                                    enumerate(g.shape_of(x)) if d != dim])
     return narrowed(imp, values, g.element_type_of(given)), first_index(imp, x, found, dim,
                                                                         keep)
-
-
-@handles(aten.cumsum.default)
-def _cumsum(imp: FxImporter, node: fx.Node) -> SSAValue:
-    """A float cumulative sum along ``dim``: the product with an upper-triangular matrix
-    of ones (dimensions up to :data:`CUMSUM_MAX` long)."""
-    out = imp.meta(node)
-    if not out.dtype.is_floating_point:
-        raise unsupported(node, f"cumsum into {out.dtype}")
-    x = imp.as_type(node.args[0], out.dtype)
-    shape = g.shape_of(x)
-    if not shape or math.prod(shape) == 0:
-        return x if shape else imp.reshape(x, out.shape)
-    dim = node.args[1] % len(shape)
-    n = shape[dim]
-    if n > CUMSUM_MAX:
-        raise unsupported(node, f"cumsum over {n} > {CUMSUM_MAX} elements")
-    triangle = np.triu(np.ones((n, n)))
-    return along(imp, x, dim, triangle.T)
 
 
 def along(imp: FxImporter, x: SSAValue, dim: int, matrix: np.ndarray) -> SSAValue:

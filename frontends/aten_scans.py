@@ -103,6 +103,18 @@ def _cumprod(imp: FxImporter, node: fx.Node) -> SSAValue:
     return narrowed(imp, scan(imp, x, node.args[1] % len(g.shape_of(x)), m.mul, 1), typ)
 
 
+@handles(aten.cumsum.default)
+def _cumsum(imp: FxImporter, node: fx.Node) -> SSAValue:
+    """A scan of sums in the result's type (an integer or bool input sums in int64, as
+    eager's): an infinity or NaN reaches only the elements after it (a product with a
+    triangle of ones made ``0 * inf`` NaNs of the ones before it)."""
+    x, m, typ = _in(imp, node)
+    shape = g.shape_of(x)
+    if not shape or math.prod(shape) == 0:
+        return narrowed(imp, x if shape else imp.reshape(x, imp.meta(node).shape), typ)
+    return narrowed(imp, scan(imp, x, node.args[1] % len(shape), m.add, 0), typ)
+
+
 @handles(aten.logcumsumexp.default)
 def _logcumsumexp(imp: FxImporter, node: fx.Node) -> SSAValue:
     """A scan of ``logaddexp(a, b) = max + log1p(exp(-|a - b|))``, and ``a + log 2``

@@ -139,6 +139,27 @@ def test_expansion_matches_eager(device: str, name: str) -> None:
     assert _host_ops() == before
 
 
+def test_cumsum_past_an_infinity_and_of_integers(device: str) -> None:
+    """An infinity or NaN reaches only the sums after it (the product with a triangle
+    of ones gave ``nan`` before it: ``0 * inf``; a probe's find); integers and booleans
+    sum exactly in int64, as eager's; dimensions past the old 1024 cap compile."""
+    cases = [torch.tensor([[1.0, float("inf"), 2.0, float("-inf"), 3.0],
+                           [2.0, float("nan"), 1.0, 5.0, -0.0]])]
+    if device != "mncore":  # (its words hold sums of integers below 2**24 only: the host's)
+        cases += [torch.tensor([[3, -2**40, 7], [2**40, 1, -5]]),
+                  torch.tensor([[True, False, True]])]
+    if device in ("cpu", "interp"):
+        cases.append(torch.randn(2, 1500))
+    before = _host_ops()
+    for t in cases:
+        got = torch.cumsum(t.mncore(), 1)
+        torch_mncore.sync()
+        expected = torch.cumsum(t, 1)
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got.cpu(), expected, equal_nan=True, atol=2e-5, rtol=1e-5)
+    assert _host_ops() == before
+
+
 def test_a_correction_that_takes_every_element_divides_by_zero(device: str) -> None:
     """``var``/``std`` divide by ``max(0, n - correction)`` as torch: inf where the
     correction is n or more, NaN over an empty dimension (they were negative, or -0;
