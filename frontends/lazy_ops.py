@@ -359,6 +359,17 @@ def check_cast(result: torch.dtype, target: torch.dtype) -> None:
                            f"output type {name(target)}")
 
 
+def check_inplace(result: torch.Tensor, target: torch.Tensor) -> None:
+    """Refuse, with eager's messages, an in-place op whose result ``target`` cannot
+    hold: one of another dtype it cannot be cast to, or of a shape its operands
+    broadcast to that is not ``target``'s (``zeros(4).add_(ones(2, 4))``: written, the
+    tensor would hold the 2x4 result under its shape of 4)."""
+    check_cast(result.dtype, target.dtype)
+    if result.shape != target.shape:
+        raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the "
+                           f"broadcast shape {list(result.shape)}")
+
+
 def view_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     """The view op an in-place view op (``transpose_``) applies to its tensor: the
     overload of the op without ``_`` that takes the same arguments."""

@@ -38,7 +38,7 @@ from mncore_ir.frontends.lazy_ops import (
     UNSUPPORTED,
     VIEW,
     baked,
-    check_cast,
+    check_inplace,
     core_decomposition,
     hoist_target,
     hoisted_number,
@@ -539,14 +539,14 @@ class Tracer(abc.ABC):
         elif decomposed:  # the new value
             result = self.dispatch(functional, args, kwargs)
             if isinstance(result, torch.Tensor):
-                check_cast(result.dtype, target.dtype)
+                check_inplace(result, target)
             self._write(target, (result if isinstance(result, LazyTensor)
                                  else lt.from_cpu(result)).value())
             return target
         else:
             node = self._new_node(functional, args, kwargs)
             if type(node.meta) is torch.Tensor:
-                check_cast(node.meta.dtype, target.dtype)
+                check_inplace(node.meta, target)
         self._write(target, node)
         return target
 

@@ -126,3 +126,28 @@ def test_a_write_through_a_view_of_another_element_size_is_refused() -> None:
         x.view(torch.uint8)[0] = 0
     torch_mncore.sync()
     assert torch.equal(x.cpu(), torch.tensor([-1.5, 2.0]))
+
+
+GROWING: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add_": lambda x, y: x.add_(y),
+    "mul_": lambda x, y: x.mul_(y),
+    "lerp_": lambda x, y: x.lerp_(y, 0.5),
+    "masked_fill_": lambda x, y: x.masked_fill_(y > 0, 1.0),
+    "clamp_": lambda x, y: x.clamp_(min=y),
+    "through a view": lambda x, y: x[:].add_(y),
+}
+
+
+@pytest.mark.parametrize("name", GROWING)
+def test_an_inplace_op_that_would_broadcast_its_tensor_is_refused(name: str) -> None:
+    """``zeros(4).add_(ones(2, 4))`` is refused with eager's message: the tensor held
+    the 2x4 result under its shape of 4 (a probe's find), or a view's write failed at
+    execution with an internal message."""
+    for device in ("cpu", "mncore"):
+        x, y = torch.zeros(4, device=device), torch.ones(2, 4, device=device)
+        with pytest.raises(RuntimeError, match=r"output with shape \[4\] doesn't match the "
+                                               r"broadcast shape \[2, 4\]"):
+            GROWING[name](x, y)
+    x = torch.zeros(2, 4).mncore()  # the other way round broadcasts as eager
+    assert torch.equal(GROWING[name](x, torch.ones(4).mncore()).cpu(),
+                       GROWING[name](torch.zeros(2, 4), torch.ones(4)))
