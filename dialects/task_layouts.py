@@ -12,10 +12,10 @@ misread is an error at its position, not a crash or a wrong result.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, cast
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from mncore_ir.dialects import graph as g
@@ -28,8 +28,19 @@ from mncore_ir.dialects.task_regions import (
     element_type,
 )
 
-if TYPE_CHECKING:
-    from mncore_ir.dialects.task import BodyOp, TaskOp
+
+class _Task(Protocol):  # task.task, without importing the dialect this module serves
+    @property
+    def body_name(self) -> str: ...
+
+
+class _Body(Protocol):  # task.body
+    @property
+    def arg_types(self) -> list[Attribute]: ...
+    @property
+    def yield_types(self) -> list[Attribute]: ...
+    def tile_op(self) -> g.GraphOp | None: ...
+
 
 Rule = Callable[[g.GraphOp, Accesses, Accesses], None]
 
@@ -205,8 +216,8 @@ _TILED: dict[type[g.GraphOp], Rule] = {
 op's shapes; other ops that are not elementwise run over whole buffers."""
 
 
-def verify_task_bodies(tasks: Sequence[TaskOp], accesses: Sequence[tuple[Accesses, Accesses]],
-                        bodies: Mapping[str, BodyOp]) -> None:
+def verify_task_bodies(tasks: Sequence[_Task], accesses: Sequence[tuple[Accesses, Accesses]],
+                        bodies: Mapping[str, _Body]) -> None:
     """Each task's body takes and yields its regions, laid out as the targets read them.
     What depends only on the body and the regions' types is checked once per
     combination (the tiles of one operator share it); the layout, per task."""
@@ -230,4 +241,4 @@ def verify_task_bodies(tasks: Sequence[TaskOp], accesses: Sequence[tuple[Accesse
             if op is not None:
                 verify_layout(op, reads, writes)
         except VerifyException as failure:
-            raise OpVerifyException(task, str(failure)) from None
+            raise OpVerifyException(cast(Operation, task), str(failure)) from None

@@ -11,6 +11,7 @@ usual, op by op."""
 
 from __future__ import annotations
 
+import enum
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -144,10 +145,17 @@ def _vjp(pure: _Pure, arguments: Arguments, count: int, needs: tuple[bool, ...],
                  for g, x in zip(found, wanted, strict=True))
 
 
+#: The non-tensor arguments a template is keyed by: values, equal when their contents
+#: are (containers are flattened into their leaves first).
+_VALUES = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device,
+           torch.memory_format, torch.layout, enum.Enum, type(Ellipsis))
+
+
 def assume_pure(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` traced once per input signature (shapes, dtypes, non-tensor arguments)
     and recorded as one node at each later call on lazy tensors; differentiable.
-    Called on anything else (host tensors, no runtime), ``fn`` runs as it is."""
+    Called on anything else (host tensors, no runtime, a non-tensor argument that is
+    not a plain value such as an object, a slice or an array), ``fn`` runs as it is."""
     pure = _Pure(fn)
 
     @functools.wraps(fn)
@@ -155,10 +163,16 @@ def assume_pure(fn: Callable[..., Any]) -> Callable[..., Any]:
         leaves, tree = pytree.tree_flatten((args, kwargs))
         mask = tuple(isinstance(x, torch.Tensor) for x in leaves)
         tensors = tuple(x for x in leaves if isinstance(x, torch.Tensor))
+        runtime = lt.current()
         if not tensors or not all(type(t) is LazyTensor or isinstance(t, LazyTensor)
-                                  for t in tensors) or not isinstance(lt.current(), Runtime):
+                                  for t in tensors) or not isinstance(runtime, Runtime):
             return fn(*args, **kwargs)
         constants = tuple(x for x in leaves if not isinstance(x, torch.Tensor))
+        if not all(isinstance(x, _VALUES) for x in constants):
+            # an object's contents may change between calls without changing its key
+            # (its identity), and an unhashable one has none: no template stands for it
+            runtime.metrics.counters[f"NotPure::{pure.name}"] += 1
+            return fn(*args, **kwargs)
         outs = _PureFunction.apply(pure, (tree, mask, constants), *tensors)
         assert pure.structure is not None
         return pytree.tree_unflatten(list(outs), pure.structure)

@@ -306,6 +306,9 @@ class Tracer(abc.ABC):
                 if first_dtype is None:
                     first_dtype, first_rank = sig[2], len(sig[0])
             elif isinstance(a, torch.Tensor):  # a host tensor used on the device
+                # its value now would be frozen into a template (a host tensor that
+                # changes between calls, read from outside an assume_pure function)
+                self._pure(f"{func} reads a host tensor")
                 data = lt.uploaded(a)
                 value = data.value()
                 graph_args.append(value)

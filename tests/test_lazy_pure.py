@@ -149,3 +149,44 @@ def test_gradients_with_create_graph_are_differentiable() -> None:
     got = weight_grad(pure_critic, x.mncore(), w.mncore())
     torch_mncore.sync()
     torch.testing.assert_close(got.cpu(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_host_tensors_and_objects_are_not_frozen_into_a_template() -> None:
+    """A host tensor read from outside (changed in place or rebound between calls) and
+    an object argument (its attributes changed) are seen at every call: such calls
+    run op by op (a template froze the first call's values: a probe's find); an
+    unhashable argument (a slice, on Python 3.11) is no internal error."""
+    table = torch.tensor([10.0, 20.0, 30.0])
+
+    @torch_mncore.assume_pure
+    def reads_host(x: torch.Tensor) -> torch.Tensor:
+        return x * table
+
+    class Config:
+        scale = 2.0
+
+    @torch_mncore.assume_pure
+    def scaled(x: torch.Tensor, config: Config) -> torch.Tensor:
+        return x * config.scale
+
+    @torch_mncore.assume_pure
+    def sliced(x: torch.Tensor, where: slice) -> torch.Tensor:
+        return x[where] * 2
+
+    x, config = torch.tensor([1.0, 2.0, 3.0]), Config()
+    first, scale_2 = reads_host(x.mncore()), scaled(x.mncore(), config)
+    table.add_(1)
+    config.scale = 5.0
+    second, scale_5 = reads_host(x.mncore()), scaled(x.mncore(), config)
+    table = torch.tensor([100.0, 100.0, 100.0])
+    third, part = reads_host(x.mncore()), sliced(x.mncore(), slice(0, 2))
+    torch_mncore.sync()
+    torch.testing.assert_close(first.cpu(), x * torch.tensor([10.0, 20.0, 30.0]))
+    torch.testing.assert_close(second.cpu(), x * torch.tensor([11.0, 21.0, 31.0]))
+    torch.testing.assert_close(third.cpu(), x * 100)
+    torch.testing.assert_close(scale_2.cpu(), x * 2)
+    torch.testing.assert_close(scale_5.cpu(), x * 5)
+    torch.testing.assert_close(part.cpu(), x[:2] * 2)
+    counters = torch_mncore.counters()
+    for name in ("reads_host", "scaled", "sliced"):
+        assert any(k.startswith("NotPure::") and name in k for k in counters), counters
