@@ -389,6 +389,23 @@ class LazyTensor(torch.Tensor):
             text += ", requires_grad=True"
         return text + ")"
 
+    def storage_offset(self) -> int:
+        """Where the view starts in its storage, in elements, as eager's: its view steps
+        replayed on a meta tensor shaped as the base (the wrapper's own offset is 0)."""
+        if not self._views:
+            return 0
+        base = self._views[0].base_meta
+        meta = torch.empty_strided(base.shape, base.stride(), dtype=base.dtype, device="meta")
+        for step in self._views:
+            meta = step.op(meta, *step.args, **dict(step.kwargs))
+        return meta.storage_offset()
+
+    def data_ptr(self) -> int:
+        """A stand-in address, as code that groups tensors by storage needs one: each
+        storage its own (4 GiB apart), a view's at its offset in it (the wrapper's own
+        is 0 for every tensor, so all of them looked like one)."""
+        return ((self._storage_.serial + 1) << 32) + self.storage_offset() * self.element_size()
+
     def __format__(self, spec: str) -> str:
         """A 0-d tensor formats as its number (``f"{loss:.4f}"``), as eager's does."""
         if self.dim() == 0:

@@ -132,3 +132,18 @@ def test_a_host_tensor_that_requires_grad_in_a_device_op_is_refused_at_its_line(
     (moved * 2).sum().backward()
     torch_mncore.sync()
     assert host.grad is not None and host.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_storage_offsets_and_addresses_are_eagers() -> None:
+    """``storage_offset()`` and ``data_ptr()`` of views as eager's (offsets in the
+    storage, addresses apart per storage): they were 0 for every tensor, so code that
+    groups tensors by address saw one storage (a probe's find)."""
+    torch_mncore.init("cpu")
+    for device in ("cpu", "mncore"):
+        x = torch.arange(12.0, device=device).view(3, 4)
+        views = [x[1], x.t()[2], x[1:, 2:], x.diagonal(1), x.view(-1)[5:], x[2][1:]]
+        got = [(v.storage_offset(), v.data_ptr() - x.data_ptr()) for v in views]
+        assert got == [(4, 16), (2, 8), (6, 24), (1, 4), (5, 20), (9, 36)], device
+        linear = torch.nn.Linear(3, 2).to(device)
+        assert len({t.data_ptr() for t in linear.state_dict().values()}) == 2
+        assert x.clone().data_ptr() != x.data_ptr()
