@@ -513,7 +513,9 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
         node_op, node_args = aten.view.dtype, (new, meta.dtype)
     elif packet in (aten.view, aten._unsafe_view, aten.reshape, aten.squeeze, aten.unsqueeze,
                     aten.flatten, aten.view_copy):
-        node_op, node_args = aten.view.default, (new, list(meta.shape))
+        # reshape: the new value may not be laid out as a view of it can be (an op on a
+        # transposed view gives a transposed result)
+        node_op, node_args = aten.reshape.default, (new, list(meta.shape))
     elif packet in (aten.alias, aten.detach):
         return new
     elif packet in (aten.t, aten.transpose):

@@ -151,3 +151,27 @@ def test_an_inplace_op_that_would_broadcast_its_tensor_is_refused(name: str) -> 
     x = torch.zeros(2, 4).mncore()  # the other way round broadcasts as eager
     assert torch.equal(GROWING[name](x, torch.ones(4).mncore()).cpu(),
                        GROWING[name](torch.zeros(2, 4), torch.ones(4)))
+
+
+THROUGH_A_TRANSPOSE: dict[str, Callable[[torch.Tensor], object]] = {
+    "index_copy_": lambda t: t.index_copy_(0, torch.tensor([3, 0], device=t.device),
+                                           torch.full((2, 3), -2.0, device=t.device)),
+    "masked_fill_": lambda t: t.masked_fill_(torch.eye(4, 3, dtype=torch.bool,
+                                                       device=t.device), 7.0),
+    "scatter_add_": lambda t: t.scatter_add_(0, torch.tensor([[1, 0, 2]], device=t.device),
+                                             torch.ones(1, 3, device=t.device)),
+    "tril_": lambda t: t.tril_(),
+    "cumsum_": lambda t: t.cumsum_(0),
+}
+
+
+@pytest.mark.parametrize("name", THROUGH_A_TRANSPOSE)
+def test_inplace_ops_through_a_transpose_of_a_view(name: str) -> None:
+    """An in-place op on ``x.t()`` where ``x`` is itself a view: its result is laid out
+    as the transpose, which a ``view`` back to the base's shape refused ("view size is
+    not compatible", at the call: a probe's find)."""
+    expected = torch.arange(12.0).view(3, 4)
+    THROUGH_A_TRANSPOSE[name](expected.t())
+    x = torch.arange(12.0).mncore().view(3, 4)
+    THROUGH_A_TRANSPOSE[name](x.t())
+    assert torch.equal(x.cpu(), expected)
