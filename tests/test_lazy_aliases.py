@@ -5,6 +5,7 @@ other, as in eager, whether the base is a plain tensor, a view or a pending resu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
@@ -147,3 +148,29 @@ def test_storage_offsets_and_addresses_are_eagers() -> None:
         linear = torch.nn.Linear(3, 2).to(device)
         assert len({t.data_ptr() for t in linear.state_dict().values()}) == 2
         assert x.clone().data_ptr() != x.data_ptr()
+
+
+AS_STRIDED: dict[str, Any] = {
+    "write through a select": lambda d: torch.zeros(2, 3, 4, device=d).select(2, 0),
+    "of an as_strided view": lambda d: torch.zeros(6, device=d).as_strided((2, 2), (1, 2)),
+    "of a row": lambda d: torch.arange(12.0, device=d).reshape(3, 4)[1],
+    "of a column": lambda d: torch.arange(12.0, device=d).reshape(3, 4)[:, 1],
+}
+
+
+@pytest.mark.parametrize("name", AS_STRIDED)
+@pytest.mark.parametrize("offset", [None, 1])
+def test_as_strided_of_a_view_addresses_the_storage(name: str, offset: int | None) -> None:
+    """``view.as_strided(size, stride, offset)`` reads and writes the storage's elements
+    (the offset defaulting to the view's own), as eager: it addressed the view's
+    elements instead, without an error (a probe's find)."""
+    torch_mncore.init("cpu")
+    results = []
+    for device in ("cpu", "mncore"):
+        view = AS_STRIDED[name](device)
+        base = view._base if view._base is not None else view
+        strided = view.as_strided((2, 2), (1, 2), offset)
+        read = strided.clone()
+        strided.mul_(-1).add_(100)
+        results.append(torch.cat([read.flatten().cpu(), base.flatten().cpu()]))
+    assert torch.equal(results[1], results[0])
