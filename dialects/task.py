@@ -109,6 +109,7 @@ from mncore_ir.dialects.task_regions import (
     buffer_shape,
     checked_regions,
     parse_accesses,
+    parse_located_argument,
 )
 from mncore_ir.dialects.task_regions import covered_once as covered_once
 from mncore_ir.dialects.task_regions import first_miscounted as first_miscounted
@@ -342,7 +343,8 @@ class BodyOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> BodyOp:
         name = parser.parse_symbol_name().data
-        args = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_argument)
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, functools.partial(parse_located_argument, parser))
         attrs = parser.parse_optional_attr_dict_with_keyword()
         op = cls(name, parser.parse_region(args))
         if attrs:
@@ -428,9 +430,10 @@ class KernelOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         name = parser.parse_symbol_name().data
-        ins = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_argument)
+        argument = functools.partial(parse_located_argument, parser)
+        ins = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, argument)
         parser.parse_punctuation("->")
-        outs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_argument)
+        outs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, argument)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region([*ins, *outs])
         op = cls(name, [a.type for a in ins], [a.type for a in outs], body)

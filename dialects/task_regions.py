@@ -131,6 +131,14 @@ def parse_accesses(parser: Parser, keyword: str) -> Accesses:
     return parser.parse_comma_separated_list(Parser.Delimiter.PAREN, access)
 
 
+def parse_located_argument(parser: Parser) -> Parser.Argument:
+    """A block argument with the location after it that ``--print-debuginfo`` writes
+    (``%x: memref<4xf32> loc(unknown)``), as ``func.func`` reads them."""
+    found = parser.parse_argument()
+    found.location = parser.parse_optional_location()
+    return found
+
+
 def _raise_at(parser: Parser, message: str, start: int) -> None:
     """A parse error over the source from ``start`` to the last token read."""
     text = parser.lexer.input.content[start:parser.pos]

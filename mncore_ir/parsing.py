@@ -50,6 +50,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
+    LocationAttr,
     ModuleOp,
     RankedStructure,
     StringAttr,
@@ -167,6 +168,7 @@ class LocatingParser(Parser):
         self.line_offset = line_offset
         self._file = StringAttr(name)
         self._line_starts: list[int] = []
+        self._after_location = -1  # where the token after the last written loc(...) is
         #: While a dense literal of floats is parsed: each element's bit pattern when
         #: it was written in hex, else None.
         self.float_bits: list[int | None] | None = None
@@ -178,11 +180,18 @@ class LocatingParser(Parser):
         except VerifyException as e:  # a property or type rejected while building the op
             raise ParseError(span, str(e).strip()) from None
         self.op_spans[op] = span
-        if isinstance(op.location, UnknownLoc):
+        written = self._after_location == self._current_token.span.start  # its own loc(...)
+        if isinstance(op.location, UnknownLoc) and not written:
             line, column = self._line_col(span.start)
             op.location = FileLineColLoc(self._file, IntAttr(line + self.line_offset),
                                          IntAttr(column))
         return op
+
+    def parse_optional_location(self) -> LocationAttr | None:
+        location = super().parse_optional_location()
+        if location is not None:
+            self._after_location = self._current_token.span.start
+        return location
 
     def _line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of ``offset`` (the line starts found once)."""

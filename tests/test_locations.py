@@ -4,12 +4,15 @@ so a later pass's error can point at the user's line."""
 
 from __future__ import annotations
 
+import io
+
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
+from xdsl.printer import Printer
 
 from mncore_ir.dialects import task as t
 from mncore_ir.parsing import parse_module
-from mncore_ir.pipeline import apply_pipeline, make_context
+from mncore_ir.pipeline import apply_pipeline, make_context, module_text
 
 TEXT = """\
 func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>,
@@ -57,3 +60,18 @@ def test_tasks_and_bodies_carry_the_graph_ops_locations() -> None:
     body_lines = {where(op)[1] for body in bodies.values() for op in body.walk()
                   if op.name in ("graph.exp", "graph.tanh")}
     assert body_lines == {3, 4}
+
+
+def test_printed_locations_parse_back_as_they_were() -> None:
+    """``--print-debuginfo``'s text of a task kernel (its block arguments' and ops'
+    ``loc(...)``, ``loc(unknown)`` included) parses back with the same locations: the
+    kernel's and bodies' arguments took no location, and a written ``loc(unknown)``
+    became the text's own position."""
+    module = parse_module(make_context(), TEXT, "f.mlir")
+    apply_pipeline(module, "convert-graph-to-task{elementwise_tile=16}")
+    text = module_text(module, locations=True)
+    stream = io.StringIO()
+    Printer(stream, print_debuginfo=True).print_op(module)
+    again = parse_module(make_context(), stream.getvalue(), "printed.mlir")
+    assert module_text(again, locations=True) == text
+    assert "printed.mlir" not in module_text(again, locations=True)
