@@ -44,7 +44,6 @@ class EventGraph(NamedTuple):
         return [sorted({p for e in waits for p in self.signallers.get(e, ())})
                 for waits in self.waits]
 
-
     def ancestors(self) -> list[int]:
         """For each task, the tasks that finish before it starts, as a bitset (a
         Python integer): the signallers of the events it waits on, transitively."""
