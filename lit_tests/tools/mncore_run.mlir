@@ -129,3 +129,12 @@ func.func @scale(%x: tensor<3xi64>) -> tensor<3xi64> {
 // RUN: not mncore-run %S/Inputs/recursive_call.mlir --random-inputs 0 2>&1 | filecheck %s --check-prefix=RECURSIVE
 // RECURSIVE:      {{\A}}mncore-run: {{.*}}recursive_call.mlir:8:3: error: func.call @main: a recursive call (@main -> @twice -> @main): graph functions have no control flow, so it would never end
 // RECURSIVE-NEXT: %z = func.call @main(%y) : (tensor<4xf32>) -> tensor<4xf32>
+
+// A negative seed is refused by its flag (numpy said "expected non-negative integer"),
+// and an output file in a folder that does not exist before anything runs (it failed
+// after printing the results).
+// RUN: not mncore-run %s --function scale --random-inputs -1 2>&1 | filecheck %s --check-prefix=SEED
+// SEED: mncore-run: error: argument --random-inputs: -1 is not a seed (a non-negative integer)
+// RUN: not mncore-run %s --function scale --random-inputs 0 --save-outputs %t.missing/out.npz 2>&1 | filecheck %s --check-prefix=NO-FOLDER
+// NO-FOLDER-NOT: result0
+// NO-FOLDER: mncore-run: error: cannot write {{.*}}missing/out.npz: no folder {{.*}}missing

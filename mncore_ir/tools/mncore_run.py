@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -111,7 +112,7 @@ class MNCoreRunMain(DashIsStdin):
         inputs.add_argument("--args", nargs="+", metavar="LITERAL",
                             help="one MLIR dense literal per argument, e.g. "
                                  "'dense<[1.0, 2.0]> : tensor<2xf32>'")
-        inputs.add_argument("--random-inputs", type=int, metavar="SEED",
+        inputs.add_argument("--random-inputs", type=seed, metavar="SEED",
                             help="random inputs from this seed")
         arg_parser.add_argument("--int-high", type=positive_int, default=4,
                                 help="random integer inputs are drawn from [0, INT_HIGH) "
@@ -233,6 +234,10 @@ class MNCoreRunMain(DashIsStdin):
                 f.write(program_trace(program, events or []))
 
     def run(self) -> None:
+        for path in (self.args.save_outputs, self.args.trace):  # before the run, not after
+            folder = os.path.dirname(path) if path else ""
+            if folder and not os.path.isdir(folder):
+                raise InterpretationError(f"cannot write {path}: no folder {folder}")
         stream, ext = self.get_input_stream()
         module = self.parse_chunk(stream, ext)
         assert isinstance(module, ModuleOp)
@@ -306,6 +311,14 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
+def seed(text: str) -> int:
+    """An argparse type: a random seed, an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a seed (a non-negative integer)")
     return value
 
 
