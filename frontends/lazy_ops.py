@@ -436,6 +436,21 @@ def out_functional(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
     return found
 
 
+def as_strided_of_storage(view: LazyTensor, args: tuple[Any, ...],
+                          kwargs: dict[str, Any]) -> LazyTensor:
+    """``view.as_strided(size, stride, offset)``: its sizes, strides and offset address
+    the storage, not the view, so it is a view of the storage's base (a dense tensor,
+    its elements in storage order); the offset defaults to the view's own, as eager's."""
+    root = view._views[0].base_meta
+    size, stride, *rest = args
+    offset = rest[0] if rest and rest[0] is not None else kwargs.get("storage_offset")
+    if offset is None:
+        offset = view.storage_offset()
+    meta = lt.infer_meta(aten.as_strided.default, (root, size, stride, offset), {})
+    step = ViewStep(aten.as_strided.default, (size, stride, offset), (), root, meta)
+    return LazyTensor(view._storage_, (step,), meta)
+
+
 def resize_out(tensor: LazyTensor, meta: torch.Tensor) -> None:
     """Give ``tensor`` the shape and strides of ``meta``, as eager resizes an out=
     argument of the wrong shape. A wrapper subclass cannot be resized through dispatch

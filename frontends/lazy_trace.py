@@ -37,6 +37,7 @@ from mncore_ir.frontends.lazy_ops import (
     TRACE_DECOMPOSITIONS,
     UNSUPPORTED,
     VIEW,
+    as_strided_of_storage,
     baked,
     check_inplace,
     core_decomposition,
@@ -406,16 +407,7 @@ class Tracer(abc.ABC):
             return alias
         items = tuple(sorted(kwargs.items())) if kwargs else ()
         if func is aten.as_strided.default and base._views:
-            # sizes, strides and offset address the storage, not the view: a view of
-            # the storage's base (a dense tensor, its elements in storage order)
-            root = base._views[0].base_meta
-            size, stride, *rest = args[1:]
-            offset = rest[0] if rest and rest[0] is not None else kwargs.get("storage_offset")
-            if offset is None:  # the view's own, as eager's default
-                offset = base.storage_offset()
-            meta = lt.infer_meta(func, (root, size, stride, offset), {})
-            step = ViewStep(func, (size, stride, offset), (), root, meta)
-            return LazyTensor(base._storage_, (step,), meta)
+            return as_strided_of_storage(base, args[1:], kwargs)
         key = (lt.op_key(func), (base._sig, *map(lt.meta_key, args[1:])), lt.meta_key(items))
         meta = lt.infer_meta_cached(key, func, (base_meta, *args[1:]),
                                     (base_meta, *args[1:]), kwargs)
