@@ -531,8 +531,9 @@ def scatter_view(step: ViewStep, base: Value, new: Value) -> Value:
         # reshape: the new value may not be laid out as a view of it can be (an op on a
         # transposed view gives a transposed result)
         node_op, node_args = aten.reshape.default, (new, list(meta.shape))
-    elif packet in (aten.alias, aten.detach):
-        return new
+    elif packet in (aten.alias, aten.detach) or (
+            packet is aten.expand and tuple(_value_meta(new).shape) == tuple(meta.shape)):
+        return new  # (an expand to the base's own shape is the base, as eager's)
     elif packet in (aten.t, aten.transpose):
         node_op = aten.t.default if packet is aten.t else aten.transpose.int
         node_args = (new,) if packet is aten.t else (new, *args)

@@ -175,3 +175,16 @@ def test_inplace_ops_through_a_transpose_of_a_view(name: str) -> None:
     x = torch.arange(12.0).mncore().view(3, 4)
     THROUGH_A_TRANSPOSE[name](x.t())
     assert torch.equal(x.cpu(), expected)
+
+
+def test_an_expand_to_the_tensors_own_shape_is_written_through() -> None:
+    """``x.expand_as(x).add_(1)`` writes ``x``, as eager (it was refused as a write
+    through an expand: a probe's find); a real expansion stays refused, as eager
+    refuses writing one element through several."""
+    expected, x = torch.arange(4.0), torch.arange(4.0).mncore()
+    for t in (expected, x):
+        t.expand_as(t).add_(1)
+        torch.broadcast_to(t, t.shape).mul_(2)
+    assert torch.equal(x.cpu(), expected)
+    with pytest.raises(Exception, match="expand"):
+        torch.zeros(2, 1).mncore().expand(2, 3).add_(1)
