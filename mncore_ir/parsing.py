@@ -196,8 +196,7 @@ class LocatingParser(Parser):
     def _line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of ``offset`` (the line starts found once)."""
         if not self._line_starts:
-            content = self.lexer.input.content
-            self._line_starts = [0, *(m.end() for m in re.finditer("\n", content))]
+            self._line_starts = line_starts(self.lexer.input.content)
         line = bisect.bisect_right(self._line_starts, offset)
         return line, offset - self._line_starts[line - 1] + 1
 
@@ -456,17 +455,22 @@ class LocatingMLIRFrontend(MLIRFrontend):
         )
 
 
+def line_starts(content: str) -> list[int]:
+    """The offset at which each line of ``content`` starts."""
+    return [0, *(m.end() for m in re.finditer("\n", content))]
+
+
 def span_at(source: Input, location: FileLineColLoc, line_offset: int = 0) -> Span | None:
     """The span of the token at ``location`` in ``source`` (a chunk whose first line is
     line ``line_offset + 1`` of its file), or ``None`` when it is not in it."""
     if location.filename.data != source.name:
         return None
-    lines = source.content.split("\n")
+    content = source.content
+    starts = [*line_starts(content), len(content) + 1]
     line, column = location.line.data - line_offset, location.column.data
-    if not 1 <= line <= len(lines) or not 1 <= column <= len(lines[line - 1]) + 1:
+    if not 1 <= line < len(starts) or not 1 <= column <= starts[line] - starts[line - 1]:
         return None
-    start = sum(len(text) + 1 for text in lines[:line - 1]) + column - 1
-    end = start
-    while end < len(source.content) and not source.content[end].isspace():
+    start = end = starts[line - 1] + column - 1
+    while end < len(content) and not content[end].isspace():
         end += 1
     return Span(start, max(end, start + 1), source)
